@@ -1,0 +1,162 @@
+// The store: sessions, runs and traces in one SQLite file.
+//
+// Usage:
+//   StoreOptions options;
+//   options.path = "understudy.db";
+//   US_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, Store::Open(options));
+//   US_ASSIGN_OR_RETURN(v1::Session s, store->CreateSessionVersion("golden"));
+//   store->AppendExchanges("golden", s.version(), {exchange}, [](auto r) {...});
+//
+// Writes go through one writer thread that commits in groups (one transaction
+// for every operation queued while the previous commit ran). Reads use their
+// own connections (WAL mode) and never block the writer. Every method is
+// thread-safe. Durability: a write is committed when its callback runs or its
+// synchronous method returns OK; kill -9 after that loses nothing.
+#ifndef UNDERSTUDY_STORE_STORE_H_
+#define UNDERSTUDY_STORE_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+#include "understudy/v1/understudy.pb.h"
+
+namespace understudy {
+namespace store {
+
+namespace v1 = ::understudy::v1;
+
+struct StoreOptions {
+  // The SQLite file; created with its parent directory's permissions if
+  // missing. Must be a real file (readers open their own connections).
+  std::string path = "understudy.db";
+  // How long a connection waits for another process's lock (busy_timeout).
+  absl::Duration busy_timeout = absl::Seconds(5);
+  // Read connections kept open; concurrent reads beyond this wait for one.
+  int reader_connections = 4;
+  // Trace events held in memory waiting for the writer; AppendEvents blocks
+  // (back-pressure, never loss) while the queue is this full.
+  size_t max_pending_events = 1 << 20;
+  // Not owned; must outlive the Store.
+  Clock* clock = Clock::Real();
+};
+
+// Filters for QueryEvents. Events come back in seq order.
+struct EventQuery {
+  std::string run;
+  std::vector<std::string> kinds;  // empty: all
+  std::string agent;               // empty: all
+  int64_t after_seq = 0;
+  int limit = 1000;
+};
+
+struct EventPage {
+  std::vector<v1::TraceEvent> events;
+  // Seq to pass as after_seq for the next page; 0 when there is no more.
+  int64_t next_after_seq = 0;
+};
+
+// Result of a committed AppendExchanges: seqs first..last were assigned.
+struct AppendResult {
+  int64_t version = 0;
+  int64_t first_seq = 0;
+  int64_t last_seq = 0;
+};
+
+class Store {
+ public:
+  // Opens (creating if needed) and migrates the database, and starts the
+  // writer thread. Fails with FAILED_PRECONDITION if the file's schema is
+  // newer than this binary knows, INVALID_ARGUMENT if it is not a SQLite
+  // database, UNAVAILABLE if it cannot be opened.
+  static absl::StatusOr<std::unique_ptr<Store>> Open(const StoreOptions& options);
+
+  // Commits everything queued, then stops the writer.
+  ~Store();
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+
+  // --- Sessions -----------------------------------------------------------
+  // Session `version` 0 means the latest version, whatever its state.
+  // Unknown name or version: NOT_FOUND naming it.
+
+  absl::StatusOr<v1::Session> GetSession(absl::string_view name, int64_t version);
+  // Every version of every session whose name starts with `prefix`, ordered
+  // by name then version.
+  absl::StatusOr<std::vector<v1::Session>> ListSessions(absl::string_view prefix);
+  // The exchanges of one version in seq order.
+  absl::StatusOr<std::vector<v1::Exchange>> LoadExchanges(absl::string_view name,
+                                                          int64_t version);
+  // Creates version (latest + 1) of `name`, OPEN and empty; durable on return.
+  // INVALID_ARGUMENT for an empty name, one over 256 bytes, or one with
+  // control characters or '@'.
+  absl::StatusOr<v1::Session> CreateSessionVersion(absl::string_view name);
+  // The latest OPEN version of `name`, or a new one when there is none.
+  absl::StatusOr<v1::Session> OpenSessionForAppend(absl::string_view name);
+  // Appends `exchanges` to OPEN version `version` of `name`, all in one
+  // transaction, assigning consecutive seqs after the last one (their `seq`
+  // fields are overwritten). `done` runs exactly once, on the writer thread,
+  // after the commit or with the error (FAILED_PRECONDITION if the version is
+  // closed, NOT_FOUND if it does not exist); it must not block.
+  void AppendExchanges(std::string name, int64_t version,
+                       std::vector<v1::Exchange> exchanges,
+                       std::function<void(absl::StatusOr<AppendResult>)> done);
+  // Synchronous form of AppendExchanges.
+  absl::StatusOr<AppendResult> AppendExchangesAndWait(
+      std::string name, int64_t version, std::vector<v1::Exchange> exchanges);
+  // Marks a version CLOSED (idempotent). NOT_FOUND if it does not exist.
+  absl::Status CloseSession(absl::string_view name, int64_t version);
+  // Deletes one version (or all when version is 0) with their exchanges;
+  // returns how many versions were deleted. NOT_FOUND if none matched.
+  absl::StatusOr<int64_t> DeleteSession(absl::string_view name, int64_t version);
+
+  // The session as JSONL: a header line then one line per exchange, each a
+  // SessionFileLine in protobuf's JSON mapping. Same session, same bytes.
+  absl::StatusOr<std::string> ExportSession(absl::string_view name, int64_t version);
+  // Imports a JSONL session as a new CLOSED version of its name (or of
+  // `name_override` when not empty). All or nothing: on any error nothing is
+  // stored and the status is INVALID_ARGUMENT naming the line and what is
+  // wrong ("line 3: exchange.request.messages[0]: ..."). Exporting the result
+  // gives back the input bytes when the input came from ExportSession.
+  absl::StatusOr<v1::Session> ImportSession(absl::string_view jsonl,
+                                            absl::string_view name_override);
+
+  // --- Runs ---------------------------------------------------------------
+
+  // Inserts or replaces the run record; durable on return.
+  absl::Status SaveRun(const v1::Run& run);
+  // NOT_FOUND for an unknown id.
+  absl::StatusOr<v1::Run> GetRun(absl::string_view id);
+  // Stores the run's final summary (and its run record); durable on return.
+  absl::Status SaveRunSummary(const v1::RunSummary& summary);
+  // NOT_FOUND when the run is unknown or has not ended.
+  absl::StatusOr<v1::RunSummary> GetRunSummary(absl::string_view id);
+
+  // --- Trace --------------------------------------------------------------
+
+  // Queues events for the writer and returns without touching disk (unless
+  // the queue is full, see max_pending_events). Events are committed in the
+  // order queued. Each event's (run, seq) must be unique.
+  void AppendEvents(std::vector<v1::TraceEvent> events);
+  // Returns once everything queued before the call is committed.
+  absl::Status Flush();
+  // Committed events of one run matching the query. Does not flush.
+  absl::StatusOr<EventPage> QueryEvents(const EventQuery& query);
+
+ private:
+  class Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace store
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_STORE_STORE_H_
