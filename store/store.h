@@ -34,12 +34,13 @@ namespace store {
 namespace v1 = ::understudy::v1;
 
 struct StoreOptions {
-  // The SQLite file; created with its parent directory's permissions if
-  // missing. Must be a real file (readers open their own connections).
+  // The SQLite file; created if missing (its directory must exist). Must be
+  // a real file, not ":memory:" (readers open their own connections).
   std::string path = "understudy.db";
   // How long a connection waits for another process's lock (busy_timeout).
   absl::Duration busy_timeout = absl::Seconds(5);
   // Read connections kept open; concurrent reads beyond this wait for one.
+  // At least 1.
   int reader_connections = 4;
   // Trace events held in memory waiting for the writer; AppendEvents blocks
   // (back-pressure, never loss) while the queue is this full.
@@ -50,11 +51,11 @@ struct StoreOptions {
 
 // Filters for QueryEvents. Events come back in seq order.
 struct EventQuery {
-  std::string run;
+  std::string run;                 // required
   std::vector<std::string> kinds;  // empty: all
   std::string agent;               // empty: all
-  int64_t after_seq = 0;
-  int limit = 1000;
+  int64_t after_seq = 0;           // only seq > after_seq
+  int limit = 1000;                // <= 0: 1000; at most 10000
 };
 
 struct EventPage {
@@ -85,7 +86,9 @@ class Store {
 
   // --- Sessions -----------------------------------------------------------
   // Session `version` 0 means the latest version, whatever its state.
-  // Unknown name or version: NOT_FOUND naming it.
+  // Unknown name or version: NOT_FOUND naming it ("golden@3").
+  // Session.agents lists the distinct non-empty agents of its exchanges, in
+  // order of first appearance.
 
   absl::StatusOr<v1::Session> GetSession(absl::string_view name, int64_t version);
   // Every version of every session whose name starts with `prefix`, ordered
@@ -94,24 +97,30 @@ class Store {
   // The exchanges of one version in seq order.
   absl::StatusOr<std::vector<v1::Exchange>> LoadExchanges(absl::string_view name,
                                                           int64_t version);
-  // Creates version (latest + 1) of `name`, OPEN and empty; durable on return.
-  // INVALID_ARGUMENT for an empty name, one over 256 bytes, or one with
-  // control characters or '@'.
+  // Creates version (latest + 1) of `name`, OPEN and empty, created now
+  // (options.clock); durable on return. INVALID_ARGUMENT for an empty name,
+  // one over 256 bytes, one that is not UTF-8, or one with control
+  // characters or '@'. (Deleting the latest version frees its number.)
   absl::StatusOr<v1::Session> CreateSessionVersion(absl::string_view name);
-  // The latest OPEN version of `name`, or a new one when there is none.
+  // The latest OPEN version of `name`, or a new one when there is none
+  // (atomically: concurrent callers get the same version). Same name rules.
   absl::StatusOr<v1::Session> OpenSessionForAppend(absl::string_view name);
   // Appends `exchanges` to OPEN version `version` of `name`, all in one
   // transaction, assigning consecutive seqs after the last one (their `seq`
   // fields are overwritten). `done` runs exactly once, on the writer thread,
   // after the commit or with the error (FAILED_PRECONDITION if the version is
-  // closed, NOT_FOUND if it does not exist); it must not block.
+  // closed, NOT_FOUND if it does not exist); it must not block. `version` 0
+  // is the latest version (reported in AppendResult.version). An empty
+  // `exchanges` commits nothing and reports first_seq = last_seq = 0.
   void AppendExchanges(std::string name, int64_t version,
                        std::vector<v1::Exchange> exchanges,
                        std::function<void(absl::StatusOr<AppendResult>)> done);
-  // Synchronous form of AppendExchanges.
+  // Synchronous form of AppendExchanges. Must not be called from a writer
+  // callback (FAILED_PRECONDITION: it would wait for itself).
   absl::StatusOr<AppendResult> AppendExchangesAndWait(
       std::string name, int64_t version, std::vector<v1::Exchange> exchanges);
-  // Marks a version CLOSED (idempotent). NOT_FOUND if it does not exist.
+  // Marks a version (0: the latest) CLOSED (idempotent). NOT_FOUND if it
+  // does not exist.
   absl::Status CloseSession(absl::string_view name, int64_t version);
   // Deletes one version (or all when version is 0) with their exchanges;
   // returns how many versions were deleted. NOT_FOUND if none matched.
@@ -119,22 +128,27 @@ class Store {
 
   // The session as JSONL: a header line then one line per exchange, each a
   // SessionFileLine in protobuf's JSON mapping. Same session, same bytes.
+  // See store/session_file.h for the format.
   absl::StatusOr<std::string> ExportSession(absl::string_view name, int64_t version);
   // Imports a JSONL session as a new CLOSED version of its name (or of
   // `name_override` when not empty). All or nothing: on any error nothing is
   // stored and the status is INVALID_ARGUMENT naming the line and what is
   // wrong ("line 3: exchange.request.messages[0]: ..."). Exporting the result
-  // gives back the input bytes when the input came from ExportSession.
+  // gives back the input bytes when the input came from ExportSession (the
+  // header's created_at_micros is kept). An invalid name is INVALID_ARGUMENT
+  // ("line 1: header name: ..." or "name override: ...").
   absl::StatusOr<v1::Session> ImportSession(absl::string_view jsonl,
                                             absl::string_view name_override);
 
   // --- Runs ---------------------------------------------------------------
 
-  // Inserts or replaces the run record; durable on return.
+  // Inserts or replaces the run record (keeping any summary); durable on
+  // return. INVALID_ARGUMENT if run.id is empty.
   absl::Status SaveRun(const v1::Run& run);
   // NOT_FOUND for an unknown id.
   absl::StatusOr<v1::Run> GetRun(absl::string_view id);
-  // Stores the run's final summary (and its run record); durable on return.
+  // Stores the run's final summary (and its run record, summary.run);
+  // durable on return. INVALID_ARGUMENT if summary.run.id is empty.
   absl::Status SaveRunSummary(const v1::RunSummary& summary);
   // NOT_FOUND when the run is unknown or has not ended.
   absl::StatusOr<v1::RunSummary> GetRunSummary(absl::string_view id);
@@ -143,11 +157,18 @@ class Store {
 
   // Queues events for the writer and returns without touching disk (unless
   // the queue is full, see max_pending_events). Events are committed in the
-  // order queued. Each event's (run, seq) must be unique.
+  // order queued. Each event's (run, seq) must be unique, with a non-empty
+  // run and seq >= 1; an event breaking that is not stored, the others are,
+  // and the error is reported by the next Flush.
   void AppendEvents(std::vector<v1::TraceEvent> events);
-  // Returns once everything queued before the call is committed.
+  // Returns once everything queued before the call is committed (and every
+  // AppendExchanges callback queued before it has run). Returns the first
+  // error writing trace events since the previous Flush (e.g. ALREADY_EXISTS
+  // for a duplicate (run, seq), naming it), OK otherwise. FAILED_PRECONDITION
+  // when called from a writer callback.
   absl::Status Flush();
-  // Committed events of one run matching the query. Does not flush.
+  // Committed events of one run matching the query. Does not flush. An
+  // unknown run gives an empty page; an empty query.run is INVALID_ARGUMENT.
   absl::StatusOr<EventPage> QueryEvents(const EventQuery& query);
 
  private:

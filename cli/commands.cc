@@ -1,0 +1,273 @@
+#include "cli/commands.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/log.h"
+#include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+#include "replayer/engine.h"
+#include "store/store.h"
+
+namespace understudy {
+namespace cli {
+namespace {
+
+absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const DbFlags& db) {
+  store::StoreOptions options;
+  options.path = db.db;
+  options.reader_connections = 1;
+  return store::Store::Open(options);
+}
+
+std::string ToJson(const google::protobuf::Message& m) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(m, &out, options);
+  return out;
+}
+
+const char* StateName(v1::SessionState s) {
+  return s == v1::SESSION_STATE_OPEN ? "open" : s == v1::SESSION_STATE_CLOSED ? "closed" : "?";
+}
+
+std::string Quote(const std::string& s, size_t max = 60) {
+  std::string cut = s.size() > max ? s.substr(0, max) + "…" : s;
+  return nlohmann::json(cut).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+// Writes `path` atomically (temp file + rename) so readers never see half.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
+  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
+    out << content;
+    out.flush();
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int Fail(const absl::Status& status) {
+  std::cerr << "understudy: " << status.message() << std::endl;
+  switch (status.code()) {
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kOutOfRange:
+      return 1;
+    default:
+      return 3;
+  }
+}
+
+int Serve(const ServeFlags& flags) {
+  service::ServerOptions options = flags.server;
+  if (flags.mode == "record") {
+    options.default_mode = v1::RUN_MODE_RECORD;
+  } else if (flags.mode == "replay") {
+    options.default_mode = v1::RUN_MODE_REPLAY;
+  } else if (flags.mode == "passthrough") {
+    options.default_mode = v1::RUN_MODE_PASSTHROUGH;
+  }
+  options.drain_timeout = absl::Seconds(flags.drain_timeout_seconds);
+
+  // Signals are taken by sigwait below; block them before any thread starts
+  // so that every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<std::unique_ptr<service::Server>> server = service::Server::Start(options);
+  if (!server.ok()) return Fail(server.status());
+  std::string line = absl::StrCat("understudy serving grpc=", (*server)->grpc_address(),
+                                  " db=", options.db_path);
+  if (!(*server)->default_run().empty()) absl::StrAppend(&line, " run=", (*server)->default_run());
+  std::cout << line << std::endl;
+  if (!flags.ready_file.empty()) {
+    nlohmann::ordered_json ready;
+    ready["grpc"] = (*server)->grpc_address();
+    ready["db"] = options.db_path;
+    ready["run"] = (*server)->default_run();
+    ready["pid"] = static_cast<int>(::getpid());
+    absl::Status s = WriteFileAtomically(flags.ready_file, ready.dump() + "\n");
+    if (!s.ok()) {
+      (*server)->Shutdown().IgnoreError();
+      return Fail(s);
+    }
+  }
+  int received = 0;
+  sigwait(&signals, &received);
+  Log(LogLevel::kInfo, "signal", {{"signal", received == SIGINT ? "SIGINT" : "SIGTERM"}});
+  absl::Status s = (*server)->Shutdown();
+  if (!s.ok()) return Fail(s);
+  return 0;
+}
+
+int SessionsList(const DbFlags& db, const std::string& prefix) {
+  auto store = OpenStore(db);
+  if (!store.ok()) return Fail(store.status());
+  auto sessions = (*store)->ListSessions(prefix);
+  if (!sessions.ok()) return Fail(sessions.status());
+  if (db.json) {
+    for (const v1::Session& s : *sessions) std::cout << ToJson(s) << "\n";
+    return 0;
+  }
+  if (sessions->empty()) {
+    std::cerr << "no sessions in " << db.db << "\n";
+    return 0;
+  }
+  std::printf("%-32s %7s %-7s %9s  %s\n", "NAME", "VERSION", "STATE", "EXCHANGES", "AGENTS");
+  for (const v1::Session& s : *sessions) {
+    std::printf("%-32s %7lld %-7s %9lld  %s\n", s.name().c_str(),
+                static_cast<long long>(s.version()), StateName(s.state()),
+                static_cast<long long>(s.exchange_count()),
+                absl::StrJoin(s.agents(), ",").c_str());
+  }
+  return 0;
+}
+
+int SessionsShow(const DbFlags& db, const std::string& ref) {
+  auto parsed = replayer::ParseSessionRef(ref);
+  if (!parsed.ok()) return Fail(parsed.status());
+  auto store = OpenStore(db);
+  if (!store.ok()) return Fail(store.status());
+  auto session = (*store)->GetSession(parsed->first, parsed->second);
+  if (!session.ok()) return Fail(session.status());
+  auto exchanges = (*store)->LoadExchanges(session->name(), session->version());
+  if (!exchanges.ok()) return Fail(exchanges.status());
+  if (db.json) {
+    std::cout << ToJson(*session) << "\n";
+    for (const v1::Exchange& e : *exchanges) std::cout << ToJson(e) << "\n";
+    return 0;
+  }
+  std::cout << session->name() << "@" << session->version() << "  " << StateName(session->state())
+            << "  " << session->exchange_count() << " exchanges  agents: "
+            << absl::StrJoin(session->agents(), ", ") << "\n";
+  for (const v1::Exchange& e : *exchanges) {
+    const auto& messages = e.request().messages();
+    std::string last = messages.empty() ? "" : messages[messages.size() - 1].content();
+    std::cout << "#" << e.seq() << " " << (e.agent().empty() ? "-" : e.agent()) << "  "
+              << e.request().model() << "  " << Quote(last) << " → ";
+    if (e.has_error()) {
+      std::cout << "error " << absl::StatusCodeToString(static_cast<absl::StatusCode>(e.error().code()));
+    } else {
+      std::cout << Quote(e.response().message().content());
+      for (const v1::ToolCall& c : e.response().message().tool_calls()) {
+        std::cout << " " << c.name() << Quote(c.arguments(), 40);
+      }
+      if (!e.response().finish_reason().empty()) std::cout << " (" << e.response().finish_reason() << ")";
+    }
+    if (e.streamed()) std::cout << " [" << e.chunks_size() << " chunks]";
+    std::cout << "\n";
+  }
+  return 0;
+}
+
+int SessionsRemove(const DbFlags& db, const std::string& ref) {
+  auto parsed = replayer::ParseSessionRef(ref);
+  if (!parsed.ok()) return Fail(parsed.status());
+  auto store = OpenStore(db);
+  if (!store.ok()) return Fail(store.status());
+  auto n = (*store)->DeleteSession(parsed->first, parsed->second);
+  if (!n.ok()) return Fail(n.status());
+  std::cerr << "deleted " << *n << (*n == 1 ? " version" : " versions") << " of "
+            << parsed->first << "\n";
+  return 0;
+}
+
+int Export(const DbFlags& db, const std::string& ref, const std::string& output) {
+  auto parsed = replayer::ParseSessionRef(ref);
+  if (!parsed.ok()) return Fail(parsed.status());
+  auto store = OpenStore(db);
+  if (!store.ok()) return Fail(store.status());
+  auto jsonl = (*store)->ExportSession(parsed->first, parsed->second);
+  if (!jsonl.ok()) return Fail(jsonl.status());
+  if (output.empty() || output == "-") {
+    std::cout.write(jsonl->data(), static_cast<std::streamsize>(jsonl->size()));
+    std::cout.flush();
+    return std::cout ? 0 : 3;
+  }
+  absl::Status s = WriteFileAtomically(output, *jsonl);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int Import(const DbFlags& db, const std::string& input, const std::string& name) {
+  std::string content;
+  if (input == "-") {
+    content.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
+  } else {
+    std::ifstream in(input, std::ios::binary);
+    if (!in) return Fail(absl::NotFoundError(absl::StrCat("cannot read ", input)));
+    content.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto store = OpenStore(db);
+  if (!store.ok()) return Fail(store.status());
+  auto session = (*store)->ImportSession(content, name);
+  if (!session.ok()) {
+    return Fail(absl::Status(session.status().code(),
+                             absl::StrCat(input, ": ", session.status().message())));
+  }
+  std::cout << session->name() << "@" << session->version() << " imported: "
+            << session->exchange_count() << " exchanges\n";
+  return 0;
+}
+
+int Trace(const DbFlags& db, const std::string& run, const std::vector<std::string>& kinds,
+          const std::string& agent) {
+  auto store = OpenStore(db);
+  if (!store.ok()) return Fail(store.status());
+  store::EventQuery query;
+  query.run = run;
+  query.kinds = kinds;
+  query.agent = agent;
+  query.limit = 10000;
+  if (!(*store)->GetRun(run).ok()) {
+    return Fail(absl::NotFoundError(absl::StrCat("unknown run \"", run, "\" in ", db.db)));
+  }
+  while (true) {
+    auto page = (*store)->QueryEvents(query);
+    if (!page.ok()) return Fail(page.status());
+    for (const v1::TraceEvent& e : page->events) {
+      if (db.json) {
+        std::cout << ToJson(e) << "\n";
+        continue;
+      }
+      std::cout << "#" << e.seq() << " " << e.kind();
+      if (!e.agent().empty()) std::cout << " " << e.agent();
+      std::map<std::string, std::string> attrs(e.attributes().begin(), e.attributes().end());
+      for (const auto& [k, v] : attrs) {
+        if (k == "gen_ai.agent.name" || k == "understudy.miss.report") continue;
+        std::cout << " " << k << "=" << (v.find(' ') == std::string::npos ? v : Quote(v, 200));
+      }
+      std::cout << "\n";
+      auto report = attrs.find("understudy.miss.report");
+      if (report != attrs.end()) std::cout << "    " << report->second << "\n";
+    }
+    if (page->next_after_seq == 0) break;
+    query.after_seq = page->next_after_seq;
+  }
+  return 0;
+}
+
+}  // namespace cli
+}  // namespace understudy

@@ -1,0 +1,48 @@
+// The `understudy` subcommands, each a function from parsed flags to an exit
+// code. Exit codes: 0 success; 1 what was asked about is wrong or missing
+// (unknown session, malformed import file); 2 usage error (reported by the
+// flag parser); 3 operational failure (cannot open the database, cannot
+// listen). Errors print one line, "understudy: REASON", on stderr.
+#ifndef UNDERSTUDY_CLI_COMMANDS_H_
+#define UNDERSTUDY_CLI_COMMANDS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "service/server.h"
+
+namespace understudy {
+namespace cli {
+
+// Prints "understudy: <message>" and returns the exit code for `status`.
+int Fail(const absl::Status& status);
+
+struct ServeFlags {
+  service::ServerOptions server;
+  std::string mode;  // "", record, replay, passthrough
+  std::string ready_file;
+  double drain_timeout_seconds = 10;
+};
+// Runs the server until SIGINT or SIGTERM. The first stdout line is
+// `understudy serving grpc=HOST:PORT db=PATH[ run=ID]`.
+int Serve(const ServeFlags& flags);
+
+struct DbFlags {
+  std::string db = "understudy.db";
+  bool json = false;
+};
+int SessionsList(const DbFlags& db, const std::string& prefix);
+int SessionsShow(const DbFlags& db, const std::string& ref);
+int SessionsRemove(const DbFlags& db, const std::string& ref);
+// Writes the JSONL to `output`, or stdout when it is "" or "-".
+int Export(const DbFlags& db, const std::string& ref, const std::string& output);
+// Reads JSONL from `input` ("-" for stdin).
+int Import(const DbFlags& db, const std::string& input, const std::string& name);
+int Trace(const DbFlags& db, const std::string& run, const std::vector<std::string>& kinds,
+          const std::string& agent);
+
+}  // namespace cli
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_CLI_COMMANDS_H_

@@ -1,0 +1,206 @@
+// understudy: record, replay and inspect LLM agent sessions.
+// Parses flags and hands over to cli/commands.h; nothing else lives here.
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_replace.h"
+#include "base/log.h"
+#include "cli/commands.h"
+
+#ifndef UNDERSTUDY_VERSION
+#define UNDERSTUDY_VERSION "0.0.0-dev"
+#endif
+
+namespace {
+
+using understudy::cli::DbFlags;
+using understudy::cli::ServeFlags;
+
+// Environment variable of a serve option: --max-message-bytes →
+// UNDERSTUDY_MAX_MESSAGE_BYTES.
+std::string EnvName(const std::string& option) {
+  return "UNDERSTUDY_" + absl::AsciiStrToUpper(absl::StrReplaceAll(option, {{"-", "_"}}));
+}
+
+// Loads `--config FILE` (or UNDERSTUDY_CONFIG) before parsing. Each key
+// becomes the value of its UNDERSTUDY_* variable unless that is already set,
+// so that flags override the environment, which overrides the file.
+// Returns false after printing the reason when the file is bad.
+bool ApplyConfigFile(int argc, char** argv, const std::set<std::string>& keys) {
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--config" && i + 1 < argc) path = argv[i + 1];
+    if (arg.rfind("--config=", 0) == 0) path = arg.substr(9);
+  }
+  if (path.empty() && std::getenv("UNDERSTUDY_CONFIG") != nullptr) {
+    path = std::getenv("UNDERSTUDY_CONFIG");
+  }
+  if (path.empty()) return true;
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "understudy: cannot read config file " << path << "\n";
+    return false;
+  }
+  std::vector<CLI::ConfigItem> items;
+  try {
+    items = CLI::ConfigTOML().from_config(in);
+  } catch (const CLI::Error& e) {
+    std::cerr << "understudy: config file " << path << ": " << e.what() << "\n";
+    return false;
+  }
+  for (const CLI::ConfigItem& item : items) {
+    if (item.name == "++" || item.name == "--") continue;  // section markers
+    std::string key = item.fullname();
+    if (keys.count(key) == 0) {
+      std::cerr << "understudy: config file " << path << ": unknown key \"" << key
+                << "\" (known: serve's long options without dashes, e.g. db, listen, upstream)\n";
+      return false;
+    }
+    std::string value;
+    for (size_t i = 0; i < item.inputs.size(); ++i) value += (i ? "," : "") + item.inputs[i];
+    ::setenv(EnvName(key).c_str(), value.c_str(), /*overwrite=*/0);
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "understudy: record LLM agent sessions once, replay them deterministically, and "
+      "assert on what happened."};
+  app.set_version_flag("--version", std::string("understudy ") + UNDERSTUDY_VERSION);
+  app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();
+  app.footer(
+      "Examples:\n"
+      "  understudy serve --upstream grpc://127.0.0.1:7001\n"
+      "  understudy sessions ls\n"
+      "  understudy export golden -o golden.jsonl\n"
+      "  understudy trace run-1a2b3c4d5e6f7a8b\n"
+      "Run `understudy COMMAND --help` for each command's flags.");
+
+  std::string log_level = "info";
+  std::string log_format = "text";
+  app.add_option("--log-level", log_level, "debug|info|warning|error")
+      ->envname("UNDERSTUDY_LOG_LEVEL")
+      ->check(CLI::IsMember({"debug", "info", "warning", "error"}));
+  app.add_option("--log-format", log_format, "text|json")
+      ->envname("UNDERSTUDY_LOG_FORMAT")
+      ->check(CLI::IsMember({"text", "json"}));
+
+  // serve
+  ServeFlags serve;
+  std::string config_path;
+  CLI::App* serve_cmd = app.add_subcommand("serve", "Run the understudy server.");
+  serve_cmd->footer(
+      "Prints `understudy serving grpc=HOST:PORT db=PATH` as its first stdout line.\n"
+      "Precedence: flags, then UNDERSTUDY_* variables, then --config FILE (TOML: db = \"x.db\").\n"
+      "Examples:\n"
+      "  understudy serve                                   # replay/record on 127.0.0.1:7140\n"
+      "  understudy serve --listen 127.0.0.1:0 --ready-file ready.json\n"
+      "  understudy serve --upstream grpc://127.0.0.1:7001 --mode record --session golden");
+  std::set<std::string> serve_keys;
+  auto serve_option = [&](const std::string& name, auto& target, const std::string& help) {
+    serve_keys.insert(name);
+    return serve_cmd->add_option("--" + name, target, help)->envname(EnvName(name));
+  };
+  serve_option("db", serve.server.db_path, "SQLite file (created if missing)");
+  serve_option("listen", serve.server.listen, "gRPC address; port 0 picks a free port");
+  serve_option("upstream", serve.server.upstream,
+               "Upstream model for record/passthrough runs: grpc://HOST:PORT");
+  serve_option("mode", serve.mode,
+               "Start a default run for calls that name none: record|replay|passthrough")
+      ->check(CLI::IsMember({"", "record", "replay", "passthrough"}));
+  serve_option("session", serve.server.default_session, "Session of the default run (NAME or NAME@N)");
+  serve_option("strict", serve.server.default_strict,
+               "Default run: a request without a recording is an error (else: closest recording)");
+  serve_option("max-message-bytes", serve.server.max_message_bytes,
+               "Largest gRPC message accepted")
+      ->check(CLI::Range(1024, 1 << 30));
+  serve_option("drain-timeout", serve.drain_timeout_seconds,
+               "Seconds in-flight calls may take to finish on SIGINT/SIGTERM")
+      ->check(CLI::Range(0.0, 3600.0));
+  serve_option("ready-file", serve.ready_file,
+               "Also write {\"grpc\":ADDR,...} to this file once serving");
+  serve_cmd->add_option("--config", config_path, "TOML file with serve options")
+      ->envname("UNDERSTUDY_CONFIG");
+
+  // Commands that read or change the database directly.
+  DbFlags db;
+  auto db_option = [&](CLI::App* cmd, bool json) {
+    cmd->add_option("--db", db.db, "SQLite file")->envname("UNDERSTUDY_DB");
+    if (json) cmd->add_flag("--json", db.json, "One JSON object per line");
+  };
+
+  CLI::App* sessions_cmd = app.add_subcommand("sessions", "List, show or remove recorded sessions.");
+  sessions_cmd->require_subcommand(1);
+  std::string prefix;
+  CLI::App* ls_cmd = sessions_cmd->add_subcommand("ls", "List sessions and their versions.");
+  ls_cmd->add_option("--prefix", prefix, "Only names starting with this");
+  db_option(ls_cmd, true);
+  std::string ref;
+  CLI::App* show_cmd = sessions_cmd->add_subcommand("show", "Show a session's exchanges.");
+  show_cmd->add_option("session", ref, "NAME or NAME@VERSION (default: latest)")->required();
+  db_option(show_cmd, true);
+  CLI::App* rm_cmd = sessions_cmd->add_subcommand("rm", "Delete a session (every version, or NAME@N).");
+  rm_cmd->add_option("session", ref, "NAME or NAME@VERSION")->required();
+  db_option(rm_cmd, false);
+
+  std::string output;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export", "Write a session as JSONL (deterministic; diff it in git).");
+  export_cmd->add_option("session", ref, "NAME or NAME@VERSION (default: latest)")->required();
+  export_cmd->add_option("-o,--output", output, "File to write (default: stdout)");
+  export_cmd->footer("Example: understudy export golden -o tests/golden.jsonl");
+  db_option(export_cmd, false);
+
+  std::string input;
+  std::string import_name;
+  CLI::App* import_cmd = app.add_subcommand(
+      "import", "Load a JSONL session as a new version; all or nothing.");
+  import_cmd->add_option("file", input, "JSONL file, or - for stdin")->required();
+  import_cmd->add_option("--name", import_name, "Store under this name instead of the file's");
+  import_cmd->footer("Example: understudy import tests/golden.jsonl");
+  db_option(import_cmd, false);
+
+  std::string run;
+  std::vector<std::string> kinds;
+  std::string agent;
+  CLI::App* trace_cmd = app.add_subcommand("trace", "Print a run's trace events in order.");
+  trace_cmd->add_option("run", run, "Run id")->required();
+  trace_cmd->add_option("--kind", kinds, "Only these kinds (exchange, miss, run_started, ...)");
+  trace_cmd->add_option("--agent", agent, "Only this agent's events");
+  trace_cmd->footer("Example: understudy trace run-1a2b3c4d5e6f7a8b --kind exchange");
+  db_option(trace_cmd, true);
+
+  if (!ApplyConfigFile(argc, argv, serve_keys)) return 2;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  understudy::LogLevel level;
+  understudy::LogFormat format;
+  understudy::ParseLogLevel(log_level, &level);
+  understudy::ParseLogFormat(log_format, &format);
+  understudy::SetLogging(level, format);
+
+  if (*serve_cmd) return understudy::cli::Serve(serve);
+  if (*ls_cmd) return understudy::cli::SessionsList(db, prefix);
+  if (*show_cmd) return understudy::cli::SessionsShow(db, ref);
+  if (*rm_cmd) return understudy::cli::SessionsRemove(db, ref);
+  if (*export_cmd) return understudy::cli::Export(db, ref, output);
+  if (*import_cmd) return understudy::cli::Import(db, input, import_name);
+  if (*trace_cmd) return understudy::cli::Trace(db, run, kinds, agent);
+  return 2;
+}

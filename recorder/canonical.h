@@ -1,0 +1,34 @@
+// The canonical request: the provider-neutral, normalized form of a
+// completion request that matching compares and miss reports quote.
+//
+// It is a JSON object with sorted keys, so two requests that differ only in
+// the order of JSON object keys (including inside tool-call arguments and
+// tool parameter schemas, which are parsed) have the same canonical text.
+// Routing fields (`run`, `agent`) and empty fields are left out: they never
+// change the model's answer.
+#ifndef UNDERSTUDY_RECORDER_CANONICAL_H_
+#define UNDERSTUDY_RECORDER_CANONICAL_H_
+
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "understudy/v1/completion.pb.h"
+
+namespace understudy {
+namespace recorder {
+
+// The canonical form as a JSON value. Thread-safe; never fails: text that
+// should be JSON but is not (malformed tool arguments) is kept as a string.
+nlohmann::json CanonicalJson(const v1::CompletionRequest& request);
+
+// CanonicalJson(request) serialized compactly; equal requests give equal
+// bytes, in every process.
+std::string CanonicalText(const v1::CompletionRequest& request);
+
+// `request` without its routing fields, as forwarded upstream and stored.
+v1::CompletionRequest WithoutRouting(const v1::CompletionRequest& request);
+
+}  // namespace recorder
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_RECORDER_CANONICAL_H_

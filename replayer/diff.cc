@@ -1,0 +1,86 @@
+#include "replayer/diff.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace understudy {
+namespace replayer {
+namespace {
+
+using nlohmann::json;
+
+std::string Join(const std::string& path, const std::string& key) {
+  return path.empty() ? key : absl::StrCat(path, ".", key);
+}
+
+// Walks both trees; `emit` is called per differing leaf and returns false to
+// stop the walk.
+template <typename Emit>
+bool Walk(const json* recorded, const json* got, const std::string& path, Emit& emit) {
+  if (recorded != nullptr && got != nullptr) {
+    if (recorded->is_object() && got->is_object()) {
+      auto r = recorded->begin();
+      auto g = got->begin();
+      // Both iterate in sorted key order: merge them.
+      while (r != recorded->end() || g != got->end()) {
+        if (g == got->end() || (r != recorded->end() && r.key() < g.key())) {
+          if (!Walk(&r.value(), nullptr, Join(path, r.key()), emit)) return false;
+          ++r;
+        } else if (r == recorded->end() || g.key() < r.key()) {
+          if (!Walk(nullptr, &g.value(), Join(path, g.key()), emit)) return false;
+          ++g;
+        } else {
+          if (!Walk(&r.value(), &g.value(), Join(path, r.key()), emit)) return false;
+          ++r;
+          ++g;
+        }
+      }
+      return true;
+    }
+    if (recorded->is_array() && got->is_array()) {
+      size_t n = std::max(recorded->size(), got->size());
+      for (size_t i = 0; i < n; ++i) {
+        const json* ri = i < recorded->size() ? &(*recorded)[i] : nullptr;
+        const json* gi = i < got->size() ? &(*got)[i] : nullptr;
+        if (!Walk(ri, gi, absl::StrCat(path, "[", i, "]"), emit)) return false;
+      }
+      return true;
+    }
+    if (*recorded == *got) return true;
+  }
+  return emit(path, recorded, got);
+}
+
+}  // namespace
+
+std::string Abbreviate(const json& value, size_t max_chars) {
+  std::string text = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() <= max_chars) return text;
+  // Cut on a UTF-8 boundary.
+  size_t cut = max_chars;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  text.resize(cut);
+  text += "…";
+  return text;
+}
+
+std::vector<JsonDiff> DiffJson(const json& recorded, const json& got, size_t max_diffs) {
+  std::vector<JsonDiff> out;
+  auto emit = [&](const std::string& path, const json* r, const json* g) {
+    out.push_back(JsonDiff{path, r ? Abbreviate(*r) : "", g ? Abbreviate(*g) : ""});
+    return out.size() < max_diffs;
+  };
+  if (max_diffs > 0) Walk(&recorded, &got, "", emit);
+  return out;
+}
+
+size_t CountJsonDiffs(const json& recorded, const json& got, size_t limit) {
+  size_t count = 0;
+  auto emit = [&](const std::string&, const json*, const json*) { return ++count < limit; };
+  if (limit > 0) Walk(&recorded, &got, "", emit);
+  return count;
+}
+
+}  // namespace replayer
+}  // namespace understudy

@@ -1,0 +1,66 @@
+#include "replayer/diff.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace understudy {
+namespace replayer {
+namespace {
+
+using nlohmann::json;
+using ::testing::ElementsAre;
+using ::testing::Field;
+
+TEST(DiffTest, NamesTheChangedMessageContentByPath) {
+  json a = json::parse(R"({"messages":[{"role":"system","content":"a"},{"role":"user","content":"fix it"}]})");
+  json b = json::parse(R"({"messages":[{"role":"system","content":"a"},{"role":"user","content":"fix it now"}]})");
+  std::vector<JsonDiff> d = DiffJson(a, b);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].path, "messages[1].content");
+  EXPECT_EQ(d[0].recorded, "\"fix it\"");
+  EXPECT_EQ(d[0].got, "\"fix it now\"");
+}
+
+TEST(DiffTest, ExtraArrayElementIsReportedAsAbsentOnOneSide) {
+  json a = json::parse(R"({"messages":[1]})");
+  json b = json::parse(R"({"messages":[1,{"role":"user"}]})");
+  std::vector<JsonDiff> d = DiffJson(a, b);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].path, "messages[1]");
+  EXPECT_EQ(d[0].recorded, "");
+  EXPECT_EQ(d[0].got, R"({"role":"user"})");
+}
+
+TEST(DiffTest, MissingKeysOnEitherSideAreMergedInSortedOrder) {
+  json a = json::parse(R"({"a":1,"c":3})");
+  json b = json::parse(R"({"b":2,"c":3})");
+  EXPECT_THAT(DiffJson(a, b), ElementsAre(Field(&JsonDiff::path, "a"), Field(&JsonDiff::path, "b")));
+}
+
+TEST(DiffTest, EqualValuesHaveNoDiffs) {
+  json a = json::parse(R"({"x":[1,{"y":"z"}]})");
+  EXPECT_TRUE(DiffJson(a, a).empty());
+  EXPECT_EQ(CountJsonDiffs(a, a, 10), 0u);
+}
+
+TEST(DiffTest, CountStopsAtTheLimit) {
+  json a = json::array();
+  json b = json::array();
+  for (int i = 0; i < 50; ++i) {
+    a.push_back(i);
+    b.push_back(i + 1);
+  }
+  EXPECT_EQ(CountJsonDiffs(a, b, 5), 5u);
+  EXPECT_EQ(DiffJson(a, b, 3).size(), 3u);
+}
+
+TEST(DiffTest, AbbreviateCutsLongTextOnACharacterBoundary) {
+  std::string s = Abbreviate(json(std::string(200, 'x')), 20);
+  EXPECT_EQ(s, "\"" + std::string(19, 'x') + "…");
+  std::string u = Abbreviate(json("ééééééééééé"), 6);
+  EXPECT_EQ(u.substr(0, 5), "\"éé");
+}
+
+}  // namespace
+}  // namespace replayer
+}  // namespace understudy

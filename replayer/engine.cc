@@ -1,0 +1,673 @@
+#include "replayer/engine.h"
+
+#include <random>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/status_macros.h"
+#include "recorder/canonical.h"
+#include "recorder/stream.h"
+#include "recorder/validate.h"
+#include "replayer/miss_report.h"
+
+namespace understudy {
+namespace replayer {
+
+// Everything one run holds. Immutable fields are set before the run is
+// published; the rest is guarded by `mu`.
+class RunState {
+ public:
+  RunState(v1::Run run, std::shared_ptr<const SessionIndex> index, store::Store* store,
+           Clock* clock, int max_miss_reports)
+      : id_(run.id()),
+        mode_(run.mode()),
+        strict_(run.strict()),
+        session_(run.session()),
+        session_version_(run.session_version()),
+        index_(std::move(index)),
+        store_(store),
+        clock_(clock),
+        max_miss_reports_(max_miss_reports),
+        run_(std::move(run)) {
+    if (index_ != nullptr) consumed_.assign(index_->size(), 0);
+  }
+
+  const std::string& id() const { return id_; }
+  v1::RunMode mode() const { return mode_; }
+  const std::string& session() const { return session_; }
+  int64_t session_version() const { return session_version_; }
+
+  v1::Run Snapshot() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return run_;
+  }
+
+  // Appends `event` to the trace with the next seq. Queues it for the
+  // store, in seq order, without waiting for disk.
+  void Emit(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    EmitLocked(std::move(event));
+  }
+
+  // Replay: the exchange that answers `request` (consumed by this call), or
+  // NOT_FOUND with the miss report. Emits the exchange or miss event.
+  absl::StatusOr<const v1::Exchange*> Match(const CallInfo& call,
+                                            const v1::CompletionRequest& request, bool streamed)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Forwarding: counts a call in flight; FAILED_PRECONDITION once the run is
+  // ending.
+  absl::Status BeginForward() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (ending_) return EndingError();
+    ++in_flight_;
+    return absl::OkStatus();
+  }
+
+  // Forwarding: the call is over; `event` (if any) is its trace event.
+  void EndForward(bool recorded, bool served, v1::TraceEvent* event) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (recorded) run_.set_recorded(run_.recorded() + 1);
+    if (served) run_.set_served(run_.served() + 1);
+    if (event != nullptr) EmitLocked(std::move(*event));
+    --in_flight_;
+  }
+
+  // Refuses new requests, waits up to `timeout` for in-flight ones, and
+  // builds the summary (the run record still says ACTIVE).
+  v1::RunSummary BeginEnd(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Records the end: emits run_ended and returns the final summary.
+  v1::RunSummary Finish(v1::RunSummary summary) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  absl::Status EndingError() const {
+    return absl::FailedPreconditionError(absl::StrCat("run \"", id_, "\" is ending or has ended"));
+  }
+
+  void EmitLocked(v1::TraceEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    event.set_run(id_);
+    event.set_seq(next_event_seq_++);
+    event.set_time_micros(clock_->NowMicros());
+    std::vector<v1::TraceEvent> batch;
+    batch.push_back(std::move(event));
+    store_->AppendEvents(std::move(batch));
+  }
+
+  const std::string id_;
+  const v1::RunMode mode_;
+  const bool strict_;
+  const std::string session_;
+  const int64_t session_version_;
+  const std::shared_ptr<const SessionIndex> index_;  // replay only
+  store::Store* const store_;
+  Clock* const clock_;
+  const int max_miss_reports_;
+
+  absl::Mutex mu_;
+  v1::Run run_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint8_t> consumed_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::MissReport> misses_ ABSL_GUARDED_BY(mu_);
+  int64_t next_event_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;
+
+  friend class Engine;
+};
+
+namespace {
+
+constexpr absl::string_view kRunIdChars =
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._:-";
+
+absl::Status ValidateRunId(absl::string_view id) {
+  if (id.empty() || id.size() > 128) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("run_id: must be 1 to 128 characters, got ", id.size()));
+  }
+  size_t bad = id.find_first_not_of(kRunIdChars);
+  if (bad != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "run_id: character ", bad + 1, " is not allowed (use letters, digits and ._:-)"));
+  }
+  return absl::OkStatus();
+}
+
+const char* ModeName(v1::RunMode mode) {
+  switch (mode) {
+    case v1::RUN_MODE_RECORD:
+      return "record";
+    case v1::RUN_MODE_REPLAY:
+      return "replay";
+    case v1::RUN_MODE_PASSTHROUGH:
+      return "passthrough";
+    default:
+      return "unspecified";
+  }
+}
+
+// Errors that say the upstream was not reached or did not finish: passed to
+// the caller, never recorded (a replay must not reproduce an outage).
+bool IsTransportError(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsCancelled(s);
+}
+
+absl::Status StatusFromRecorded(const v1::ErrorStatus& error) {
+  return absl::Status(static_cast<absl::StatusCode>(error.code()), error.message());
+}
+
+// The trace event for one answered request.
+v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
+                             const v1::CompletionResponse* response, const absl::Status& status,
+                             absl::string_view source, int64_t exchange_seq, bool streamed) {
+  v1::TraceEvent event;
+  event.set_kind("exchange");
+  event.set_agent(agent);
+  auto& attrs = *event.mutable_attributes();
+  attrs["gen_ai.operation.name"] = "chat";
+  if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
+  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
+  attrs["understudy.answer.source"] = std::string(source);
+  attrs["understudy.streamed"] = streamed ? "true" : "false";
+  if (exchange_seq > 0) attrs["understudy.exchange.seq"] = absl::StrCat(exchange_seq);
+  if (!status.ok()) {
+    attrs["error.type"] = absl::StatusCodeToString(status.code());
+  }
+  if (response != nullptr) {
+    if (!response->id().empty()) attrs["gen_ai.response.id"] = response->id();
+    if (!response->model().empty()) attrs["gen_ai.response.model"] = response->model();
+    if (!response->finish_reason().empty()) {
+      attrs["gen_ai.response.finish_reasons"] = response->finish_reason();
+    }
+    if (response->has_usage()) {
+      attrs["gen_ai.usage.input_tokens"] = absl::StrCat(response->usage().input_tokens());
+      attrs["gen_ai.usage.output_tokens"] = absl::StrCat(response->usage().output_tokens());
+    }
+    *event.mutable_response() = *response;
+  }
+  *event.mutable_request() = recorder::WithoutRouting(request);
+  return event;
+}
+
+}  // namespace
+
+absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
+                                                    const v1::CompletionRequest& request,
+                                                    bool streamed) {
+  const std::string canonical = recorder::CanonicalText(request);
+  absl::MutexLock lock(&mu_);
+  if (ending_) return EndingError();
+  if (const std::vector<uint32_t>* candidates = index_->Find(canonical)) {
+    for (uint32_t i : *candidates) {
+      const v1::Exchange& ex = index_->exchange(i);
+      if (consumed_[i] || ex.agent() != call.agent) continue;
+      consumed_[i] = 1;
+      run_.set_served(run_.served() + 1);
+      absl::Status status = ex.has_error() ? StatusFromRecorded(ex.error()) : absl::OkStatus();
+      EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status, "recording",
+                               ex.seq(), streamed));
+      return &ex;
+    }
+  }
+
+  // A miss: report it, and in non-strict mode answer from the closest
+  // unused recording.
+  nlohmann::json got = recorder::CanonicalJson(request);
+  v1::MissReport report = BuildMissReport(*index_, consumed_, call.agent, got);
+  const v1::Exchange* fallback = nullptr;
+  if (!strict_) {
+    size_t i = FindClosest(*index_, consumed_, call.agent, got, /*unconsumed_only=*/true);
+    if (i < index_->size()) {
+      consumed_[i] = 1;
+      fallback = &index_->exchange(i);
+      report.set_served_seq(fallback->seq());
+    }
+  }
+  run_.set_misses(run_.misses() + 1);
+  v1::TraceEvent event;
+  event.set_kind("miss");
+  event.set_agent(call.agent);
+  auto& attrs = *event.mutable_attributes();
+  if (!call.agent.empty()) attrs["gen_ai.agent.name"] = call.agent;
+  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
+  attrs["understudy.miss.report"] = report.text();
+  if (report.closest_seq() > 0) {
+    attrs["understudy.miss.closest_seq"] = absl::StrCat(report.closest_seq());
+  }
+  if (fallback != nullptr) attrs["understudy.miss.served_seq"] = absl::StrCat(fallback->seq());
+  *event.mutable_request() = recorder::WithoutRouting(request);
+  report.set_event_seq(next_event_seq_);
+  EmitLocked(std::move(event));
+  if (static_cast<int>(misses_.size()) < max_miss_reports_) misses_.push_back(report);
+
+  if (fallback == nullptr) return absl::NotFoundError(report.text());
+  run_.set_served(run_.served() + 1);
+  absl::Status status =
+      fallback->has_error() ? StatusFromRecorded(fallback->error()) : absl::OkStatus();
+  EmitLocked(ExchangeEvent(call.agent, request, &fallback->response(), status, "closest_recording",
+                           fallback->seq(), streamed));
+  return fallback;
+}
+
+v1::RunSummary RunState::BeginEnd(absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  ending_ = true;
+  auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+  mu_.AwaitWithTimeout(absl::Condition(&drained), timeout);
+  v1::RunSummary summary;
+  *summary.mutable_run() = run_;
+  for (const v1::MissReport& m : misses_) *summary.add_misses() = m;
+  if (index_ != nullptr) {
+    for (size_t i = 0; i < consumed_.size(); ++i) {
+      if (consumed_[i]) continue;
+      v1::ExchangeRef* ref = summary.add_unconsumed();
+      ref->set_seq(index_->exchange(i).seq());
+      ref->set_agent(index_->exchange(i).agent());
+    }
+  }
+  return summary;
+}
+
+v1::RunSummary RunState::Finish(v1::RunSummary summary) {
+  absl::MutexLock lock(&mu_);
+  run_.set_state(v1::RUN_STATE_ENDED);
+  run_.set_ended_at_micros(clock_->NowMicros());
+  v1::TraceEvent event;
+  event.set_kind("run_ended");
+  auto& attrs = *event.mutable_attributes();
+  attrs["understudy.run.served"] = absl::StrCat(run_.served());
+  attrs["understudy.run.recorded"] = absl::StrCat(run_.recorded());
+  attrs["understudy.run.misses"] = absl::StrCat(run_.misses());
+  attrs["understudy.run.unconsumed"] = absl::StrCat(summary.unconsumed_size());
+  EmitLocked(std::move(event));
+  *summary.mutable_run() = run_;
+  return summary;
+}
+
+absl::StatusOr<std::pair<std::string, int64_t>> ParseSessionRef(absl::string_view ref) {
+  size_t at = ref.rfind('@');
+  if (at == absl::string_view::npos) return std::make_pair(std::string(ref), int64_t{0});
+  int64_t version = 0;
+  if (!absl::SimpleAtoi(ref.substr(at + 1), &version) || version <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "session: \"", absl::CHexEscape(ref.substr(0, 300)),
+        "\" has a bad version after '@' (expected NAME or NAME@N with N >= 1)"));
+  }
+  return std::make_pair(std::string(ref.substr(0, at)), version);
+}
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
+  if (options.store == nullptr) return absl::InvalidArgumentError("engine: store is required");
+  if (options.clock == nullptr) options.clock = Clock::Real();
+  return std::unique_ptr<Engine>(new Engine(std::move(options)));
+}
+
+Engine::Engine(EngineOptions options) : options_(std::move(options)) {
+  std::random_device rd;
+  id_state_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+}
+
+Engine::~Engine() = default;
+
+std::string Engine::NewRunId() {
+  if (options_.new_run_id) return options_.new_run_id();
+  absl::MutexLock lock(&id_mu_);
+  // splitmix64: a well-mixed sequence from one random seed.
+  uint64_t z = (id_state_ += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return absl::StrFormat("run-%016x", z);
+}
+
+absl::StatusOr<std::shared_ptr<const SessionIndex>> Engine::LoadSession(const std::string& name,
+                                                                        int64_t version) {
+  US_ASSIGN_OR_RETURN(v1::Session session, options_.store->GetSession(name, version));
+  const std::string key = absl::StrCat(session.name(), "@", session.version());
+  const bool cacheable = session.state() == v1::SESSION_STATE_CLOSED;
+  if (cacheable) {
+    absl::MutexLock lock(&cache_mu_);
+    auto it = session_cache_.find(key);
+    if (it != session_cache_.end()) {
+      if (auto index = it->second.lock()) return index;
+    }
+  }
+  US_ASSIGN_OR_RETURN(std::vector<v1::Exchange> exchanges,
+                      options_.store->LoadExchanges(session.name(), session.version()));
+  std::shared_ptr<const SessionIndex> index =
+      SessionIndex::Build(std::move(session), std::move(exchanges));
+  if (cacheable) {
+    absl::MutexLock lock(&cache_mu_);
+    session_cache_[key] = index;
+  }
+  return index;
+}
+
+absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
+  const v1::RunMode mode = request.mode();
+  if (mode != v1::RUN_MODE_RECORD && mode != v1::RUN_MODE_REPLAY &&
+      mode != v1::RUN_MODE_PASSTHROUGH) {
+    return absl::InvalidArgumentError("mode: required, one of record, replay, passthrough");
+  }
+  std::string id = request.run_id();
+  if (id.empty()) {
+    id = NewRunId();
+  } else {
+    US_RETURN_IF_ERROR(ValidateRunId(id));
+  }
+  if ((mode == v1::RUN_MODE_RECORD || mode == v1::RUN_MODE_PASSTHROUGH) &&
+      options_.upstream == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        ModeName(mode),
+        " mode needs an upstream model: start the server with --upstream grpc://HOST:PORT"));
+  }
+  if (mode != v1::RUN_MODE_PASSTHROUGH && request.session().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("session: required for ", ModeName(mode), " mode"));
+  }
+  {
+    absl::ReaderMutexLock lock(&runs_mu_);
+    if (runs_.contains(id)) {
+      return absl::AlreadyExistsError(absl::StrCat("run \"", id, "\" is already active"));
+    }
+    if (static_cast<int>(runs_.size()) >= options_.max_active_runs) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "too many active runs (", runs_.size(), "); end finished runs with EndRun"));
+    }
+  }
+  if (options_.store->GetRun(id).ok()) {
+    return absl::AlreadyExistsError(absl::StrCat("run \"", id, "\" already exists in the store"));
+  }
+
+  v1::Run run;
+  run.set_id(id);
+  run.set_mode(mode);
+  run.set_strict(request.has_strict() ? request.strict() : true);
+  run.set_state(v1::RUN_STATE_ACTIVE);
+  run.set_started_at_micros(options_.clock->NowMicros());
+  std::shared_ptr<const SessionIndex> index;
+  if (!request.session().empty()) {
+    US_ASSIGN_OR_RETURN(auto ref, ParseSessionRef(request.session()));
+    if (mode == v1::RUN_MODE_RECORD) {
+      if (ref.second != 0) {
+        return absl::InvalidArgumentError(
+            "session: record mode makes a new version; name the session without @N");
+      }
+      US_ASSIGN_OR_RETURN(v1::Session session, options_.store->CreateSessionVersion(ref.first));
+      run.set_session(session.name());
+      run.set_session_version(session.version());
+    } else if (mode == v1::RUN_MODE_REPLAY) {
+      US_ASSIGN_OR_RETURN(index, LoadSession(ref.first, ref.second));
+      run.set_session(index->session().name());
+      run.set_session_version(index->session().version());
+    } else {
+      run.set_session(ref.first);
+    }
+  }
+  US_RETURN_IF_ERROR(options_.store->SaveRun(run));
+
+  auto state = std::make_shared<RunState>(run, std::move(index), options_.store, options_.clock,
+                                          options_.max_miss_reports_per_run);
+  v1::TraceEvent started;
+  started.set_kind("run_started");
+  auto& attrs = *started.mutable_attributes();
+  attrs["understudy.run.mode"] = ModeName(mode);
+  attrs["understudy.run.strict"] = run.strict() ? "true" : "false";
+  if (!run.session().empty()) {
+    attrs["understudy.session.name"] = run.session();
+    attrs["understudy.session.version"] = absl::StrCat(run.session_version());
+  }
+  state->Emit(std::move(started));
+  {
+    absl::MutexLock lock(&runs_mu_);
+    if (!runs_.emplace(id, state).second) {
+      return absl::AlreadyExistsError(absl::StrCat("run \"", id, "\" is already active"));
+    }
+  }
+  return run;
+}
+
+absl::StatusOr<v1::RunSummary> Engine::EndRun(absl::string_view run_id) {
+  std::shared_ptr<RunState> state;
+  {
+    absl::ReaderMutexLock lock(&runs_mu_);
+    auto it = runs_.find(run_id);
+    if (it != runs_.end()) state = it->second;
+  }
+  if (state == nullptr) {
+    absl::StatusOr<v1::RunSummary> stored = options_.store->GetRunSummary(run_id);
+    if (stored.ok() || !absl::IsNotFound(stored.status())) return stored;
+    return absl::NotFoundError(absl::StrCat("unknown run \"", absl::CHexEscape(run_id), "\""));
+  }
+  v1::RunSummary summary = state->BeginEnd(options_.end_run_drain_timeout);
+  if (state->mode() == v1::RUN_MODE_RECORD) {
+    US_RETURN_IF_ERROR(options_.store->CloseSession(state->session(), state->session_version()));
+  }
+  summary = state->Finish(std::move(summary));
+  US_RETURN_IF_ERROR(options_.store->Flush());
+  US_RETURN_IF_ERROR(options_.store->SaveRunSummary(summary));
+  {
+    absl::MutexLock lock(&runs_mu_);
+    runs_.erase(state->id());
+  }
+  return summary;
+}
+
+absl::StatusOr<v1::Run> Engine::GetRun(absl::string_view run_id) {
+  {
+    absl::ReaderMutexLock lock(&runs_mu_);
+    auto it = runs_.find(run_id);
+    if (it != runs_.end()) return it->second->Snapshot();
+  }
+  absl::StatusOr<v1::Run> run = options_.store->GetRun(run_id);
+  if (absl::IsNotFound(run.status())) {
+    return absl::NotFoundError(absl::StrCat("unknown run \"", absl::CHexEscape(run_id), "\""));
+  }
+  return run;
+}
+
+absl::Status Engine::EndAllRuns() {
+  std::vector<std::string> ids;
+  {
+    absl::ReaderMutexLock lock(&runs_mu_);
+    for (const auto& [id, state] : runs_) ids.push_back(id);
+  }
+  std::sort(ids.begin(), ids.end());
+  absl::Status first;
+  for (const std::string& id : ids) {
+    absl::Status s = EndRun(id).status();
+    if (first.ok() && !s.ok() && !absl::IsNotFound(s)) first = s;
+  }
+  return first;
+}
+
+void Engine::SetDefaultRun(std::string run_id) {
+  absl::MutexLock lock(&runs_mu_);
+  default_run_ = std::move(run_id);
+}
+
+absl::StatusOr<std::shared_ptr<RunState>> Engine::FindActiveRun(const CallInfo& call) {
+  std::string id;
+  {
+    absl::ReaderMutexLock lock(&runs_mu_);
+    const std::string& wanted = call.run.empty() ? default_run_ : call.run;
+    auto it = runs_.find(wanted);
+    if (it != runs_.end()) return it->second;
+    id = wanted;
+  }
+  if (id.empty()) {
+    return absl::InvalidArgumentError(
+        "no run: set call metadata \"understudy-run\" (or the request's run field), or start "
+        "the server with a default run (--mode, --session)");
+  }
+  // Off the hot path: tell an ended run from an unknown one.
+  if (options_.store->GetRun(id).ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("run \"", absl::CHexEscape(id), "\" has ended; start a new run"));
+  }
+  return absl::NotFoundError(absl::StrCat("unknown run \"", absl::CHexEscape(id), "\""));
+}
+
+namespace {
+
+// One forwarded call in flight: what is needed once the upstream answers.
+struct Forwarded {
+  std::shared_ptr<RunState> run;
+  store::Store* store;
+  Clock* clock;
+  std::string agent;
+  v1::CompletionRequest request;  // without routing fields
+  absl::Time start;
+  bool streamed = false;
+  v1::Exchange exchange;  // streamed: chunks as they arrived
+};
+
+// After the upstream answered (or failed): record when the mode says so,
+// then `finish` with the outcome. `response` is null when there is none.
+void Conclude(std::shared_ptr<Forwarded> f, absl::Status status,
+              std::shared_ptr<v1::CompletionResponse> response,
+              std::function<void(absl::Status)> finish) {
+  const bool record = f->run->mode() == v1::RUN_MODE_RECORD && !IsTransportError(status);
+  if (!record) {
+    v1::TraceEvent event = ExchangeEvent(f->agent, f->request, response.get(), status, "upstream",
+                                         0, f->streamed);
+    f->run->EndForward(/*recorded=*/false, /*served=*/status.ok(), &event);
+    finish(status);
+    return;
+  }
+  v1::Exchange& ex = f->exchange;
+  ex.set_agent(f->agent);
+  *ex.mutable_request() = f->request;
+  if (response != nullptr) *ex.mutable_response() = *response;
+  if (!status.ok()) {
+    ex.mutable_error()->set_code(static_cast<int>(status.code()));
+    ex.mutable_error()->set_message(std::string(status.message()));
+  }
+  ex.set_streamed(f->streamed);
+  ex.set_latency_micros(absl::ToInt64Microseconds(f->clock->Now() - f->start));
+  ex.set_recorded_at_micros(absl::ToUnixMicros(f->start));
+  std::vector<v1::Exchange> batch;
+  batch.push_back(ex);
+  const std::string session = f->run->session();
+  const int64_t version = f->run->session_version();
+  f->store->AppendExchanges(
+      session, version, std::move(batch),
+      [f, status, response, finish = std::move(finish)](absl::StatusOr<store::AppendResult> r) {
+        if (!r.ok()) {
+          f->run->EndForward(false, false, nullptr);
+          finish(absl::Status(r.status().code(),
+                              absl::StrCat("recording failed: ", r.status().message())));
+          return;
+        }
+        v1::TraceEvent event = ExchangeEvent(f->agent, f->request, response.get(), status,
+                                             "upstream", r->first_seq, f->streamed);
+        f->run->EndForward(/*recorded=*/true, /*served=*/status.ok(), &event);
+        finish(status);
+      });
+}
+
+recorder::UpstreamCall UpstreamCallFor(const CallInfo& call) {
+  recorder::UpstreamCall out;
+  out.agent = call.agent;
+  out.headers = call.forward_headers;
+  out.deadline = call.deadline;
+  return out;
+}
+
+}  // namespace
+
+void Engine::Complete(const CallInfo& call, const v1::CompletionRequest& request,
+                      std::function<void(absl::StatusOr<ResponsePtr>)> done) {
+  absl::Status valid = recorder::ValidateRequest(request);
+  if (!valid.ok()) return done(valid);
+  absl::StatusOr<std::shared_ptr<RunState>> run = FindActiveRun(call);
+  if (!run.ok()) return done(run.status());
+  std::shared_ptr<RunState>& state = *run;
+
+  if (state->mode() == v1::RUN_MODE_REPLAY) {
+    absl::StatusOr<const v1::Exchange*> ex = state->Match(call, request, /*streamed=*/false);
+    if (!ex.ok()) return done(ex.status());
+    if ((*ex)->has_error()) return done(StatusFromRecorded((*ex)->error()));
+    // Alias into the immutable recording: the run's index keeps it alive.
+    return done(ResponsePtr(state->index_, &(*ex)->response()));
+  }
+
+  absl::Status begun = state->BeginForward();
+  if (!begun.ok()) return done(begun);
+  auto f = std::make_shared<Forwarded>();
+  f->run = state;
+  f->store = options_.store;
+  f->clock = options_.clock;
+  f->agent = call.agent;
+  f->request = recorder::WithoutRouting(request);
+  f->start = options_.clock->Now();
+  options_.upstream->Complete(
+      UpstreamCallFor(call), f->request,
+      [f, done = std::move(done)](absl::StatusOr<v1::CompletionResponse> r) mutable {
+        std::shared_ptr<v1::CompletionResponse> response;
+        if (r.ok()) response = std::make_shared<v1::CompletionResponse>(std::move(*r));
+        absl::Status status = r.status();
+        Conclude(f, status, response, [response, done = std::move(done)](absl::Status s) {
+          if (s.ok()) {
+            done(ResponsePtr(response));
+          } else {
+            done(s);
+          }
+        });
+      });
+}
+
+void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& request,
+                            std::shared_ptr<ChunkSink> sink) {
+  absl::Status valid = recorder::ValidateRequest(request);
+  if (!valid.ok()) return sink->OnFinish(valid);
+  absl::StatusOr<std::shared_ptr<RunState>> run = FindActiveRun(call);
+  if (!run.ok()) return sink->OnFinish(run.status());
+  std::shared_ptr<RunState>& state = *run;
+
+  if (state->mode() == v1::RUN_MODE_REPLAY) {
+    absl::StatusOr<const v1::Exchange*> found = state->Match(call, request, /*streamed=*/true);
+    if (!found.ok()) return sink->OnFinish(found.status());
+    const v1::Exchange& ex = **found;
+    if (ex.chunks_size() > 0) {
+      for (const v1::CompletionChunk& chunk : ex.chunks()) {
+        sink->OnChunk(ChunkPtr(state->index_, &chunk));
+      }
+    } else if (!ex.has_error()) {
+      sink->OnChunk(std::make_shared<const v1::CompletionChunk>(
+          recorder::ChunkFromResponse(ex.response())));
+    }
+    return sink->OnFinish(ex.has_error() ? StatusFromRecorded(ex.error()) : absl::OkStatus());
+  }
+
+  absl::Status begun = state->BeginForward();
+  if (!begun.ok()) return sink->OnFinish(begun);
+  auto f = std::make_shared<Forwarded>();
+  f->run = state;
+  f->store = options_.store;
+  f->clock = options_.clock;
+  f->agent = call.agent;
+  f->request = recorder::WithoutRouting(request);
+  f->start = options_.clock->Now();
+  f->streamed = true;
+  options_.upstream->StreamComplete(
+      UpstreamCallFor(call), f->request,
+      [f, sink](const v1::CompletionChunk& chunk) {
+        v1::CompletionChunk* kept = f->exchange.add_chunks();
+        *kept = chunk;
+        kept->set_offset_micros(absl::ToInt64Microseconds(f->clock->Now() - f->start));
+        sink->OnChunk(std::make_shared<const v1::CompletionChunk>(chunk));
+      },
+      [f, sink](absl::Status status) {
+        auto response = std::make_shared<v1::CompletionResponse>(
+            recorder::AssembleResponse(f->exchange.chunks()));
+        Conclude(f, status, response, [sink](absl::Status s) { sink->OnFinish(s); });
+      });
+}
+
+}  // namespace replayer
+}  // namespace understudy

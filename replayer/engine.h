@@ -1,0 +1,161 @@
+// The engine: runs, and the answer to every model request.
+//
+// A run is one execution of a system under test. Its mode decides where
+// answers come from:
+//   record       forward to the upstream model, append each exchange to a new
+//                version of the session, answer once it is committed;
+//   replay       answer from the session's recording; never call upstream;
+//   passthrough  forward to the upstream; keep only the trace.
+//
+// Replay matching: the request's canonical text (recorder/canonical.h) and
+// its agent must equal a recorded exchange's. Identical recorded requests
+// answer in recorded order; each answers once per run. A request with no
+// unused match is a miss: strict runs answer NOT_FOUND with a MissReport's
+// text; non-strict runs answer from the closest unused recording, if any,
+// and report the miss all the same. Every answer and miss is a trace event.
+//
+// Thread safety: every method may be called from any thread. Each run has
+// its own lock; nothing global is locked on the request path except a reader
+// lock on the run table. The request path never waits on disk in replay.
+#ifndef UNDERSTUDY_REPLAYER_ENGINE_H_
+#define UNDERSTUDY_REPLAYER_ENGINE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+#include "recorder/upstream.h"
+#include "replayer/session_index.h"
+#include "store/store.h"
+#include "understudy/v1/understudy.pb.h"
+
+namespace understudy {
+namespace replayer {
+
+struct EngineOptions {
+  // Required. Not owned; must outlive the engine.
+  store::Store* store = nullptr;
+  // Where record and passthrough runs forward; nullptr when none is
+  // configured (those modes are then refused). Not owned; must outlive.
+  recorder::ModelUpstream* upstream = nullptr;
+  // Not owned; must outlive the engine.
+  Clock* clock = Clock::Real();
+  // Makes ids for runs started without one. Default: "run-" + 16 random hex
+  // digits. Must be thread-safe.
+  std::function<std::string()> new_run_id;
+  // Active runs at once; more are refused with RESOURCE_EXHAUSTED.
+  int max_active_runs = 4096;
+  // Miss reports kept per run for EndRun (the count stays exact).
+  int max_miss_reports_per_run = 1000;
+  // How long EndRun waits for the run's in-flight upstream calls.
+  absl::Duration end_run_drain_timeout = absl::Seconds(30);
+};
+
+// Who is asking, besides what: from call metadata or request fields.
+struct CallInfo {
+  // "" means the default run.
+  std::string run;
+  std::string agent;
+  // Passed through to the upstream in record/passthrough; never stored.
+  std::vector<std::pair<std::string, std::string>> forward_headers;
+  absl::Time deadline = absl::InfiniteFuture();
+};
+
+// Answers alias into immutable recordings where they can: no copy per reply.
+using ResponsePtr = std::shared_ptr<const v1::CompletionResponse>;
+using ChunkPtr = std::shared_ptr<const v1::CompletionChunk>;
+
+// Receives a streamed answer.
+class ChunkSink {
+ public:
+  virtual ~ChunkSink() = default;
+  // Each chunk, in order; never two calls at once. Must not block.
+  virtual void OnChunk(ChunkPtr chunk) = 0;
+  // Exactly once, after the last chunk. Must not block.
+  virtual void OnFinish(absl::Status status) = 0;
+};
+
+class RunState;
+
+class Engine {
+ public:
+  // INVALID_ARGUMENT when options.store is null.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(EngineOptions options);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Starts a run. Errors: INVALID_ARGUMENT (no mode, bad run id or session
+  // name, no session for record/replay), NOT_FOUND (replayed session or
+  // version unknown), FAILED_PRECONDITION (record/passthrough without an
+  // upstream), ALREADY_EXISTS (run id taken), RESOURCE_EXHAUSTED (too many
+  // active runs). The run record is durable on return.
+  absl::StatusOr<v1::Run> StartRun(const v1::StartRunRequest& request);
+
+  // Ends a run: refuses its new requests, waits for its in-flight ones,
+  // closes a recorded session version, commits the trace and returns the
+  // summary. Ending an ended run returns its stored summary again.
+  // NOT_FOUND for an unknown run.
+  absl::StatusOr<v1::RunSummary> EndRun(absl::string_view run_id);
+
+  // The run's current record. NOT_FOUND for an unknown run.
+  absl::StatusOr<v1::Run> GetRun(absl::string_view run_id);
+
+  // Makes `run_id` the run that requests naming no run go to ("" for none:
+  // they are then refused with INVALID_ARGUMENT).
+  void SetDefaultRun(std::string run_id);
+
+  // Ends every active run (for shutdown); returns the first error.
+  absl::Status EndAllRuns();
+
+  // Answers one unary completion. `done` runs exactly once: inline when the
+  // answer is known at once (replay, errors), otherwise on an upstream or
+  // store thread. It must not block.
+  void Complete(const CallInfo& call, const v1::CompletionRequest& request,
+                std::function<void(absl::StatusOr<ResponsePtr>)> done);
+
+  // Answers one streamed completion into `sink` (which the engine keeps
+  // alive until OnFinish has returned).
+  void StreamComplete(const CallInfo& call, const v1::CompletionRequest& request,
+                      std::shared_ptr<ChunkSink> sink);
+
+ private:
+  explicit Engine(EngineOptions options);
+
+  absl::StatusOr<std::shared_ptr<RunState>> FindActiveRun(const CallInfo& call);
+  absl::StatusOr<std::shared_ptr<const SessionIndex>> LoadSession(const std::string& name,
+                                                                   int64_t version);
+  std::string NewRunId();
+
+  EngineOptions options_;
+
+  absl::Mutex runs_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<RunState>> runs_ ABSL_GUARDED_BY(runs_mu_);
+  std::string default_run_ ABSL_GUARDED_BY(runs_mu_);
+
+  // Closed sessions being replayed, shared by their runs.
+  absl::Mutex cache_mu_;
+  absl::flat_hash_map<std::string, std::weak_ptr<const SessionIndex>> session_cache_
+      ABSL_GUARDED_BY(cache_mu_);
+
+  absl::Mutex id_mu_;
+  uint64_t id_state_ ABSL_GUARDED_BY(id_mu_);
+};
+
+// Splits "name@N" into name and version (0 when absent). INVALID_ARGUMENT
+// for a bad version.
+absl::StatusOr<std::pair<std::string, int64_t>> ParseSessionRef(absl::string_view ref);
+
+}  // namespace replayer
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_REPLAYER_ENGINE_H_

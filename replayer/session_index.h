@@ -1,0 +1,48 @@
+// A recorded session loaded for replay: immutable, shared by every run that
+// replays it, and indexed by canonical request for O(1) matching.
+#ifndef UNDERSTUDY_REPLAYER_SESSION_INDEX_H_
+#define UNDERSTUDY_REPLAYER_SESSION_INDEX_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+#include "understudy/v1/understudy.pb.h"
+
+namespace understudy {
+namespace replayer {
+
+class SessionIndex {
+ public:
+  // Indexes `exchanges` (in seq order) of `session`. Held by shared_ptr so
+  // answers can alias into it without copying.
+  static std::shared_ptr<const SessionIndex> Build(v1::Session session,
+                                                   std::vector<v1::Exchange> exchanges);
+
+  const v1::Session& session() const { return session_; }
+  size_t size() const { return exchanges_.size(); }
+  // `i` is a 0-based position (seq - 1).
+  const v1::Exchange& exchange(size_t i) const { return exchanges_[i]; }
+  const nlohmann::json& canonical(size_t i) const { return canonical_json_[i]; }
+
+  // Positions of the exchanges whose canonical request text is `canonical`,
+  // in seq order; nullptr when there is none.
+  const std::vector<uint32_t>* Find(absl::string_view canonical) const;
+
+ private:
+  SessionIndex() = default;
+
+  v1::Session session_;
+  std::vector<v1::Exchange> exchanges_;
+  std::vector<nlohmann::json> canonical_json_;
+  absl::flat_hash_map<std::string, std::vector<uint32_t>> by_canonical_;
+};
+
+}  // namespace replayer
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_REPLAYER_SESSION_INDEX_H_

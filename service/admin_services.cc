@@ -1,0 +1,154 @@
+#include "service/admin_services.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "recorder/ingest.h"
+#include "service/grpc_status.h"
+
+namespace understudy {
+namespace service {
+
+grpc::Status RunsService::StartRun(grpc::ServerContext*, const v1::StartRunRequest* request,
+                                   v1::Run* response) {
+  absl::StatusOr<v1::Run> run = engine_->StartRun(*request);
+  if (!run.ok()) return ToGrpcStatus(run.status());
+  *response = std::move(*run);
+  return grpc::Status::OK;
+}
+
+grpc::Status RunsService::EndRun(grpc::ServerContext*, const v1::EndRunRequest* request,
+                                 v1::RunSummary* response) {
+  if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
+  absl::StatusOr<v1::RunSummary> summary = engine_->EndRun(request->run());
+  if (!summary.ok()) return ToGrpcStatus(summary.status());
+  *response = std::move(*summary);
+  return grpc::Status::OK;
+}
+
+grpc::Status RunsService::GetRun(grpc::ServerContext*, const v1::GetRunRequest* request,
+                                 v1::Run* response) {
+  if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
+  absl::StatusOr<v1::Run> run = engine_->GetRun(request->run());
+  if (!run.ok()) return ToGrpcStatus(run.status());
+  *response = std::move(*run);
+  return grpc::Status::OK;
+}
+
+grpc::Status RecorderService::RecordExchanges(
+    grpc::ServerContext*, grpc::ServerReader<v1::RecordExchangesRequest>* reader,
+    v1::RecordExchangesResponse* response) {
+  std::string session;
+  bool close = false;
+  std::vector<v1::Exchange> exchanges;
+  v1::RecordExchangesRequest message;
+  int index = 0;
+  while (reader->Read(&message)) {
+    ++index;
+    if (index == 1) {
+      if (message.session().empty()) {
+        return ToGrpcStatus(
+            absl::InvalidArgumentError("message 1: session is required on the first message"));
+      }
+      session = message.session();
+    } else if (!message.session().empty() && message.session() != session) {
+      return ToGrpcStatus(absl::InvalidArgumentError(
+          absl::StrCat("message ", index, ": session \"", message.session(),
+                       "\" differs from the first message's \"", session, "\"")));
+    }
+    if (static_cast<int>(exchanges.size()) >= max_exchanges_) {
+      return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
+          "more than ", max_exchanges_, " exchanges in one call; split the recording into calls")));
+    }
+    close = close || message.close();
+    if (message.has_exchange()) exchanges.push_back(std::move(*message.mutable_exchange()));
+  }
+  if (index == 0) {
+    return ToGrpcStatus(absl::InvalidArgumentError("no messages: send at least the session"));
+  }
+  absl::StatusOr<v1::RecordExchangesResponse> r =
+      recorder::Ingest(store_, session, std::move(exchanges), close);
+  if (!r.ok()) return ToGrpcStatus(r.status());
+  *response = std::move(*r);
+  return grpc::Status::OK;
+}
+
+grpc::Status SessionsService::ListSessions(grpc::ServerContext*,
+                                           const v1::ListSessionsRequest* request,
+                                           v1::ListSessionsResponse* response) {
+  absl::StatusOr<std::vector<v1::Session>> sessions = store_->ListSessions(request->prefix());
+  if (!sessions.ok()) return ToGrpcStatus(sessions.status());
+  for (v1::Session& s : *sessions) *response->add_sessions() = std::move(s);
+  return grpc::Status::OK;
+}
+
+grpc::Status SessionsService::GetSession(grpc::ServerContext*,
+                                         const v1::GetSessionRequest* request,
+                                         v1::GetSessionResponse* response) {
+  absl::StatusOr<v1::Session> session = store_->GetSession(request->name(), request->version());
+  if (!session.ok()) return ToGrpcStatus(session.status());
+  if (request->include_exchanges()) {
+    absl::StatusOr<std::vector<v1::Exchange>> exchanges =
+        store_->LoadExchanges(session->name(), session->version());
+    if (!exchanges.ok()) return ToGrpcStatus(exchanges.status());
+    for (v1::Exchange& e : *exchanges) *response->add_exchanges() = std::move(e);
+  }
+  *response->mutable_session() = std::move(*session);
+  return grpc::Status::OK;
+}
+
+grpc::Status SessionsService::DeleteSession(grpc::ServerContext*,
+                                            const v1::DeleteSessionRequest* request,
+                                            v1::DeleteSessionResponse* response) {
+  absl::StatusOr<int64_t> n = store_->DeleteSession(request->name(), request->version());
+  if (!n.ok()) return ToGrpcStatus(n.status());
+  response->set_deleted_versions(*n);
+  return grpc::Status::OK;
+}
+
+grpc::Status SessionsService::ExportSession(grpc::ServerContext*,
+                                            const v1::ExportSessionRequest* request,
+                                            v1::ExportSessionResponse* response) {
+  absl::StatusOr<std::string> jsonl = store_->ExportSession(request->name(), request->version());
+  if (!jsonl.ok()) return ToGrpcStatus(jsonl.status());
+  response->set_jsonl(std::move(*jsonl));
+  return grpc::Status::OK;
+}
+
+grpc::Status SessionsService::ImportSession(grpc::ServerContext*,
+                                            const v1::ImportSessionRequest* request,
+                                            v1::Session* response) {
+  absl::StatusOr<v1::Session> session = store_->ImportSession(request->jsonl(), request->name());
+  if (!session.ok()) return ToGrpcStatus(session.status());
+  *response = std::move(*session);
+  return grpc::Status::OK;
+}
+
+grpc::Status TracesService::Query(grpc::ServerContext*, const v1::QueryRequest* request,
+                                  v1::QueryResponse* response) {
+  if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
+  if (request->limit() < 0 || request->limit() > 10000) {
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        absl::StrCat("limit: must be 0 (default 1000) to 10000, got ", request->limit())));
+  }
+  absl::StatusOr<v1::Run> run = engine_->GetRun(request->run());
+  if (!run.ok()) return ToGrpcStatus(run.status());
+  absl::Status flushed = store_->Flush();
+  if (!flushed.ok()) return ToGrpcStatus(flushed);
+  store::EventQuery query;
+  query.run = request->run();
+  query.kinds.assign(request->kinds().begin(), request->kinds().end());
+  query.agent = request->agent();
+  query.after_seq = request->after_seq();
+  query.limit = request->limit() == 0 ? 1000 : request->limit();
+  absl::StatusOr<store::EventPage> page = store_->QueryEvents(query);
+  if (!page.ok()) return ToGrpcStatus(page.status());
+  for (v1::TraceEvent& e : page->events) *response->add_events() = std::move(e);
+  response->set_next_after_seq(page->next_after_seq);
+  return grpc::Status::OK;
+}
+
+}  // namespace service
+}  // namespace understudy

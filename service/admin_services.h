@@ -1,0 +1,76 @@
+// The control-plane services: Runs, Recorder, Sessions, Traces. They are
+// synchronous gRPC services on purpose: their calls wait on disk (commits,
+// reads) and so belong on the sync thread pool, not on the callback
+// executor that serves the model path. Each is final, stateless and thin.
+#ifndef UNDERSTUDY_SERVICE_ADMIN_SERVICES_H_
+#define UNDERSTUDY_SERVICE_ADMIN_SERVICES_H_
+
+#include "replayer/engine.h"
+#include "store/store.h"
+#include "understudy/v1/understudy.grpc.pb.h"
+
+namespace understudy {
+namespace service {
+
+// Pointers are not owned and must outlive the services.
+class RunsService final : public v1::Runs::Service {
+ public:
+  explicit RunsService(replayer::Engine* engine) : engine_(engine) {}
+  grpc::Status StartRun(grpc::ServerContext*, const v1::StartRunRequest* request,
+                        v1::Run* response) override;
+  grpc::Status EndRun(grpc::ServerContext*, const v1::EndRunRequest* request,
+                      v1::RunSummary* response) override;
+  grpc::Status GetRun(grpc::ServerContext*, const v1::GetRunRequest* request,
+                      v1::Run* response) override;
+
+ private:
+  replayer::Engine* const engine_;
+};
+
+class RecorderService final : public v1::Recorder::Service {
+ public:
+  // At most `max_exchanges` per call (RESOURCE_EXHAUSTED beyond).
+  RecorderService(store::Store* store, int max_exchanges)
+      : store_(store), max_exchanges_(max_exchanges) {}
+  grpc::Status RecordExchanges(grpc::ServerContext*,
+                               grpc::ServerReader<v1::RecordExchangesRequest>* reader,
+                               v1::RecordExchangesResponse* response) override;
+
+ private:
+  store::Store* const store_;
+  const int max_exchanges_;
+};
+
+class SessionsService final : public v1::Sessions::Service {
+ public:
+  explicit SessionsService(store::Store* store) : store_(store) {}
+  grpc::Status ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest* request,
+                            v1::ListSessionsResponse* response) override;
+  grpc::Status GetSession(grpc::ServerContext*, const v1::GetSessionRequest* request,
+                          v1::GetSessionResponse* response) override;
+  grpc::Status DeleteSession(grpc::ServerContext*, const v1::DeleteSessionRequest* request,
+                             v1::DeleteSessionResponse* response) override;
+  grpc::Status ExportSession(grpc::ServerContext*, const v1::ExportSessionRequest* request,
+                             v1::ExportSessionResponse* response) override;
+  grpc::Status ImportSession(grpc::ServerContext*, const v1::ImportSessionRequest* request,
+                             v1::Session* response) override;
+
+ private:
+  store::Store* const store_;
+};
+
+class TracesService final : public v1::Traces::Service {
+ public:
+  TracesService(replayer::Engine* engine, store::Store* store) : engine_(engine), store_(store) {}
+  grpc::Status Query(grpc::ServerContext*, const v1::QueryRequest* request,
+                     v1::QueryResponse* response) override;
+
+ private:
+  replayer::Engine* const engine_;
+  store::Store* const store_;
+};
+
+}  // namespace service
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_SERVICE_ADMIN_SERVICES_H_

@@ -1,0 +1,132 @@
+#include "service/model_service.h"
+
+#include <deque>
+#include <memory>
+#include <utility>
+
+#include "absl/synchronization/mutex.h"
+#include "service/call_info.h"
+#include "service/grpc_status.h"
+
+namespace understudy {
+namespace service {
+namespace {
+
+// Writes a stream of chunks that arrive from the engine at any pace: queues
+// them and keeps exactly one write in flight. The engine holds the queue
+// (a ChunkSink) by shared_ptr and may outlive the reactor when the client
+// goes away; the reactor lives until gRPC calls OnDone, which can happen only
+// after Finish, which only this class calls.
+class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
+ public:
+  class Sink final : public replayer::ChunkSink {
+   public:
+    explicit Sink(ChunkWriter* writer) : writer_(writer) {}
+
+    void OnChunk(replayer::ChunkPtr chunk) override {
+      {
+        absl::MutexLock lock(&mu_);
+        if (finish_sent_) return;  // the client went away
+        queue_.push_back(std::move(chunk));
+      }
+      Pump();
+    }
+
+    void OnFinish(absl::Status status) override {
+      {
+        absl::MutexLock lock(&mu_);
+        if (finished_) return;
+        finished_ = true;
+        final_ = std::move(status);
+      }
+      Pump();
+    }
+
+    // The previous write completed; `ok` false when the stream broke.
+    void WriteDone(bool ok) {
+      {
+        absl::MutexLock lock(&mu_);
+        writing_ = false;
+        current_.reset();
+        if (!ok && !finished_) {
+          finished_ = true;
+          final_ = absl::CancelledError("client went away");
+          queue_.clear();
+        }
+      }
+      Pump();
+    }
+
+    void Cancelled() { OnFinish(absl::CancelledError("client cancelled")); }
+
+   private:
+    // Starts the next write, or the Finish, unless one is already in
+    // flight. gRPC calls are made outside the lock.
+    void Pump() {
+      const v1::CompletionChunk* next = nullptr;
+      bool finish = false;
+      absl::Status final_status;
+      {
+        absl::MutexLock lock(&mu_);
+        if (writing_ || finish_sent_) return;
+        if (!queue_.empty()) {
+          current_ = std::move(queue_.front());
+          queue_.pop_front();
+          writing_ = true;
+          next = current_.get();
+        } else if (finished_) {
+          finish_sent_ = true;
+          finish = true;
+          final_status = final_;
+        }
+      }
+      if (next != nullptr) writer_->StartWrite(next);
+      if (finish) writer_->Finish(ToGrpcStatus(final_status));
+    }
+
+    ChunkWriter* const writer_;
+    absl::Mutex mu_;
+    std::deque<replayer::ChunkPtr> queue_ ABSL_GUARDED_BY(mu_);
+    replayer::ChunkPtr current_ ABSL_GUARDED_BY(mu_);
+    bool writing_ ABSL_GUARDED_BY(mu_) = false;
+    bool finished_ ABSL_GUARDED_BY(mu_) = false;
+    bool finish_sent_ ABSL_GUARDED_BY(mu_) = false;
+    absl::Status final_ ABSL_GUARDED_BY(mu_);
+  };
+
+  ChunkWriter() : sink_(std::make_shared<Sink>(this)) {}
+
+  std::shared_ptr<Sink> sink() { return sink_; }
+
+  void OnWriteDone(bool ok) override { sink_->WriteDone(ok); }
+  void OnCancel() override { sink_->Cancelled(); }
+  void OnDone() override { delete this; }
+
+ private:
+  std::shared_ptr<Sink> sink_;
+};
+
+}  // namespace
+
+grpc::ServerUnaryReactor* ModelService::Complete(grpc::CallbackServerContext* context,
+                                                 const v1::CompletionRequest* request,
+                                                 v1::CompletionResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  engine_->Complete(CallInfoFrom(*context, *request), *request,
+                    [reactor, response](absl::StatusOr<replayer::ResponsePtr> r) {
+                      if (!r.ok()) return reactor->Finish(ToGrpcStatus(r.status()));
+                      *response = **r;
+                      reactor->Finish(grpc::Status::OK);
+                    });
+  return reactor;
+}
+
+grpc::ServerWriteReactor<v1::CompletionChunk>* ModelService::StreamComplete(
+    grpc::CallbackServerContext* context, const v1::CompletionRequest* request) {
+  auto* writer = new ChunkWriter();
+  engine_->StreamComplete(CallInfoFrom(*context, *request), *request, writer->sink());
+  return writer;
+}
+
+}  // namespace service
+}  // namespace understudy

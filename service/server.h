@@ -1,0 +1,66 @@
+// The server: store, engine, upstream and the gRPC services, assembled.
+#ifndef UNDERSTUDY_SERVICE_SERVER_H_
+#define UNDERSTUDY_SERVICE_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "understudy/v1/understudy.pb.h"
+
+namespace understudy {
+namespace service {
+
+struct ServerOptions {
+  // The SQLite file.
+  std::string db_path = "understudy.db";
+  // gRPC listen address; port 0 picks a free port (see grpc_address()).
+  std::string listen = "127.0.0.1:7140";
+  // Upstream model for record/passthrough runs: grpc://HOST:PORT, or "".
+  std::string upstream;
+  // A run started with the server, used by calls that name no run. Empty
+  // mode: none.
+  v1::RunMode default_mode = v1::RUN_MODE_UNSPECIFIED;
+  std::string default_session;
+  bool default_strict = true;
+  // Largest message a client may send (and the server may be sent).
+  int max_message_bytes = 16 << 20;
+  // Exchanges one RecordExchanges call may carry.
+  int max_record_exchanges = 100000;
+  // How long Shutdown lets in-flight calls finish before cancelling them.
+  absl::Duration drain_timeout = absl::Seconds(10);
+};
+
+class Server {
+ public:
+  // Opens the store, starts the engine and listens. Errors from the store
+  // (see store::Store::Open), INVALID_ARGUMENT for a bad upstream or default
+  // run, UNAVAILABLE when the address cannot be bound.
+  static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
+
+  // Shuts down if still running.
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // host:port actually bound.
+  const std::string& grpc_address() const;
+  // The default run's id ("" when none).
+  const std::string& default_run() const;
+
+  // Stops accepting calls, lets in-flight ones finish for up to
+  // drain_timeout, ends the active runs (closing recorded sessions), and
+  // commits the store. Idempotent; thread-safe.
+  absl::Status Shutdown();
+
+ private:
+  struct Parts;
+  explicit Server(std::unique_ptr<Parts> parts);
+  std::unique_ptr<Parts> parts_;
+};
+
+}  // namespace service
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_SERVICE_SERVER_H_

@@ -1,0 +1,115 @@
+#include "store/schema.h"
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "store/sqlite.h"
+
+namespace understudy {
+namespace store {
+namespace {
+
+constexpr char kSchemaV1[] = R"sql(
+CREATE TABLE sessions (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  created_at_micros INTEGER NOT NULL,
+  exchange_count INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (name, version)
+);
+CREATE TABLE exchanges (
+  session_id INTEGER NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+  seq INTEGER NOT NULL,
+  agent TEXT NOT NULL,
+  body BLOB NOT NULL,
+  PRIMARY KEY (session_id, seq)
+);
+CREATE INDEX exchanges_by_agent ON exchanges (session_id, agent, seq);
+CREATE TABLE runs (
+  id TEXT PRIMARY KEY NOT NULL,
+  body BLOB NOT NULL,
+  summary BLOB
+);
+CREATE TABLE events (
+  run TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  agent TEXT NOT NULL,
+  body BLOB NOT NULL,
+  UNIQUE (run, seq)
+);
+CREATE INDEX events_by_kind ON events (run, kind, seq);
+CREATE INDEX events_by_agent ON events (run, agent, seq);
+)sql";
+
+}  // namespace
+
+const std::vector<Migration>& Migrations() {
+  static const std::vector<Migration>* const migrations =
+      new std::vector<Migration>{{1, kSchemaV1}};
+  return *migrations;
+}
+
+int64_t CurrentSchemaVersion() { return Migrations().back().version; }
+
+absl::StatusOr<int64_t> SchemaVersion(sql::Database& db) {
+  US_ASSIGN_OR_RETURN(sql::Statement statement, db.Prepare("PRAGMA user_version"));
+  US_ASSIGN_OR_RETURN(bool row, statement.Step());
+  if (!row) return absl::InternalError("PRAGMA user_version returned no row");
+  return statement.ColumnInt64(0);
+}
+
+absl::Status Migrate(sql::Database& db) { return Migrate(db, Migrations()); }
+
+absl::Status Migrate(sql::Database& db, const std::vector<Migration>& migrations) {
+  for (size_t i = 0; i < migrations.size(); ++i) {
+    if (migrations[i].version != static_cast<int64_t>(i) + 1) {
+      return absl::InvalidArgumentError(absl::StrCat("migration ", i, " has version ",
+                                                     migrations[i].version, ", expected ", i + 1));
+    }
+  }
+  const int64_t target = static_cast<int64_t>(migrations.size());
+
+  sql::Transaction txn(&db);
+  US_RETURN_IF_ERROR(txn.Begin(sql::Transaction::Mode::kImmediate));
+  US_ASSIGN_OR_RETURN(int64_t version, SchemaVersion(db));
+  if (version > target) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database \"", db.path(), "\" has schema version ", version,
+        ", newer than the newest this binary knows (", target, "); use a newer understudy"));
+  }
+  if (version < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("database \"", db.path(), "\" has an invalid schema version ", version));
+  }
+  if (version == target) return absl::OkStatus();  // Nothing to do.
+  if (version == 0) {
+    US_ASSIGN_OR_RETURN(sql::Statement count, db.Prepare("SELECT count(*) FROM sqlite_master"));
+    US_ASSIGN_OR_RETURN(bool row, count.Step());
+    if (row && count.ColumnInt64(0) > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("database \"", db.path(),
+                       "\" has tables but no understudy schema version: it belongs "
+                       "to something else"));
+    }
+  }
+  for (int64_t v = version + 1; v <= target; ++v) {
+    absl::Status applied = db.Execute(migrations[v - 1].sql);
+    if (!applied.ok()) {
+      return absl::Status(applied.code(),
+                          absl::StrCat("migration to schema version ", v, ": ", applied.message()));
+    }
+  }
+  // PRAGMA takes no bound parameters; `target` is an integer we computed.
+  US_RETURN_IF_ERROR(db.Execute(absl::StrCat("PRAGMA user_version=", target)));
+  return txn.Commit();
+}
+
+}  // namespace store
+}  // namespace understudy
