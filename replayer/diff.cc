@@ -52,6 +52,27 @@ bool Walk(const json* recorded, const json* got, const std::string& path, Emit& 
   return emit(path, recorded, got);
 }
 
+// Backs `pos` up to the start of a UTF-8 character.
+size_t CharStart(const std::string& s, size_t pos) {
+  while (pos > 0 && pos < s.size() && (static_cast<unsigned char>(s[pos]) & 0xC0) == 0x80) --pos;
+  return pos;
+}
+
+// JSON text of `s` from byte `from`, at most `max_chars` bytes of it, with an
+// ellipsis on each side that was cut.
+std::string Excerpt(const std::string& s, size_t from, size_t max_chars) {
+  from = CharStart(s, std::min(from, s.size()));
+  size_t to = CharStart(s, std::min(s.size(), from + max_chars));
+  if (to < s.size() && to == from) to = s.size();  // a single long character
+  std::string text = json(s.substr(from, to - from)).dump(-1, ' ', false, json::error_handler_t::replace);
+  if (from > 0) text.insert(1, "…");
+  if (to < s.size()) text.insert(text.size() - 1, "…");
+  return text;
+}
+
+constexpr size_t kMaxShown = 120;
+constexpr size_t kContextBefore = 40;
+
 }  // namespace
 
 std::string Abbreviate(const json& value, size_t max_chars) {
@@ -68,6 +89,21 @@ std::string Abbreviate(const json& value, size_t max_chars) {
 std::vector<JsonDiff> DiffJson(const json& recorded, const json& got, size_t max_diffs) {
   std::vector<JsonDiff> out;
   auto emit = [&](const std::string& path, const json* r, const json* g) {
+    if (r != nullptr && g != nullptr && r->is_string() && g->is_string()) {
+      // Long texts: show both from a little before their first difference,
+      // so the difference is visible however far in it is.
+      const std::string& rs = r->get_ref<const std::string&>();
+      const std::string& gs = g->get_ref<const std::string&>();
+      if (rs.size() > kMaxShown || gs.size() > kMaxShown) {
+        size_t first = std::mismatch(rs.begin(), rs.begin() + std::min(rs.size(), gs.size()),
+                                     gs.begin())
+                           .first -
+                       rs.begin();
+        size_t from = first > kContextBefore ? first - kContextBefore : 0;
+        out.push_back(JsonDiff{path, Excerpt(rs, from, kMaxShown), Excerpt(gs, from, kMaxShown)});
+        return out.size() < max_diffs;
+      }
+    }
     out.push_back(JsonDiff{path, r ? Abbreviate(*r) : "", g ? Abbreviate(*g) : ""});
     return out.size() < max_diffs;
   };

@@ -61,6 +61,24 @@ TEST(DiffTest, AbbreviateCutsLongTextOnACharacterBoundary) {
   EXPECT_EQ(u.substr(0, 5), "\"éé");
 }
 
+TEST(DiffTest, LongTextsAreShownFromJustBeforeTheirFirstDifference) {
+  std::string prefix(300, 'a');
+  json a = {{"content", prefix + "recorded tail"}};
+  json b = {{"content", prefix + "changed tail"}};
+  std::vector<JsonDiff> d = DiffJson(a, b);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].recorded, "\"…" + std::string(40, 'a') + "recorded tail\"");
+  EXPECT_EQ(d[0].got, "\"…" + std::string(40, 'a') + "changed tail\"");
+}
+
+TEST(DiffTest, LongTextsDifferingEarlyAreCutAtTheEnd) {
+  json a = json("x" + std::string(300, 'b'));
+  json b = json("y" + std::string(300, 'b'));
+  std::vector<JsonDiff> d = DiffJson(a, b);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].recorded, "\"x" + std::string(119, 'b') + "…\"");
+}
+
 }  // namespace
 }  // namespace replayer
 }  // namespace understudy

@@ -660,7 +660,8 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
         v1::CompletionChunk* kept = f->exchange.add_chunks();
         *kept = chunk;
         kept->set_offset_micros(absl::ToInt64Microseconds(f->clock->Now() - f->start));
-        sink->OnChunk(std::make_shared<const v1::CompletionChunk>(chunk));
+        // The caller gets what is stored, so a replay gives the same bytes.
+        sink->OnChunk(std::make_shared<const v1::CompletionChunk>(*kept));
       },
       [f, sink](absl::Status status) {
         auto response = std::make_shared<v1::CompletionResponse>(

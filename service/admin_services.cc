@@ -10,9 +10,18 @@
 
 namespace understudy {
 namespace service {
+namespace {
+
+grpc::Status ShuttingDown() {
+  return ToGrpcStatus(absl::UnavailableError("the server is shutting down"));
+}
+
+}  // namespace
 
 grpc::Status RunsService::StartRun(grpc::ServerContext*, const v1::StartRunRequest* request,
                                    v1::Run* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
   absl::StatusOr<v1::Run> run = engine_->StartRun(*request);
   if (!run.ok()) return ToGrpcStatus(run.status());
   *response = std::move(*run);
@@ -21,6 +30,8 @@ grpc::Status RunsService::StartRun(grpc::ServerContext*, const v1::StartRunReque
 
 grpc::Status RunsService::EndRun(grpc::ServerContext*, const v1::EndRunRequest* request,
                                  v1::RunSummary* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
   if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
   absl::StatusOr<v1::RunSummary> summary = engine_->EndRun(request->run());
   if (!summary.ok()) return ToGrpcStatus(summary.status());
@@ -30,6 +41,8 @@ grpc::Status RunsService::EndRun(grpc::ServerContext*, const v1::EndRunRequest* 
 
 grpc::Status RunsService::GetRun(grpc::ServerContext*, const v1::GetRunRequest* request,
                                  v1::Run* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
   if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
   absl::StatusOr<v1::Run> run = engine_->GetRun(request->run());
   if (!run.ok()) return ToGrpcStatus(run.status());
@@ -40,13 +53,22 @@ grpc::Status RunsService::GetRun(grpc::ServerContext*, const v1::GetRunRequest* 
 grpc::Status RecorderService::RecordExchanges(
     grpc::ServerContext*, grpc::ServerReader<v1::RecordExchangesRequest>* reader,
     v1::RecordExchangesResponse* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
   std::string session;
   bool close = false;
+  bool commit = false;
   std::vector<v1::Exchange> exchanges;
   v1::RecordExchangesRequest message;
   int index = 0;
+  // Read() is false both at the client's half-close and when the stream
+  // broke; only the `commit` marker on the last message tells them apart.
   while (reader->Read(&message)) {
     ++index;
+    if (commit) {
+      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+          "message ", index, ": comes after the message marked commit, which must be last")));
+    }
     if (index == 1) {
       if (message.session().empty()) {
         return ToGrpcStatus(
@@ -58,15 +80,21 @@ grpc::Status RecorderService::RecordExchanges(
           absl::StrCat("message ", index, ": session \"", message.session(),
                        "\" differs from the first message's \"", session, "\"")));
     }
-    if (static_cast<int>(exchanges.size()) >= max_exchanges_) {
+    if (message.has_exchange() && static_cast<int>(exchanges.size()) >= max_exchanges_) {
       return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
           "more than ", max_exchanges_, " exchanges in one call; split the recording into calls")));
     }
     close = close || message.close();
+    commit = message.commit();
     if (message.has_exchange()) exchanges.push_back(std::move(*message.mutable_exchange()));
   }
   if (index == 0) {
     return ToGrpcStatus(absl::InvalidArgumentError("no messages: send at least the session"));
+  }
+  if (!commit) {
+    return ToGrpcStatus(absl::AbortedError(
+        "the stream ended without a message marked commit; nothing was stored (the client "
+        "stopped, or a message was refused, e.g. over --max-message-bytes)"));
   }
   absl::StatusOr<v1::RecordExchangesResponse> r =
       recorder::Ingest(store_, session, std::move(exchanges), close);
@@ -78,6 +106,8 @@ grpc::Status RecorderService::RecordExchanges(
 grpc::Status SessionsService::ListSessions(grpc::ServerContext*,
                                            const v1::ListSessionsRequest* request,
                                            v1::ListSessionsResponse* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
   absl::StatusOr<std::vector<v1::Session>> sessions = store_->ListSessions(request->prefix());
   if (!sessions.ok()) return ToGrpcStatus(sessions.status());
   for (v1::Session& s : *sessions) *response->add_sessions() = std::move(s);
@@ -87,6 +117,8 @@ grpc::Status SessionsService::ListSessions(grpc::ServerContext*,
 grpc::Status SessionsService::GetSession(grpc::ServerContext*,
                                          const v1::GetSessionRequest* request,
                                          v1::GetSessionResponse* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
   absl::StatusOr<v1::Session> session = store_->GetSession(request->name(), request->version());
   if (!session.ok()) return ToGrpcStatus(session.status());
   if (request->include_exchanges()) {
@@ -102,6 +134,8 @@ grpc::Status SessionsService::GetSession(grpc::ServerContext*,
 grpc::Status SessionsService::DeleteSession(grpc::ServerContext*,
                                             const v1::DeleteSessionRequest* request,
                                             v1::DeleteSessionResponse* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
   absl::StatusOr<int64_t> n = store_->DeleteSession(request->name(), request->version());
   if (!n.ok()) return ToGrpcStatus(n.status());
   response->set_deleted_versions(*n);
@@ -111,6 +145,8 @@ grpc::Status SessionsService::DeleteSession(grpc::ServerContext*,
 grpc::Status SessionsService::ExportSession(grpc::ServerContext*,
                                             const v1::ExportSessionRequest* request,
                                             v1::ExportSessionResponse* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
   absl::StatusOr<std::string> jsonl = store_->ExportSession(request->name(), request->version());
   if (!jsonl.ok()) return ToGrpcStatus(jsonl.status());
   response->set_jsonl(std::move(*jsonl));
@@ -120,6 +156,8 @@ grpc::Status SessionsService::ExportSession(grpc::ServerContext*,
 grpc::Status SessionsService::ImportSession(grpc::ServerContext*,
                                             const v1::ImportSessionRequest* request,
                                             v1::Session* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
   absl::StatusOr<v1::Session> session = store_->ImportSession(request->jsonl(), request->name());
   if (!session.ok()) return ToGrpcStatus(session.status());
   *response = std::move(*session);
@@ -128,6 +166,8 @@ grpc::Status SessionsService::ImportSession(grpc::ServerContext*,
 
 grpc::Status TracesService::Query(grpc::ServerContext*, const v1::QueryRequest* request,
                                   v1::QueryResponse* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
   if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
   if (request->limit() < 0 || request->limit() > 10000) {
     return ToGrpcStatus(absl::InvalidArgumentError(

@@ -6,16 +6,19 @@
 #define UNDERSTUDY_SERVICE_ADMIN_SERVICES_H_
 
 #include "replayer/engine.h"
+#include "service/call_tracker.h"
 #include "store/store.h"
 #include "understudy/v1/understudy.grpc.pb.h"
 
 namespace understudy {
 namespace service {
 
-// Pointers are not owned and must outlive the services.
+// Pointers are not owned and must outlive the services. Every call is
+// counted by the CallTracker and refused with UNAVAILABLE once it drains.
 class RunsService final : public v1::Runs::Service {
  public:
-  explicit RunsService(replayer::Engine* engine) : engine_(engine) {}
+  RunsService(replayer::Engine* engine, CallTracker* tracker)
+      : engine_(engine), tracker_(tracker) {}
   grpc::Status StartRun(grpc::ServerContext*, const v1::StartRunRequest* request,
                         v1::Run* response) override;
   grpc::Status EndRun(grpc::ServerContext*, const v1::EndRunRequest* request,
@@ -25,13 +28,14 @@ class RunsService final : public v1::Runs::Service {
 
  private:
   replayer::Engine* const engine_;
+  CallTracker* const tracker_;
 };
 
 class RecorderService final : public v1::Recorder::Service {
  public:
   // At most `max_exchanges` per call (RESOURCE_EXHAUSTED beyond).
-  RecorderService(store::Store* store, int max_exchanges)
-      : store_(store), max_exchanges_(max_exchanges) {}
+  RecorderService(store::Store* store, int max_exchanges, CallTracker* tracker)
+      : store_(store), max_exchanges_(max_exchanges), tracker_(tracker) {}
   grpc::Status RecordExchanges(grpc::ServerContext*,
                                grpc::ServerReader<v1::RecordExchangesRequest>* reader,
                                v1::RecordExchangesResponse* response) override;
@@ -39,11 +43,12 @@ class RecorderService final : public v1::Recorder::Service {
  private:
   store::Store* const store_;
   const int max_exchanges_;
+  CallTracker* const tracker_;
 };
 
 class SessionsService final : public v1::Sessions::Service {
  public:
-  explicit SessionsService(store::Store* store) : store_(store) {}
+  SessionsService(store::Store* store, CallTracker* tracker) : store_(store), tracker_(tracker) {}
   grpc::Status ListSessions(grpc::ServerContext*, const v1::ListSessionsRequest* request,
                             v1::ListSessionsResponse* response) override;
   grpc::Status GetSession(grpc::ServerContext*, const v1::GetSessionRequest* request,
@@ -57,17 +62,20 @@ class SessionsService final : public v1::Sessions::Service {
 
  private:
   store::Store* const store_;
+  CallTracker* const tracker_;
 };
 
 class TracesService final : public v1::Traces::Service {
  public:
-  TracesService(replayer::Engine* engine, store::Store* store) : engine_(engine), store_(store) {}
+  TracesService(replayer::Engine* engine, store::Store* store, CallTracker* tracker)
+      : engine_(engine), store_(store), tracker_(tracker) {}
   grpc::Status Query(grpc::ServerContext*, const v1::QueryRequest* request,
                      v1::QueryResponse* response) override;
 
  private:
   replayer::Engine* const engine_;
   store::Store* const store_;
+  CallTracker* const tracker_;
 };
 
 }  // namespace service

@@ -94,16 +94,22 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
     absl::Status final_ ABSL_GUARDED_BY(mu_);
   };
 
-  ChunkWriter() : sink_(std::make_shared<Sink>(this)) {}
+  // `tracker` (not owned) has admitted this call; OnDone ends it.
+  explicit ChunkWriter(CallTracker* tracker)
+      : sink_(std::make_shared<Sink>(this)), tracker_(tracker) {}
 
   std::shared_ptr<Sink> sink() { return sink_; }
 
   void OnWriteDone(bool ok) override { sink_->WriteDone(ok); }
   void OnCancel() override { sink_->Cancelled(); }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    tracker_->End();
+    delete this;
+  }
 
  private:
   std::shared_ptr<Sink> sink_;
+  CallTracker* const tracker_;
 };
 
 }  // namespace
@@ -112,18 +118,36 @@ grpc::ServerUnaryReactor* ModelService::Complete(grpc::CallbackServerContext* co
                                                  const v1::CompletionRequest* request,
                                                  v1::CompletionResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!tracker_->Begin()) {
+    reactor->Finish(ToGrpcStatus(absl::UnavailableError("the server is shutting down")));
+    return reactor;
+  }
+  CallTracker* tracker = tracker_;
   engine_->Complete(CallInfoFrom(*context, *request), *request,
-                    [reactor, response](absl::StatusOr<replayer::ResponsePtr> r) {
-                      if (!r.ok()) return reactor->Finish(ToGrpcStatus(r.status()));
-                      *response = **r;
-                      reactor->Finish(grpc::Status::OK);
+                    [reactor, response, tracker](absl::StatusOr<replayer::ResponsePtr> r) {
+                      if (r.ok()) {
+                        *response = **r;
+                        reactor->Finish(grpc::Status::OK);
+                      } else {
+                        reactor->Finish(ToGrpcStatus(r.status()));
+                      }
+                      tracker->End();
                     });
   return reactor;
 }
 
 grpc::ServerWriteReactor<v1::CompletionChunk>* ModelService::StreamComplete(
     grpc::CallbackServerContext* context, const v1::CompletionRequest* request) {
-  auto* writer = new ChunkWriter();
+  if (!tracker_->Begin()) {
+    // A reactor that only reports the refusal.
+    class Refusal final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
+     public:
+      Refusal() { Finish(ToGrpcStatus(absl::UnavailableError("the server is shutting down"))); }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal();
+  }
+  auto* writer = new ChunkWriter(tracker_);
   engine_->StreamComplete(CallInfoFrom(*context, *request), *request, writer->sink());
   return writer;
 }

@@ -3,6 +3,7 @@
 #define UNDERSTUDY_SERVICE_MODEL_SERVICE_H_
 
 #include "replayer/engine.h"
+#include "service/call_tracker.h"
 #include "understudy/v1/understudy.grpc.pb.h"
 
 namespace understudy {
@@ -12,8 +13,10 @@ namespace service {
 // Uses the callback API so a replayed answer costs no thread hand-off.
 class ModelService final : public v1::Model::CallbackService {
  public:
-  // `engine` is not owned and must outlive the service.
-  explicit ModelService(replayer::Engine* engine) : engine_(engine) {}
+  // Not owned; must outlive the service. Calls are counted by `tracker` and
+  // refused with UNAVAILABLE once it drains.
+  ModelService(replayer::Engine* engine, CallTracker* tracker)
+      : engine_(engine), tracker_(tracker) {}
 
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* context,
                                      const v1::CompletionRequest* request,
@@ -24,6 +27,7 @@ class ModelService final : public v1::Model::CallbackService {
 
  private:
   replayer::Engine* const engine_;
+  CallTracker* const tracker_;
 };
 
 }  // namespace service

@@ -25,6 +25,7 @@ struct Server::Parts {
   std::unique_ptr<store::Store> store;
   std::unique_ptr<recorder::GrpcUpstream> upstream;
   std::unique_ptr<replayer::Engine> engine;
+  CallTracker tracker;
   std::unique_ptr<ModelService> model;
   std::unique_ptr<RunsService> runs;
   std::unique_ptr<RecorderService> recorder;
@@ -55,12 +56,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   US_ASSIGN_OR_RETURN(parts->engine, replayer::Engine::Create(engine_options));
 
-  parts->model = std::make_unique<ModelService>(parts->engine.get());
-  parts->runs = std::make_unique<RunsService>(parts->engine.get());
-  parts->recorder =
-      std::make_unique<RecorderService>(parts->store.get(), options.max_record_exchanges);
-  parts->sessions = std::make_unique<SessionsService>(parts->store.get());
-  parts->traces = std::make_unique<TracesService>(parts->engine.get(), parts->store.get());
+  CallTracker* tracker = &parts->tracker;
+  parts->model = std::make_unique<ModelService>(parts->engine.get(), tracker);
+  parts->runs = std::make_unique<RunsService>(parts->engine.get(), tracker);
+  parts->recorder = std::make_unique<RecorderService>(parts->store.get(),
+                                                      options.max_record_exchanges, tracker);
+  parts->sessions = std::make_unique<SessionsService>(parts->store.get(), tracker);
+  parts->traces =
+      std::make_unique<TracesService>(parts->engine.get(), parts->store.get(), tracker);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -119,8 +122,16 @@ absl::Status Server::Shutdown() {
   if (parts_->shut_down) return parts_->shutdown_status;
   parts_->shut_down = true;
   Log(LogLevel::kInfo, "shutting_down", {{"drain_timeout", absl::FormatDuration(parts_->options.drain_timeout)}});
-  parts_->grpc_server->Shutdown(
-      absl::ToChronoTime(absl::Now() + parts_->options.drain_timeout));
+  // Refuse new calls and wait for the ones in flight. gRPC's own graceful
+  // shutdown would also wait for idle client connections to go away, which
+  // clients that keep their channels open never do before the deadline.
+  if (grpc::HealthCheckServiceInterface* health = parts_->grpc_server->GetHealthCheckService()) {
+    health->Shutdown();
+  }
+  const bool drained =
+      parts_->tracker.Drain(absl::Now() + parts_->options.drain_timeout);
+  if (!drained) Log(LogLevel::kWarning, "drain_timeout", {{"action", "cancelling calls still in flight"}});
+  parts_->grpc_server->Shutdown(absl::ToChronoTime(absl::Now()));
   parts_->grpc_server->Wait();
   absl::Status status = parts_->engine->EndAllRuns();
   absl::Status flushed = parts_->store->Flush();

@@ -1,0 +1,247 @@
+// The `understudy` command line as users and scripts see it: output, exit
+// codes (0 ok, 1 bad input or not found, 2 usage, 3 operational) and help.
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "nlohmann/json.hpp"
+#include "tests/e2e/e2e_test_base.h"
+
+namespace understudy {
+namespace e2e {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::MatchesRegex;
+using ::testing::Not;
+using ::testing::SizeIs;
+using ::testing::StartsWith;
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  return lines;
+}
+
+class CliTest : public E2eTest {};
+
+TEST_F(CliTest, ExportImportExportIsByteIdentical) {
+  std::vector<StepResult> golden;
+  RecordGolden("golden", &golden);
+  ASSERT_FALSE(HasFatalFailure());
+
+  const std::string a = Path("a.jsonl");
+  ASSERT_OK_AND_ASSIGN(ProcessResult exported,
+                       Cli({"export", "golden", "--db", db_path(), "-o", a}));
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const std::string first = ReadFileOrEmpty(a);
+  ASSERT_THAT(Lines(first), SizeIs(1 + fakes::AgentLoop::kSteps));
+  EXPECT_THAT(first, StartsWith(R"({"header":{"format":"understudy.session/v1","name":"golden")"));
+
+  // To stdout, the same bytes.
+  ASSERT_OK_AND_ASSIGN(ProcessResult to_stdout, Cli({"export", "golden@1", "--db", db_path()}));
+  EXPECT_EQ(to_stdout.exit_code, 0) << to_stdout.err;
+  EXPECT_EQ(to_stdout.out, first);
+
+  // Into a fresh database, and back out.
+  const std::string other_db = Path("other.db");
+  ASSERT_OK_AND_ASSIGN(ProcessResult imported, Cli({"import", a, "--db", other_db}));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_EQ(imported.out, "golden@1 imported: 6 exchanges\n");
+  const std::string b = Path("b.jsonl");
+  ASSERT_OK_AND_ASSIGN(ProcessResult again, Cli({"export", "golden", "--db", other_db, "-o", b}));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(ReadFileOrEmpty(b), first);
+
+  // Into the same database from stdin: a new version with the same bytes.
+  ASSERT_OK_AND_ASSIGN(ProcessResult second, Cli({"import", "-", "--db", db_path()}, a));
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.out, "golden@2 imported: 6 exchanges\n");
+  ASSERT_OK_AND_ASSIGN(ProcessResult v2, Cli({"export", "golden@2", "--db", db_path()}));
+  EXPECT_EQ(v2.out, first);
+
+  // The imported copy replays like the original.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer("", {}, other_db));
+  Clients c(server->NewChannel());
+  EXPECT_THAT(ExportSession(c, "golden"), IsOkAndHolds(first));
+  ASSERT_OK_AND_ASSIGN(v1::Run run, StartRun(c, "golden", v1::RUN_MODE_REPLAY));
+  ASSERT_OK_AND_ASSIGN(std::vector<StepResult> replayed, RunAgentLoop(c, run.id()));
+  for (size_t i = 0; i < replayed.size(); ++i) {
+    EXPECT_EQ(replayed[i].response.SerializeAsString(), golden[i].response.SerializeAsString());
+  }
+}
+
+TEST_F(CliTest, SessionsLsShowAndRm) {
+  std::vector<StepResult> golden;
+  RecordGolden("golden", &golden);
+  ASSERT_FALSE(HasFatalFailure());
+
+  ASSERT_OK_AND_ASSIGN(ProcessResult ls, Cli({"sessions", "ls", "--db", db_path()}));
+  EXPECT_EQ(ls.exit_code, 0) << ls.err;
+  std::vector<std::string> lines = Lines(ls.out);
+  ASSERT_THAT(lines, SizeIs(2)) << ls.out;
+  EXPECT_THAT(lines[0], AllOf(HasSubstr("NAME"), HasSubstr("VERSION"), HasSubstr("EXCHANGES")));
+  EXPECT_THAT(lines[1], MatchesRegex("golden +1 +closed +6 +orchestrator,executor,reviewer"));
+
+  ASSERT_OK_AND_ASSIGN(ProcessResult ls_json, Cli({"sessions", "ls", "--db", db_path(), "--json"}));
+  ASSERT_THAT(Lines(ls_json.out), SizeIs(1));
+  nlohmann::json session = nlohmann::json::parse(ls_json.out);
+  EXPECT_EQ(session["name"], "golden");
+  EXPECT_EQ(session["state"], "SESSION_STATE_CLOSED");
+
+  ASSERT_OK_AND_ASSIGN(ProcessResult show, Cli({"sessions", "show", "golden", "--db", db_path()}));
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  std::vector<std::string> shown = Lines(show.out);
+  ASSERT_THAT(shown, SizeIs(1 + fakes::AgentLoop::kSteps)) << show.out;
+  EXPECT_THAT(shown[0], StartsWith("golden@1  closed  6 exchanges"));
+  EXPECT_THAT(shown[1], AllOf(StartsWith("#1 orchestrator"), HasSubstr("continue")));
+  EXPECT_THAT(shown[3],
+              AllOf(StartsWith("#3 reviewer"), HasSubstr("FEEDBACK: missing input validation"),
+                    HasSubstr("chunks]")));
+
+  ASSERT_OK_AND_ASSIGN(ProcessResult rm, Cli({"sessions", "rm", "golden", "--db", db_path()}));
+  EXPECT_EQ(rm.exit_code, 0) << rm.err;
+  EXPECT_THAT(rm.err, HasSubstr("deleted 1 version of golden"));
+  ASSERT_OK_AND_ASSIGN(ProcessResult gone, Cli({"sessions", "ls", "--db", db_path(), "--json"}));
+  EXPECT_EQ(gone.out, "");
+  ASSERT_OK_AND_ASSIGN(ProcessResult rm_again,
+                       Cli({"sessions", "rm", "golden", "--db", db_path()}));
+  EXPECT_EQ(rm_again.exit_code, 1);
+}
+
+TEST_F(CliTest, TracePrintsTheRunsEventsInOrder) {
+  std::vector<StepResult> golden;
+  std::string run_id;
+  RecordGolden("golden", &golden, &run_id);
+  ASSERT_FALSE(HasFatalFailure());
+
+  ASSERT_OK_AND_ASSIGN(ProcessResult json, Cli({"trace", run_id, "--db", db_path(), "--json"}));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  std::vector<std::string> kinds, agents;
+  for (const std::string& line : Lines(json.out)) {
+    nlohmann::json event = nlohmann::json::parse(line);
+    EXPECT_EQ(event["run"], run_id);
+    kinds.push_back(event["kind"]);
+    if (event["kind"] == "exchange") agents.push_back(event["agent"]);
+  }
+  EXPECT_THAT(kinds, ElementsAre("run_started", "exchange", "exchange", "exchange", "exchange",
+                                 "exchange", "exchange", "run_ended"));
+  EXPECT_THAT(agents, ElementsAre("orchestrator", "executor", "reviewer", "orchestrator",
+                                  "executor", "reviewer"));
+
+  ASSERT_OK_AND_ASSIGN(ProcessResult text, Cli({"trace", run_id, "--db", db_path(), "--kind",
+                                                "exchange", "--agent", "reviewer"}));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  std::vector<std::string> lines = Lines(text.out);
+  ASSERT_THAT(lines, SizeIs(2)) << text.out;
+  EXPECT_THAT(lines[0], MatchesRegex("#4 exchange reviewer .*understudy.exchange.seq=3.*"));
+  EXPECT_THAT(lines[1], MatchesRegex("#7 exchange reviewer .*understudy.exchange.seq=6.*"));
+
+  ASSERT_OK_AND_ASSIGN(ProcessResult unknown, Cli({"trace", "run-nope", "--db", db_path()}));
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, HasSubstr("unknown run \"run-nope\""));
+}
+
+TEST_F(CliTest, HelpOfEachCommandExitsZeroAndListsItsFlags) {
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> mentions;
+  };
+  const std::vector<Case> cases = {
+      {{"--help"}, {"serve", "sessions", "export", "import", "trace", "--version", "--log-level"}},
+      {{"serve", "--help"},
+       {"--db", "--listen", "--upstream", "--mode", "--session", "--strict", "--max-message-bytes",
+        "--drain-timeout", "--ready-file", "--config", "127.0.0.1:7140"}},
+      {{"sessions", "--help"}, {"ls", "show", "rm"}},
+      {{"sessions", "ls", "--help"}, {"--prefix", "--db", "--json"}},
+      {{"sessions", "show", "--help"}, {"--db", "--json", "NAME@VERSION"}},
+      {{"sessions", "rm", "--help"}, {"--db", "NAME@VERSION"}},
+      {{"export", "--help"}, {"--output", "-o", "--db"}},
+      {{"import", "--help"}, {"--name", "--db", "stdin"}},
+      {{"trace", "--help"}, {"--kind", "--agent", "--db", "--json"}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrJoin(c.args, " "));
+    ASSERT_OK_AND_ASSIGN(ProcessResult r, Cli(c.args));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    for (const std::string& m : c.mentions) EXPECT_THAT(r.out, HasSubstr(m));
+  }
+}
+
+TEST_F(CliTest, VersionExitsZero) {
+  ASSERT_OK_AND_ASSIGN(ProcessResult r, Cli({"--version"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_THAT(r.out, MatchesRegex("understudy [0-9]+\\.[0-9]+\\.[0-9]+.*\n"));
+}
+
+TEST_F(CliTest, UsageErrorsExitTwoWithAReason) {
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"frobnicate"},
+      {"sessions"},
+      {"sessions", "ls", "--bogus"},
+      {"export"},
+      {"serve", "--max-message-bytes", "10"},
+      {"serve", "--mode", "sideways"},
+      {"--log-level", "loud", "sessions", "ls"},
+  };
+  for (const std::vector<std::string>& args : cases) {
+    SCOPED_TRACE(absl::StrJoin(args, " "));
+    ASSERT_OK_AND_ASSIGN(ProcessResult r, Cli(args));
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    EXPECT_THAT(r.err, Not(IsEmpty()));
+  }
+}
+
+TEST_F(CliTest, MissingThingsExitOneAndBrokenEnvironmentExitsThree) {
+  ASSERT_OK_AND_ASSIGN(ProcessResult no_session, Cli({"export", "nope", "--db", db_path()}));
+  EXPECT_EQ(no_session.exit_code, 1);
+  EXPECT_THAT(no_session.err, AllOf(StartsWith("understudy: "), HasSubstr("nope")));
+  ASSERT_OK_AND_ASSIGN(ProcessResult no_file,
+                       Cli({"import", Path("missing.jsonl"), "--db", db_path()}));
+  EXPECT_EQ(no_file.exit_code, 1);
+  EXPECT_THAT(no_file.err, HasSubstr("missing.jsonl"));
+  ASSERT_OK_AND_ASSIGN(ProcessResult bad_db,
+                       Cli({"sessions", "ls", "--db", Path("no/such/dir/x.db")}));
+  EXPECT_EQ(bad_db.exit_code, 3) << bad_db.err;
+  EXPECT_THAT(bad_db.err, StartsWith("understudy: "));
+}
+
+TEST_F(CliTest, ServeRefusesAnAddressAlreadyInUse) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> first, StartServer());
+  ASSERT_OK_AND_ASSIGN(ProcessResult second,
+                       Cli({"serve", "--db", Path("second.db"), "--listen", first->address()}, "",
+                           absl::Seconds(20)));
+  EXPECT_EQ(second.exit_code, 3) << second.out << second.err;
+  EXPECT_THAT(second.err, HasSubstr("cannot listen on " + first->address()));
+  EXPECT_EQ(second.out, "");
+  EXPECT_THAT(HealthCheck(first->NewChannel()), IsOkAndHolds(1));
+}
+
+TEST_F(CliTest, ServeWritesTheReadyFileAndStopsOnSigint) {
+  const std::string ready = Path("ready.json");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
+                       StartServer("", {"--ready-file", ready}));
+  EXPECT_EQ(server->first_line(),
+            absl::StrCat("understudy serving grpc=", server->address(), " db=", db_path()));
+  // The ready file is written (atomically) right after the first line.
+  ASSERT_TRUE(WaitFor([&] { return !ReadFileOrEmpty(ready).empty(); }, absl::Seconds(10)))
+      << "no ready file " << ready;
+  nlohmann::json info = nlohmann::json::parse(ReadFileOrEmpty(ready), nullptr, false);
+  ASSERT_FALSE(info.is_discarded()) << ReadFileOrEmpty(ready);
+  EXPECT_EQ(info["grpc"], server->address());
+  EXPECT_EQ(info["db"], db_path());
+  EXPECT_EQ(info["pid"], server->pid());
+  EXPECT_THAT(server->Terminate(absl::Seconds(20), SIGINT), IsOkAndHolds(0));
+  EXPECT_THAT(server->Stderr(), HasSubstr("signal=SIGINT"));
+  EXPECT_THAT(server->Stderr(), HasSubstr("stopped status=ok"));
+}
+
+}  // namespace
+}  // namespace e2e
+}  // namespace understudy
