@@ -54,10 +54,12 @@ class RunState {
   }
 
   // Replay: the exchange that answers `request` (consumed by this call), or
-  // NOT_FOUND with the miss report. Emits the exchange or miss event.
+  // NOT_FOUND with the miss report. Emits the exchange or miss event. With
+  // `forward_misses` (new mode) a miss is reported and returned as a null
+  // exchange, for the caller to forward.
   absl::StatusOr<const v1::Exchange*> Match(const CallInfo& call,
-                                            const v1::CompletionRequest& request, bool streamed)
-      ABSL_LOCKS_EXCLUDED(mu_);
+                                            const v1::CompletionRequest& request, bool streamed,
+                                            bool forward_misses) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Forwarding: counts a call in flight; FAILED_PRECONDITION once the run is
   // ending.
@@ -68,13 +70,29 @@ class RunState {
     return absl::OkStatus();
   }
 
-  // Forwarding: the call is over; `event` (if any) is its trace event.
-  void EndForward(bool recorded, bool served, v1::TraceEvent* event) ABSL_LOCKS_EXCLUDED(mu_) {
+  // Forwarding: the call is over; `event` (if any) is its trace event;
+  // `recorded_seq` > 0 is the seq it was recorded as.
+  void EndForward(int64_t recorded_seq, const std::string& agent, bool served,
+                  v1::TraceEvent* event) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    if (recorded) run_.set_recorded(run_.recorded() + 1);
+    if (recorded_seq > 0) {
+      run_.set_recorded(run_.recorded() + 1);
+      v1::ExchangeRef ref;
+      ref.set_seq(recorded_seq);
+      ref.set_agent(agent);
+      recorded_.push_back(std::move(ref));
+    }
     if (served) run_.set_served(run_.served() + 1);
     if (event != nullptr) EmitLocked(std::move(*event));
     --in_flight_;
+  }
+
+  // New mode: the version that misses are recorded into, made on the first
+  // miss as a copy of the replayed version. Returns its number.
+  absl::StatusOr<int64_t> NewModeVersion() ABSL_LOCKS_EXCLUDED(new_mu_, mu_);
+  int64_t new_mode_version() ABSL_LOCKS_EXCLUDED(new_mu_) {
+    absl::MutexLock lock(&new_mu_);
+    return new_version_;
   }
 
   // Refuses new requests, waits up to `timeout` for in-flight ones, and
@@ -108,8 +126,14 @@ class RunState {
   Clock* const clock_;
   const int max_miss_reports_;
 
+  // Taken before mu_ when both are needed; held across the disk I/O that
+  // makes a new mode's version, which mu_ must never be.
+  absl::Mutex new_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  int64_t new_version_ ABSL_GUARDED_BY(new_mu_) = 0;
+
   absl::Mutex mu_;
   v1::Run run_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::ExchangeRef> recorded_ ABSL_GUARDED_BY(mu_);
   std::vector<uint8_t> consumed_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::MissReport> misses_ ABSL_GUARDED_BY(mu_);
   int64_t next_event_seq_ ABSL_GUARDED_BY(mu_) = 1;
@@ -145,6 +169,10 @@ const char* ModeName(v1::RunMode mode) {
       return "replay";
     case v1::RUN_MODE_PASSTHROUGH:
       return "passthrough";
+    case v1::RUN_MODE_ONCE:
+      return "once";
+    case v1::RUN_MODE_NEW:
+      return "new";
     default:
       return "unspecified";
   }
@@ -197,8 +225,9 @@ v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionReque
 
 absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
                                                     const v1::CompletionRequest& request,
-                                                    bool streamed) {
-  const std::string canonical = recorder::CanonicalText(request);
+                                                    bool streamed, bool forward_misses) {
+  nlohmann::json got = index_->CanonicalOf(request);
+  const std::string canonical = SessionIndex::TextOf(got);
   absl::MutexLock lock(&mu_);
   if (ending_) return EndingError();
   if (const std::vector<uint32_t>* candidates = index_->Find(canonical)) {
@@ -216,10 +245,9 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
 
   // A miss: report it, and in non-strict mode answer from the closest
   // unused recording.
-  nlohmann::json got = recorder::CanonicalJson(request);
   v1::MissReport report = BuildMissReport(*index_, consumed_, call.agent, got);
   const v1::Exchange* fallback = nullptr;
-  if (!strict_) {
+  if (!strict_ && !forward_misses) {
     size_t i = FindClosest(*index_, consumed_, call.agent, got, /*unconsumed_only=*/true);
     if (i < index_->size()) {
       consumed_[i] = 1;
@@ -244,6 +272,7 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
   EmitLocked(std::move(event));
   if (static_cast<int>(misses_.size()) < max_miss_reports_) misses_.push_back(report);
 
+  if (forward_misses) return nullptr;
   if (fallback == nullptr) return absl::NotFoundError(report.text());
   run_.set_served(run_.served() + 1);
   absl::Status status =
@@ -261,6 +290,7 @@ v1::RunSummary RunState::BeginEnd(absl::Duration timeout) {
   v1::RunSummary summary;
   *summary.mutable_run() = run_;
   for (const v1::MissReport& m : misses_) *summary.add_misses() = m;
+  for (const v1::ExchangeRef& ref : recorded_) *summary.add_recorded() = ref;
   if (index_ != nullptr) {
     for (size_t i = 0; i < consumed_.size(); ++i) {
       if (consumed_[i]) continue;
@@ -288,6 +318,21 @@ v1::RunSummary RunState::Finish(v1::RunSummary summary) {
   return summary;
 }
 
+absl::StatusOr<int64_t> RunState::NewModeVersion() {
+  absl::MutexLock lock(&new_mu_);
+  if (new_version_ != 0) return new_version_;
+  US_ASSIGN_OR_RETURN(v1::Session made, store_->CreateSessionVersion(session_));
+  std::vector<v1::Exchange> copy;
+  copy.reserve(index_->size());
+  for (size_t i = 0; i < index_->size(); ++i) copy.push_back(index_->exchange(i));
+  if (!copy.empty()) {
+    US_RETURN_IF_ERROR(
+        store_->AppendExchangesAndWait(session_, made.version(), std::move(copy)).status());
+  }
+  new_version_ = made.version();
+  return new_version_;
+}
+
 absl::StatusOr<std::pair<std::string, int64_t>> ParseSessionRef(absl::string_view ref) {
   size_t at = ref.rfind('@');
   if (at == absl::string_view::npos) return std::make_pair(std::string(ref), int64_t{0});
@@ -303,6 +348,7 @@ absl::StatusOr<std::pair<std::string, int64_t>> ParseSessionRef(absl::string_vie
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
   if (options.store == nullptr) return absl::InvalidArgumentError("engine: store is required");
   if (options.clock == nullptr) options.clock = Clock::Real();
+  if (options.upstream != nullptr) options.has_upstream = true;
   return std::unique_ptr<Engine>(new Engine(std::move(options)));
 }
 
@@ -339,7 +385,7 @@ absl::StatusOr<std::shared_ptr<const SessionIndex>> Engine::LoadSession(const st
   US_ASSIGN_OR_RETURN(std::vector<v1::Exchange> exchanges,
                       options_.store->LoadExchanges(session.name(), session.version()));
   std::shared_ptr<const SessionIndex> index =
-      SessionIndex::Build(std::move(session), std::move(exchanges));
+      SessionIndex::Build(std::move(session), std::move(exchanges), options_.normalizer);
   if (cacheable) {
     absl::MutexLock lock(&cache_mu_);
     session_cache_[key] = index;
@@ -348,10 +394,10 @@ absl::StatusOr<std::shared_ptr<const SessionIndex>> Engine::LoadSession(const st
 }
 
 absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
-  const v1::RunMode mode = request.mode();
-  if (mode != v1::RUN_MODE_RECORD && mode != v1::RUN_MODE_REPLAY &&
-      mode != v1::RUN_MODE_PASSTHROUGH) {
-    return absl::InvalidArgumentError("mode: required, one of record, replay, passthrough");
+  const v1::RunMode requested = request.mode();
+  if (requested == v1::RUN_MODE_UNSPECIFIED || !v1::RunMode_IsValid(requested)) {
+    return absl::InvalidArgumentError(
+        "mode: required, one of record, replay, passthrough, once, new");
   }
   std::string id = request.run_id();
   if (id.empty()) {
@@ -359,15 +405,15 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
   } else {
     US_RETURN_IF_ERROR(ValidateRunId(id));
   }
-  if ((mode == v1::RUN_MODE_RECORD || mode == v1::RUN_MODE_PASSTHROUGH) &&
-      options_.upstream == nullptr) {
+  if (requested != v1::RUN_MODE_REPLAY && !options_.has_upstream) {
     return absl::FailedPreconditionError(absl::StrCat(
-        ModeName(mode),
-        " mode needs an upstream model: start the server with --upstream grpc://HOST:PORT"));
+        ModeName(requested),
+        " mode needs an upstream model: start the server with --upstream grpc://HOST:PORT, "
+        "--upstream openai=URL or --upstream anthropic=URL"));
   }
-  if (mode != v1::RUN_MODE_PASSTHROUGH && request.session().empty()) {
+  if (requested != v1::RUN_MODE_PASSTHROUGH && request.session().empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("session: required for ", ModeName(mode), " mode"));
+        absl::StrCat("session: required for ", ModeName(requested), " mode"));
   }
   {
     absl::ReaderMutexLock lock(&runs_mu_);
@@ -383,10 +429,26 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
     return absl::AlreadyExistsError(absl::StrCat("run \"", id, "\" already exists in the store"));
   }
 
+  // once: record when the session has no recording yet, else replay.
+  v1::RunMode mode = requested;
+  if (mode == v1::RUN_MODE_ONCE) {
+    US_ASSIGN_OR_RETURN(auto ref, ParseSessionRef(request.session()));
+    absl::StatusOr<v1::Session> existing = options_.store->GetSession(ref.first, ref.second);
+    if (!existing.ok() && !absl::IsNotFound(existing.status())) return existing.status();
+    const bool recorded = existing.ok() && existing->exchange_count() > 0;
+    if (!recorded && ref.second != 0) {
+      return absl::NotFoundError(absl::StrCat("session \"", request.session(),
+                                              "\" has no recording to replay"));
+    }
+    mode = recorded ? v1::RUN_MODE_REPLAY : v1::RUN_MODE_RECORD;
+  }
+
   v1::Run run;
   run.set_id(id);
   run.set_mode(mode);
-  run.set_strict(request.has_strict() ? request.strict() : true);
+  run.set_strict(mode == v1::RUN_MODE_NEW || requested == v1::RUN_MODE_ONCE
+                     ? true
+                     : (request.has_strict() ? request.strict() : true));
   run.set_state(v1::RUN_STATE_ACTIVE);
   run.set_started_at_micros(options_.clock->NowMicros());
   std::shared_ptr<const SessionIndex> index;
@@ -400,7 +462,7 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
       US_ASSIGN_OR_RETURN(v1::Session session, options_.store->CreateSessionVersion(ref.first));
       run.set_session(session.name());
       run.set_session_version(session.version());
-    } else if (mode == v1::RUN_MODE_REPLAY) {
+    } else if (mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) {
       US_ASSIGN_OR_RETURN(index, LoadSession(ref.first, ref.second));
       run.set_session(index->session().name());
       run.set_session_version(index->session().version());
@@ -416,6 +478,7 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
   started.set_kind("run_started");
   auto& attrs = *started.mutable_attributes();
   attrs["understudy.run.mode"] = ModeName(mode);
+  if (requested != mode) attrs["understudy.run.requested_mode"] = ModeName(requested);
   attrs["understudy.run.strict"] = run.strict() ? "true" : "false";
   if (!run.session().empty()) {
     attrs["understudy.session.name"] = run.session();
@@ -446,6 +509,9 @@ absl::StatusOr<v1::RunSummary> Engine::EndRun(absl::string_view run_id) {
   v1::RunSummary summary = state->BeginEnd(options_.end_run_drain_timeout);
   if (state->mode() == v1::RUN_MODE_RECORD) {
     US_RETURN_IF_ERROR(options_.store->CloseSession(state->session(), state->session_version()));
+  }
+  if (int64_t v = state->new_mode_version(); v != 0) {
+    US_RETURN_IF_ERROR(options_.store->CloseSession(state->session(), v));
   }
   summary = state->Finish(std::move(summary));
   US_RETURN_IF_ERROR(options_.store->Flush());
@@ -512,63 +578,99 @@ absl::StatusOr<std::shared_ptr<RunState>> Engine::FindActiveRun(const CallInfo& 
   return absl::NotFoundError(absl::StrCat("unknown run \"", absl::CHexEscape(id), "\""));
 }
 
-namespace {
+ForwardTicket::~ForwardTicket() {
+  // Dropped unfinished: the caller went away before the upstream answered.
+  if (!finished_ && run_ != nullptr) run_->EndForward(0, agent_, false, nullptr);
+}
 
-// One forwarded call in flight: what is needed once the upstream answers.
-struct Forwarded {
-  std::shared_ptr<RunState> run;
-  store::Store* store;
-  Clock* clock;
-  std::string agent;
-  v1::CompletionRequest request;  // without routing fields
-  absl::Time start;
-  bool streamed = false;
-  v1::Exchange exchange;  // streamed: chunks as they arrived
-};
+absl::StatusOr<std::unique_ptr<ForwardTicket>> Engine::NewTicket(
+    const std::shared_ptr<RunState>& run, const CallInfo& call,
+    const v1::CompletionRequest& request, bool streamed) {
+  std::unique_ptr<ForwardTicket> ticket(new ForwardTicket());
+  ticket->agent_ = call.agent;
+  ticket->request_ = recorder::WithoutRouting(request);
+  ticket->start_ = options_.clock->Now();
+  ticket->streamed_ = streamed;
+  if (run->mode() == v1::RUN_MODE_RECORD) {
+    ticket->record_session_ = run->session();
+    ticket->record_version_ = run->session_version();
+  } else if (run->mode() == v1::RUN_MODE_NEW) {
+    US_ASSIGN_OR_RETURN(int64_t version, run->NewModeVersion());
+    ticket->record_session_ = run->session();
+    ticket->record_version_ = version;
+  }
+  US_RETURN_IF_ERROR(run->BeginForward());
+  ticket->run_ = run;
+  return ticket;
+}
 
-// After the upstream answered (or failed): record when the mode says so,
-// then `finish` with the outcome. `response` is null when there is none.
-void Conclude(std::shared_ptr<Forwarded> f, absl::Status status,
-              std::shared_ptr<v1::CompletionResponse> response,
-              std::function<void(absl::Status)> finish) {
-  const bool record = f->run->mode() == v1::RUN_MODE_RECORD && !IsTransportError(status);
+absl::StatusOr<Decision> Engine::Decide(const CallInfo& call,
+                                        const v1::CompletionRequest& request, bool streamed) {
+  US_RETURN_IF_ERROR(recorder::ValidateRequest(request));
+  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
+  Decision decision;
+  decision.speed = options_.speed;
+  const v1::RunMode mode = run->mode();
+  if (mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) {
+    US_ASSIGN_OR_RETURN(const v1::Exchange* ex,
+                        run->Match(call, request, streamed,
+                                   /*forward_misses=*/mode == v1::RUN_MODE_NEW));
+    if (ex != nullptr) {
+      decision.keepalive = run->index_;
+      decision.recorded = ex;
+      return decision;
+    }
+  }
+  US_ASSIGN_OR_RETURN(decision.forward, NewTicket(run, call, request, streamed));
+  return decision;
+}
+
+void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange exchange,
+                           absl::Status status, std::function<void(absl::Status)> done) {
+  ticket->finished_ = true;
+  std::shared_ptr<RunState> run = std::move(ticket->run_);
+  Clock* clock = options_.clock;
+  exchange.set_agent(ticket->agent_);
+  *exchange.mutable_request() = std::move(ticket->request_);
+  exchange.set_streamed(ticket->streamed_);
+  exchange.set_latency_micros(absl::ToInt64Microseconds(clock->Now() - ticket->start_));
+  exchange.set_recorded_at_micros(absl::ToUnixMicros(ticket->start_));
+  if (!status.ok()) {
+    exchange.mutable_error()->set_code(static_cast<int>(status.code()));
+    exchange.mutable_error()->set_message(std::string(status.message()));
+  }
+  const bool record = !ticket->record_session_.empty() && !IsTransportError(status);
   if (!record) {
-    v1::TraceEvent event = ExchangeEvent(f->agent, f->request, response.get(), status, "upstream",
-                                         0, f->streamed);
-    f->run->EndForward(/*recorded=*/false, /*served=*/status.ok(), &event);
-    finish(status);
+    v1::TraceEvent event =
+        ExchangeEvent(exchange.agent(), exchange.request(),
+                      exchange.has_response() ? &exchange.response() : nullptr, status, "upstream",
+                      0, exchange.streamed());
+    run->EndForward(0, exchange.agent(), status.ok(), &event);
+    done(status);
     return;
   }
-  v1::Exchange& ex = f->exchange;
-  ex.set_agent(f->agent);
-  *ex.mutable_request() = f->request;
-  if (response != nullptr) *ex.mutable_response() = *response;
-  if (!status.ok()) {
-    ex.mutable_error()->set_code(static_cast<int>(status.code()));
-    ex.mutable_error()->set_message(std::string(status.message()));
-  }
-  ex.set_streamed(f->streamed);
-  ex.set_latency_micros(absl::ToInt64Microseconds(f->clock->Now() - f->start));
-  ex.set_recorded_at_micros(absl::ToUnixMicros(f->start));
+  auto kept = std::make_shared<v1::Exchange>(std::move(exchange));
   std::vector<v1::Exchange> batch;
-  batch.push_back(ex);
-  const std::string session = f->run->session();
-  const int64_t version = f->run->session_version();
-  f->store->AppendExchanges(
-      session, version, std::move(batch),
-      [f, status, response, finish = std::move(finish)](absl::StatusOr<store::AppendResult> r) {
+  batch.push_back(*kept);
+  options_.store->AppendExchanges(
+      ticket->record_session_, ticket->record_version_, std::move(batch),
+      [run, kept, status, done = std::move(done)](absl::StatusOr<store::AppendResult> r) {
         if (!r.ok()) {
-          f->run->EndForward(false, false, nullptr);
-          finish(absl::Status(r.status().code(),
-                              absl::StrCat("recording failed: ", r.status().message())));
+          run->EndForward(0, kept->agent(), false, nullptr);
+          done(absl::Status(r.status().code(),
+                            absl::StrCat("recording failed: ", r.status().message())));
           return;
         }
-        v1::TraceEvent event = ExchangeEvent(f->agent, f->request, response.get(), status,
-                                             "upstream", r->first_seq, f->streamed);
-        f->run->EndForward(/*recorded=*/true, /*served=*/status.ok(), &event);
-        finish(status);
+        v1::TraceEvent event =
+            ExchangeEvent(kept->agent(), kept->request(),
+                          kept->has_response() ? &kept->response() : nullptr, status, "upstream",
+                          r->first_seq, kept->streamed());
+        run->EndForward(r->first_seq, kept->agent(), status.ok(), &event);
+        done(status);
       });
 }
+
+namespace {
 
 recorder::UpstreamCall UpstreamCallFor(const CallInfo& call) {
   recorder::UpstreamCall out;
@@ -578,95 +680,78 @@ recorder::UpstreamCall UpstreamCallFor(const CallInfo& call) {
   return out;
 }
 
+absl::Status NoGrpcUpstream() {
+  return absl::FailedPreconditionError(
+      "no gRPC upstream to forward to: start the server with --upstream grpc://HOST:PORT");
+}
+
 }  // namespace
 
 void Engine::Complete(const CallInfo& call, const v1::CompletionRequest& request,
                       std::function<void(absl::StatusOr<ResponsePtr>)> done) {
-  absl::Status valid = recorder::ValidateRequest(request);
-  if (!valid.ok()) return done(valid);
-  absl::StatusOr<std::shared_ptr<RunState>> run = FindActiveRun(call);
-  if (!run.ok()) return done(run.status());
-  std::shared_ptr<RunState>& state = *run;
-
-  if (state->mode() == v1::RUN_MODE_REPLAY) {
-    absl::StatusOr<const v1::Exchange*> ex = state->Match(call, request, /*streamed=*/false);
-    if (!ex.ok()) return done(ex.status());
-    if ((*ex)->has_error()) return done(StatusFromRecorded((*ex)->error()));
-    // Alias into the immutable recording: the run's index keeps it alive.
-    return done(ResponsePtr(state->index_, &(*ex)->response()));
+  absl::StatusOr<Decision> decision = Decide(call, request, /*streamed=*/false);
+  if (!decision.ok()) return done(decision.status());
+  if (const v1::Exchange* ex = decision->recorded) {
+    if (ex->has_error()) return done(StatusFromRecorded(ex->error()));
+    // Alias into the immutable recording, which the keepalive holds.
+    return done(ResponsePtr(decision->keepalive, &ex->response()));
   }
-
-  absl::Status begun = state->BeginForward();
-  if (!begun.ok()) return done(begun);
-  auto f = std::make_shared<Forwarded>();
-  f->run = state;
-  f->store = options_.store;
-  f->clock = options_.clock;
-  f->agent = call.agent;
-  f->request = recorder::WithoutRouting(request);
-  f->start = options_.clock->Now();
+  if (options_.upstream == nullptr) return done(NoGrpcUpstream());
+  // std::function needs a copyable callable: share the ticket's holder.
+  auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(std::move(decision->forward));
+  const v1::CompletionRequest& forwarded = (*ticket)->request();
   options_.upstream->Complete(
-      UpstreamCallFor(call), f->request,
-      [f, done = std::move(done)](absl::StatusOr<v1::CompletionResponse> r) mutable {
-        std::shared_ptr<v1::CompletionResponse> response;
-        if (r.ok()) response = std::make_shared<v1::CompletionResponse>(std::move(*r));
-        absl::Status status = r.status();
-        Conclude(f, status, response, [response, done = std::move(done)](absl::Status s) {
-          if (s.ok()) {
-            done(ResponsePtr(response));
-          } else {
-            done(s);
-          }
-        });
+      UpstreamCallFor(call), forwarded,
+      [this, ticket, done = std::move(done)](absl::StatusOr<v1::CompletionResponse> r) mutable {
+        v1::Exchange exchange;
+        if (r.ok()) *exchange.mutable_response() = *r;
+        auto response = r.ok() ? std::make_shared<const v1::CompletionResponse>(std::move(*r))
+                               : nullptr;
+        // The engine outlives every forwarded call: EndRun waits for them.
+        FinishForward(std::move(*ticket), std::move(exchange), r.status(),
+                      [response, done = std::move(done)](absl::Status s) {
+                        if (s.ok()) {
+                          done(ResponsePtr(response));
+                        } else {
+                          done(s);
+                        }
+                      });
       });
 }
-
 void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& request,
                             std::shared_ptr<ChunkSink> sink) {
-  absl::Status valid = recorder::ValidateRequest(request);
-  if (!valid.ok()) return sink->OnFinish(valid);
-  absl::StatusOr<std::shared_ptr<RunState>> run = FindActiveRun(call);
-  if (!run.ok()) return sink->OnFinish(run.status());
-  std::shared_ptr<RunState>& state = *run;
-
-  if (state->mode() == v1::RUN_MODE_REPLAY) {
-    absl::StatusOr<const v1::Exchange*> found = state->Match(call, request, /*streamed=*/true);
-    if (!found.ok()) return sink->OnFinish(found.status());
-    const v1::Exchange& ex = **found;
-    if (ex.chunks_size() > 0) {
-      for (const v1::CompletionChunk& chunk : ex.chunks()) {
-        sink->OnChunk(ChunkPtr(state->index_, &chunk));
+  absl::StatusOr<Decision> decision = Decide(call, request, /*streamed=*/true);
+  if (!decision.ok()) return sink->OnFinish(decision.status());
+  if (const v1::Exchange* ex = decision->recorded) {
+    if (ex->chunks_size() > 0) {
+      for (const v1::CompletionChunk& chunk : ex->chunks()) {
+        sink->OnChunk(ChunkPtr(decision->keepalive, &chunk));
       }
-    } else if (!ex.has_error()) {
+    } else if (!ex->has_error()) {
       sink->OnChunk(std::make_shared<const v1::CompletionChunk>(
-          recorder::ChunkFromResponse(ex.response())));
+          recorder::ChunkFromResponse(ex->response())));
     }
-    return sink->OnFinish(ex.has_error() ? StatusFromRecorded(ex.error()) : absl::OkStatus());
+    return sink->OnFinish(ex->has_error() ? StatusFromRecorded(ex->error()) : absl::OkStatus());
   }
-
-  absl::Status begun = state->BeginForward();
-  if (!begun.ok()) return sink->OnFinish(begun);
-  auto f = std::make_shared<Forwarded>();
-  f->run = state;
-  f->store = options_.store;
-  f->clock = options_.clock;
-  f->agent = call.agent;
-  f->request = recorder::WithoutRouting(request);
-  f->start = options_.clock->Now();
-  f->streamed = true;
+  if (options_.upstream == nullptr) return sink->OnFinish(NoGrpcUpstream());
+  auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(std::move(decision->forward));
+  // Chunks as they arrive, with their offsets: what the caller gets is what
+  // is stored, so a replay gives the same bytes.
+  auto exchange = std::make_shared<v1::Exchange>();
+  const absl::Time start = (*ticket)->start();
+  Clock* clock = options_.clock;
   options_.upstream->StreamComplete(
-      UpstreamCallFor(call), f->request,
-      [f, sink](const v1::CompletionChunk& chunk) {
-        v1::CompletionChunk* kept = f->exchange.add_chunks();
+      UpstreamCallFor(call), (*ticket)->request(),
+      [exchange, sink, start, clock](const v1::CompletionChunk& chunk) {
+        v1::CompletionChunk* kept = exchange->add_chunks();
         *kept = chunk;
-        kept->set_offset_micros(absl::ToInt64Microseconds(f->clock->Now() - f->start));
-        // The caller gets what is stored, so a replay gives the same bytes.
+        kept->set_offset_micros(absl::ToInt64Microseconds(clock->Now() - start));
         sink->OnChunk(std::make_shared<const v1::CompletionChunk>(*kept));
       },
-      [f, sink](absl::Status status) {
-        auto response = std::make_shared<v1::CompletionResponse>(
-            recorder::AssembleResponse(f->exchange.chunks()));
-        Conclude(f, status, response, [sink](absl::Status s) { sink->OnFinish(s); });
+      [this, ticket, exchange, sink](absl::Status status) {
+        *exchange->mutable_response() = recorder::AssembleResponse(exchange->chunks());
+        FinishForward(std::move(*ticket), std::move(*exchange), status,
+                      [sink](absl::Status s) { sink->OnFinish(s); });
       });
 }
 

@@ -5,14 +5,23 @@
 //   record       forward to the upstream model, append each exchange to a new
 //                version of the session, answer once it is committed;
 //   replay       answer from the session's recording; never call upstream;
-//   passthrough  forward to the upstream; keep only the trace.
+//   passthrough  forward to the upstream; keep only the trace;
+//   once         record when the session has no recording yet, else replay;
+//   new          replay, and forward and record what has no recording, into
+//                a new version holding the old exchanges and the new ones.
 //
-// Replay matching: the request's canonical text (recorder/canonical.h) and
-// its agent must equal a recorded exchange's. Identical recorded requests
-// answer in recorded order; each answers once per run. A request with no
-// unused match is a miss: strict runs answer NOT_FOUND with a MissReport's
-// text; non-strict runs answer from the closest unused recording, if any,
-// and report the miss all the same. Every answer and miss is a trace event.
+// Replay matching: the request's canonical form (recorder/canonical.h, after
+// the MatchNormalizer) and its agent must equal a recorded exchange's.
+// Identical recorded requests answer in recorded order; each answers once
+// per run. A request with no unused match is a miss: strict runs answer
+// NOT_FOUND with a MissReport's text; non-strict runs answer from the
+// closest unused recording, if any, and report the miss all the same. Every
+// answer and miss is a trace event.
+//
+// Adapters (gRPC, HTTP) call Decide, then either render the recording it
+// names or forward the request to their own upstream and hand the outcome to
+// FinishForward, which records it and emits its event. Complete and
+// StreamComplete do that for the gRPC upstream in the options.
 //
 // Thread safety: every method may be called from any thread. Each run has
 // its own lock; nothing global is locked on the request path except a reader
@@ -34,6 +43,7 @@
 #include "absl/time/time.h"
 #include "base/clock.h"
 #include "recorder/upstream.h"
+#include "replayer/normalize.h"
 #include "replayer/session_index.h"
 #include "store/store.h"
 #include "understudy/v1/understudy.pb.h"
@@ -44,11 +54,19 @@ namespace replayer {
 struct EngineOptions {
   // Required. Not owned; must outlive the engine.
   store::Store* store = nullptr;
-  // Where record and passthrough runs forward; nullptr when none is
-  // configured (those modes are then refused). Not owned; must outlive.
+  // Where Complete and StreamComplete forward; nullptr when none is
+  // configured. Not owned; must outlive the engine.
   recorder::ModelUpstream* upstream = nullptr;
+  // Whether any upstream (gRPC or HTTP) is configured; record, passthrough,
+  // once and new runs are refused without one.
+  bool has_upstream = false;
+  // Replay pace: 0 answers as fast as possible; s > 0 waits each recorded
+  // chunk's offset divided by s (1 = the recorded pace).
+  double speed = 0;
   // Not owned; must outlive the engine.
   Clock* clock = Clock::Real();
+  // What matching ignores or rewrites (null: nothing). See normalize.h.
+  std::shared_ptr<const MatchNormalizer> normalizer;
   // Makes ids for runs started without one. Default: "run-" + 16 random hex
   // digits. Must be thread-safe.
   std::function<std::string()> new_run_id;
@@ -86,6 +104,47 @@ class ChunkSink {
 
 class RunState;
 
+// A request that Decide sent upstream. Give it back to FinishForward with
+// the outcome; dropping it unfinished (the caller went away) releases the
+// run without recording anything.
+class ForwardTicket {
+ public:
+  ~ForwardTicket();
+  ForwardTicket(const ForwardTicket&) = delete;
+  ForwardTicket& operator=(const ForwardTicket&) = delete;
+
+  const std::string& agent() const { return agent_; }
+  // The request as forwarded and stored: without routing fields.
+  const v1::CompletionRequest& request() const { return request_; }
+  // When the request was decided on; chunk offsets count from here.
+  absl::Time start() const { return start_; }
+
+ private:
+  friend class Engine;
+  ForwardTicket() = default;
+
+  std::shared_ptr<RunState> run_;
+  std::string agent_;
+  v1::CompletionRequest request_;
+  absl::Time start_;
+  bool streamed_ = false;
+  // Where the exchange is recorded; empty session: not recorded.
+  std::string record_session_;
+  int64_t record_version_ = 0;
+  bool finished_ = false;
+};
+
+// How to answer a request.
+struct Decision {
+  // Replay: the recording that answers, alive while `keepalive` is held.
+  std::shared_ptr<const void> keepalive;
+  const v1::Exchange* recorded = nullptr;
+  // Otherwise: forward the request, then call FinishForward with this.
+  std::unique_ptr<ForwardTicket> forward;
+  // Replay pace (EngineOptions::speed).
+  double speed = 0;
+};
+
 class Engine {
  public:
   // INVALID_ARGUMENT when options.store is null.
@@ -117,6 +176,27 @@ class Engine {
   // Ends every active run (for shutdown); returns the first error.
   absl::Status EndAllRuns();
 
+  // Decides how to answer `request` from `call`: a recording (replay, and
+  // recorded requests in new mode) or forwarding (record, passthrough, and
+  // misses in new mode). Errors: INVALID_ARGUMENT (malformed request, no
+  // run), NOT_FOUND (unknown run; a strict miss, with the report),
+  // FAILED_PRECONDITION (ended run), and store errors creating a new mode's
+  // version. The trace event of a recording is emitted here.
+  absl::StatusOr<Decision> Decide(const CallInfo& call, const v1::CompletionRequest& request,
+                                  bool streamed);
+
+  // Completes a forwarded request. `exchange` holds what the upstream
+  // answered: response, chunks (with offsets), native; the engine fills in
+  // agent, request, streamed, latency, timestamps and, from `status`, error.
+  // The exchange is recorded when the run records and `status` is not a
+  // transport failure (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED): the
+  // upstream's own errors are recorded and replayed, outages never. `done`
+  // runs exactly once, after the commit (on the store's writer thread) or at
+  // once when nothing is recorded, with `status` or the recording's error.
+  // It must not block.
+  void FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange exchange,
+                     absl::Status status, std::function<void(absl::Status)> done);
+
   // Answers one unary completion. `done` runs exactly once: inline when the
   // answer is known at once (replay, errors), otherwise on an upstream or
   // store thread. It must not block.
@@ -132,6 +212,10 @@ class Engine {
   explicit Engine(EngineOptions options);
 
   absl::StatusOr<std::shared_ptr<RunState>> FindActiveRun(const CallInfo& call);
+  absl::StatusOr<std::unique_ptr<ForwardTicket>> NewTicket(const std::shared_ptr<RunState>& run,
+                                                           const CallInfo& call,
+                                                           const v1::CompletionRequest& request,
+                                                           bool streamed);
   absl::StatusOr<std::shared_ptr<const SessionIndex>> LoadSession(const std::string& name,
                                                                    int64_t version);
   std::string NewRunId();

@@ -476,6 +476,103 @@ TEST_F(EngineTest, ConcurrentRunsOnOneSessionDoNotSeeEachOthersConsumption) {
   EXPECT_EQ(ok.load(), 8);
 }
 
+TEST_F(EngineTest, OnceModeRecordsAnEmptySessionThenReplaysIt) {
+  v1::Run first = Start(v1::RUN_MODE_ONCE, "fresh");
+  EXPECT_EQ(first.mode(), v1::RUN_MODE_RECORD);
+  ASSERT_TRUE(Complete(Call(first.id(), "a"), Ask("x")).ok());
+  ASSERT_TRUE(engine_->EndRun(first.id()).ok());
+  const int calls = upstream_.calls();
+  v1::Run second = Start(v1::RUN_MODE_ONCE, "fresh");
+  EXPECT_EQ(second.mode(), v1::RUN_MODE_REPLAY);
+  EXPECT_EQ(Complete(Call(second.id(), "a"), Ask("x"))->message().content(), "a:1");
+  EXPECT_EQ(upstream_.calls(), calls);
+  EXPECT_THAT(Complete(Call(second.id(), "a"), Ask("y")), StatusIs(absl::StatusCode::kNotFound));
+  std::vector<v1::TraceEvent> events = Events(second.id());
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0].attributes().at("understudy.run.requested_mode"), "once");
+}
+
+TEST_F(EngineTest, NewModeReplaysWhatItHasAndRecordsMissesIntoANewVersion) {
+  RecordGolden();
+  const int calls = upstream_.calls();
+  v1::Run run = Start(v1::RUN_MODE_NEW, "golden");
+  EXPECT_EQ(Complete(Call(run.id(), "orchestrator"), Ask("plan"))->message().content(),
+            "orchestrator:1");
+  EXPECT_EQ(upstream_.calls(), calls);
+  auto fresh = Complete(Call(run.id(), "orchestrator"), Ask("replan"));
+  ASSERT_TRUE(fresh.ok()) << fresh.status();
+  EXPECT_EQ(upstream_.calls(), calls + 1);
+  auto summary = engine_->EndRun(run.id());
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->run().misses(), 1);
+  ASSERT_THAT(summary->recorded(), SizeIs(1));
+  EXPECT_EQ(summary->recorded(0).seq(), 5);
+  EXPECT_EQ(summary->recorded(0).agent(), "orchestrator");
+
+  auto v1 = store_->GetSession("golden", 1);
+  auto v2 = store_->GetSession("golden", 2);
+  ASSERT_TRUE(v1.ok() && v2.ok());
+  EXPECT_EQ(v1->exchange_count(), 4);
+  EXPECT_EQ(v2->exchange_count(), 5);
+  EXPECT_EQ(v2->state(), v1::SESSION_STATE_CLOSED);
+
+  // The new version replays both the old and the new answer.
+  v1::Run replay = Start(v1::RUN_MODE_REPLAY, "golden");
+  EXPECT_EQ(replay.session_version(), 2);
+  EXPECT_TRUE(Complete(Call(replay.id(), "orchestrator"), Ask("plan")).ok());
+  EXPECT_TRUE(Complete(Call(replay.id(), "orchestrator"), Ask("replan")).ok());
+}
+
+TEST_F(EngineTest, NewModeWithoutMissesMakesNoNewVersion) {
+  RecordGolden();
+  v1::Run run = Start(v1::RUN_MODE_NEW, "golden");
+  ASSERT_TRUE(Complete(Call(run.id(), "reviewer"), Ask("check")).ok());
+  ASSERT_TRUE(engine_->EndRun(run.id()).ok());
+  EXPECT_THAT(store_->GetSession("golden", 2), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(EngineTest, ForwardedNativeExchangeIsStoredAsGiven) {
+  v1::Run run = Start(v1::RUN_MODE_RECORD, "native");
+  auto decision = engine_->Decide(Call(run.id(), "a"), Ask("hi"), /*streamed=*/true);
+  ASSERT_TRUE(decision.ok()) << decision.status();
+  ASSERT_NE(decision->forward, nullptr);
+  EXPECT_EQ(decision->recorded, nullptr);
+  v1::Exchange ex;
+  ex.mutable_native()->set_provider("openai");
+  ex.mutable_native()->set_status(200);
+  auto* chunk = ex.mutable_native()->add_chunks();
+  chunk->set_data("data: {\"x\":1}\n\n");
+  chunk->set_offset_micros(1500);
+  ex.mutable_response()->mutable_message()->set_content("hello");
+  std::promise<absl::Status> committed;
+  engine_->FinishForward(std::move(decision->forward), ex, absl::OkStatus(),
+                         [&](absl::Status s) { committed.set_value(s); });
+  ASSERT_THAT(committed.get_future().get(), IsOk());
+  ASSERT_TRUE(engine_->EndRun(run.id()).ok());
+  auto stored = store_->LoadExchanges("native", 1);
+  ASSERT_TRUE(stored.ok());
+  ASSERT_THAT(*stored, SizeIs(1));
+  EXPECT_EQ((*stored)[0].native().chunks(0).data(), "data: {\"x\":1}\n\n");
+  EXPECT_EQ((*stored)[0].native().chunks(0).offset_micros(), 1500);
+  EXPECT_TRUE((*stored)[0].streamed());
+  EXPECT_EQ((*stored)[0].agent(), "a");
+  EXPECT_EQ((*stored)[0].request().messages(1).content(), "hi");
+}
+
+TEST_F(EngineTest, ADroppedTicketReleasesTheRunWithoutRecording) {
+  v1::Run run = Start(v1::RUN_MODE_RECORD, "dropped");
+  {
+    auto decision = engine_->Decide(Call(run.id(), "a"), Ask("hi"), false);
+    ASSERT_TRUE(decision.ok());
+    ASSERT_NE(decision->forward, nullptr);
+  }  // the caller went away
+  const absl::Time start = absl::Now();
+  auto summary = engine_->EndRun(run.id());  // would wait 30 s for a leaked call
+  ASSERT_TRUE(summary.ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(summary->run().recorded(), 0);
+}
+
 TEST(ParseSessionRefTest, SplitsNameAndVersion) {
   auto a = ParseSessionRef("golden");
   ASSERT_TRUE(a.ok());

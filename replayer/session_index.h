@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "replayer/normalize.h"
 #include "understudy/v1/understudy.pb.h"
 
 namespace understudy {
@@ -18,15 +19,23 @@ namespace replayer {
 
 class SessionIndex {
  public:
-  // Indexes `exchanges` (in seq order) of `session`. Held by shared_ptr so
-  // answers can alias into it without copying.
-  static std::shared_ptr<const SessionIndex> Build(v1::Session session,
-                                                   std::vector<v1::Exchange> exchanges);
+  // Indexes `exchanges` (in seq order) of `session` by their canonical
+  // requests, normalized by `normalizer` (null: as they are). Held by
+  // shared_ptr so answers can alias into it without copying.
+  static std::shared_ptr<const SessionIndex> Build(
+      v1::Session session, std::vector<v1::Exchange> exchanges,
+      std::shared_ptr<const MatchNormalizer> normalizer = nullptr);
+
+  // The normalized canonical JSON of a live request, comparable with
+  // canonical(i), and its text, comparable with Find's argument.
+  nlohmann::json CanonicalOf(const v1::CompletionRequest& request) const;
+  static std::string TextOf(const nlohmann::json& canonical);
 
   const v1::Session& session() const { return session_; }
   size_t size() const { return exchanges_.size(); }
   // `i` is a 0-based position (seq - 1).
   const v1::Exchange& exchange(size_t i) const { return exchanges_[i]; }
+  // The normalized canonical JSON of exchange i's request.
   const nlohmann::json& canonical(size_t i) const { return canonical_json_[i]; }
 
   // Positions of the exchanges whose canonical request text is `canonical`,
@@ -37,6 +46,7 @@ class SessionIndex {
   SessionIndex() = default;
 
   v1::Session session_;
+  std::shared_ptr<const MatchNormalizer> normalizer_;
   std::vector<v1::Exchange> exchanges_;
   std::vector<nlohmann::json> canonical_json_;
   absl::flat_hash_map<std::string, std::vector<uint32_t>> by_canonical_;

@@ -1,0 +1,69 @@
+// Normalization before matching: what may differ between a recording and a
+// replay without making a request a different request.
+//
+//   ignore paths   canonical-request paths removed before comparing, e.g.
+//                  `params.temperature`, `messages[*].name`, `extra.user`;
+//                  `[*]` matches every element of an array, `[N]` one.
+//   normalizers    RE2 patterns replaced in every string of the canonical
+//                  request, e.g. UUIDs → "<uuid>". Built-in names: uuid,
+//                  timestamp (ISO 8601), tmp-path (/tmp/… and /var/folders/…);
+//                  or `REGEX=>REPLACEMENT` (RE2 syntax, \1 for groups).
+//
+// Both apply to the recorded and the live request alike, so a normalized
+// field matches whatever it holds and miss reports never list it.
+#ifndef UNDERSTUDY_REPLAYER_NORMALIZE_H_
+#define UNDERSTUDY_REPLAYER_NORMALIZE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "nlohmann/json.hpp"
+#include "re2/re2.h"
+
+namespace understudy {
+namespace replayer {
+
+class MatchNormalizer {
+ public:
+  // The identity: nothing ignored, nothing rewritten.
+  MatchNormalizer() = default;
+
+  // Compiles the options once. INVALID_ARGUMENT naming the bad entry
+  // ("--ignore-path \"messages[x]\": …", "--normalize \"(\": missing )")
+  // for a malformed path, an unknown built-in name, or a pattern RE2 refuses.
+  static absl::StatusOr<std::shared_ptr<const MatchNormalizer>> Create(
+      const std::vector<std::string>& ignore_paths, const std::vector<std::string>& normalizers);
+
+  // The built-in normalizer names, for --help.
+  static std::vector<std::string> BuiltinNames();
+
+  bool empty() const { return paths_.empty() && rules_.empty(); }
+
+  // Applies the options to a canonical request in place. Thread-safe.
+  void Apply(nlohmann::json* canonical) const;
+
+  // One step of a parsed ignore path: an object key, an array index, or
+  // every array element.
+  struct Step {
+    enum Kind { kKey, kIndex, kEvery } kind;
+    std::string key;
+    size_t index = 0;
+  };
+
+ private:
+  struct Rule {
+    std::unique_ptr<RE2> pattern;
+    std::string replacement;
+  };
+
+  std::vector<std::vector<Step>> paths_;
+  std::vector<Rule> rules_;
+};
+
+}  // namespace replayer
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_REPLAYER_NORMALIZE_H_
