@@ -8,10 +8,42 @@ namespace {
 
 using nlohmann::json;
 
-// JSON text parsed to a value (objects come out key-sorted); malformed text
-// stays a string so that it still compares byte for byte.
+// Deepest nesting of arrays and objects parsed: serializing a value
+// recurses, so text nested deeper (hostile tool arguments, say) is compared
+// as text instead of risking the stack.
+constexpr int kMaxParsedDepth = 256;
+
+// True when the arrays and objects of `text` (JSON or not) nest no deeper
+// than kMaxParsedDepth, brackets inside strings not counted.
+bool ShallowEnough(const std::string& text) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxParsedDepth) return false;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return true;
+}
+
+// JSON text parsed to a value (objects come out key-sorted); malformed or
+// too deeply nested text stays a string so that it still compares byte for
+// byte.
 json ParsedOrString(const std::string& text) {
-  if (text.empty()) return json(text);
+  if (text.empty() || !ShallowEnough(text)) return json(text);
   json parsed = json::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) return json(text);
   return parsed;
@@ -23,6 +55,7 @@ json MessageJson(const v1::Message& m) {
   if (!m.content().empty()) out["content"] = m.content();
   if (!m.name().empty()) out["name"] = m.name();
   if (!m.tool_call_id().empty()) out["tool_call_id"] = m.tool_call_id();
+  if (!m.extra().empty()) out["extra"] = ParsedOrString(m.extra());
   if (m.tool_calls_size() > 0) {
     json calls = json::array();
     for (const v1::ToolCall& c : m.tool_calls()) {
@@ -63,6 +96,7 @@ json CanonicalJson(const v1::CompletionRequest& request) {
     if (p.stop_size() > 0) params["stop"] = json(std::vector<std::string>(p.stop().begin(), p.stop().end()));
     if (!params.empty()) out["params"] = std::move(params);
   }
+  if (!request.extra().empty()) out["extra"] = ParsedOrString(request.extra());
   return out;
 }
 

@@ -4,8 +4,10 @@
 // It is a JSON object with sorted keys, so two requests that differ only in
 // the order of JSON object keys (including inside tool-call arguments and
 // tool parameter schemas, which are parsed) have the same canonical text.
-// Routing fields (`run`, `agent`) and empty fields are left out: they never
-// change the model's answer.
+// The `extra` JSON objects of the request and of its messages (provider
+// fields with no canonical equivalent) are part of it, parsed like the
+// arguments, under the key "extra". Routing fields (`run`, `agent`) and
+// empty fields are left out: they never change the model's answer.
 #ifndef UNDERSTUDY_RECORDER_CANONICAL_H_
 #define UNDERSTUDY_RECORDER_CANONICAL_H_
 

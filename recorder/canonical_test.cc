@@ -71,6 +71,46 @@ TEST(CanonicalTest, TextIsCompactSortedJson) {
   EXPECT_EQ(CanonicalText(r), R"({"messages":[{"content":"hi","role":"user"}],"model":"m"})");
 }
 
+TEST(CanonicalTest, ExtraIsPartOfTheTextParsedWithSortedKeys) {
+  v1::CompletionRequest a = Request();
+  a.set_extra(R"({"tool_choice":"auto","response_format":{"type":"json_object"}})");
+  a.mutable_messages(0)->set_extra(R"({"role":"developer"})");
+  v1::CompletionRequest b = Request();
+  b.set_extra(R"({"response_format": {"type": "json_object"}, "tool_choice": "auto"})");
+  b.mutable_messages(0)->set_extra(R"({"role": "developer"})");
+  EXPECT_EQ(CanonicalText(a), CanonicalText(b));
+  nlohmann::json j = CanonicalJson(a);
+  EXPECT_EQ(j["extra"]["tool_choice"], "auto");
+  EXPECT_EQ(j["messages"][0]["extra"]["role"], "developer");
+}
+
+TEST(CanonicalTest, DifferentExtraChangesTheText) {
+  v1::CompletionRequest a = Request();
+  a.set_extra(R"({"tool_choice":"auto"})");
+  v1::CompletionRequest b = Request();
+  b.set_extra(R"({"tool_choice":"required"})");
+  EXPECT_NE(CanonicalText(a), CanonicalText(b));
+  v1::CompletionRequest c = Request();
+  c.mutable_messages(1)->set_extra(R"({"content":[{"type":"image_url"}]})");
+  EXPECT_NE(CanonicalText(Request()), CanonicalText(c));
+}
+
+TEST(CanonicalTest, EmptyExtraIsLeftOut) {
+  EXPECT_FALSE(CanonicalJson(Request()).contains("extra"));
+  EXPECT_FALSE(CanonicalJson(Request())["messages"][0].contains("extra"));
+}
+
+TEST(CanonicalTest, DeeplyNestedArgumentsAreComparedAsTextWithoutCrashing) {
+  v1::CompletionRequest a = Request();
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  a.mutable_messages(1)->mutable_tool_calls(0)->set_arguments(deep);
+  a.set_extra(R"({"x":)" + deep + "}");
+  nlohmann::json j = CanonicalJson(a);
+  EXPECT_EQ(j["messages"][1]["tool_calls"][0]["arguments"], deep);
+  EXPECT_TRUE(j["extra"].is_string());
+  EXPECT_FALSE(CanonicalText(a).empty());
+}
+
 }  // namespace
 }  // namespace recorder
 }  // namespace understudy

@@ -1,0 +1,564 @@
+#include "provider/openai.h"
+
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "provider/json_util.h"
+
+namespace understudy {
+namespace provider {
+namespace openai {
+namespace {
+
+using nlohmann::ordered_json;
+
+bool IsIgnored(const std::string& key) {
+  for (absl::string_view field : kIgnoredRequestFields) {
+    if (field == key) return true;
+  }
+  return false;
+}
+
+// `content` of a message: a string, or an array of content parts. Text-only
+// arrays collapse to their concatenated text; other arrays also go verbatim
+// into extra["content"], the text parts still forming the content.
+absl::Status ParseContent(const Json* content, const std::string& path, v1::Message* message,
+                          Json* extra) {
+  if (content == nullptr) return absl::OkStatus();
+  if (content->is_string()) {
+    message->set_content(content->get<std::string>());
+    return absl::OkStatus();
+  }
+  if (!content->is_array()) {
+    return ExpectedError(path, "a string or an array of content parts", *content);
+  }
+  std::string text;
+  bool text_only = true;
+  for (size_t i = 0; i < content->size(); ++i) {
+    const Json& part = (*content)[i];
+    const std::string part_path = JoinPath(path, i);
+    if (!part.is_object()) return ExpectedError(part_path, "a content part object", part);
+    std::string type;
+    US_RETURN_IF_ERROR(ReadRequiredString(part, "type", part_path, &type));
+    if (type == "text") {
+      std::string part_text;
+      US_RETURN_IF_ERROR(ReadRequiredString(part, "text", part_path, &part_text));
+      text += part_text;
+      text_only = text_only && HasOnlyKeys(part, {"type", "text"});
+    } else {
+      text_only = false;
+    }
+  }
+  message->set_content(std::move(text));
+  if (!text_only) (*extra)["content"] = *content;
+  return absl::OkStatus();
+}
+
+// `tool_calls` of an assistant message (request or response). Calls of type
+// "function" become ToolCalls; when any call has another type or fields
+// beyond id/type/function{name, arguments}, the whole list also goes
+// verbatim into extra["tool_calls"] (when `extra` is given).
+absl::Status ParseToolCalls(const Json& calls, const std::string& path, v1::Message* message,
+                            Json* extra) {
+  if (!calls.is_array()) return ExpectedError(path, "an array of tool calls", calls);
+  bool exact = true;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Json& call = calls[i];
+    const std::string call_path = JoinPath(path, i);
+    if (!call.is_object()) return ExpectedError(call_path, "a tool call object", call);
+    std::string type;
+    US_RETURN_IF_ERROR(ReadOptionalString(call, "type", call_path, &type));
+    if (!type.empty() && type != "function") {
+      exact = false;
+      continue;
+    }
+    const std::string fn_path = JoinPath(call_path, "function");
+    const Json* fn = FindMember(call, "function");
+    if (fn == nullptr) return MissingError(fn_path, "an object");
+    if (!fn->is_object()) return ExpectedError(fn_path, "an object", *fn);
+    v1::ToolCall* out = message->add_tool_calls();
+    US_RETURN_IF_ERROR(ReadOptionalString(call, "id", call_path, out->mutable_id()));
+    US_RETURN_IF_ERROR(ReadRequiredString(*fn, "name", fn_path, out->mutable_name()));
+    const Json* arguments = FindMember(*fn, "arguments");
+    if (arguments != nullptr && !arguments->is_string()) {
+      return ExpectedError(JoinPath(fn_path, "arguments"), "a string (JSON text)", *arguments);
+    }
+    if (arguments != nullptr) out->set_arguments(arguments->get<std::string>());
+    exact = exact && !type.empty() && arguments != nullptr &&
+            HasOnlyKeys(call, {"id", "type", "function"}) &&
+            HasOnlyKeys(*fn, {"name", "arguments"});
+  }
+  if (!exact && extra != nullptr) (*extra)["tool_calls"] = calls;
+  return absl::OkStatus();
+}
+
+absl::Status ParseMessage(const Json& in, const std::string& path, v1::Message* message) {
+  if (!in.is_object()) return ExpectedError(path, "a message object", in);
+  Json extra = Json::object();
+  std::string role;
+  US_RETURN_IF_ERROR(ReadRequiredString(in, "role", path, &role));
+  if (role == "developer") {
+    // The newer name of the system role: same place in the prompt.
+    message->set_role("system");
+    extra["role"] = role;
+  } else {
+    message->set_role(role);
+  }
+  US_RETURN_IF_ERROR(
+      ParseContent(FindMember(in, "content"), JoinPath(path, "content"), message, &extra));
+  US_RETURN_IF_ERROR(ReadOptionalString(in, "name", path, message->mutable_name()));
+  US_RETURN_IF_ERROR(ReadOptionalString(in, "tool_call_id", path, message->mutable_tool_call_id()));
+  if (const Json* calls = FindMember(in, "tool_calls")) {
+    US_RETURN_IF_ERROR(ParseToolCalls(*calls, JoinPath(path, "tool_calls"), message, &extra));
+  }
+  for (auto it = in.begin(); it != in.end(); ++it) {
+    const std::string& key = it.key();
+    if (it->is_null() || key == "role" || key == "content" || key == "name" ||
+        key == "tool_call_id" || key == "tool_calls") {
+      continue;
+    }
+    extra[key] = *it;
+  }
+  if (!extra.empty()) message->set_extra(DumpJson(extra));
+  return absl::OkStatus();
+}
+
+absl::Status ParseTools(const Json& tools, v1::CompletionRequest* request, Json* extra) {
+  const std::string path = "tools";
+  if (!tools.is_array()) return ExpectedError(path, "an array of tools", tools);
+  bool exact = true;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& tool = tools[i];
+    const std::string tool_path = JoinPath(path, i);
+    if (!tool.is_object()) return ExpectedError(tool_path, "a tool object", tool);
+    std::string type;
+    US_RETURN_IF_ERROR(ReadOptionalString(tool, "type", tool_path, &type));
+    if (!type.empty() && type != "function") {
+      exact = false;
+      continue;
+    }
+    const std::string fn_path = JoinPath(tool_path, "function");
+    const Json* fn = FindMember(tool, "function");
+    if (fn == nullptr) return MissingError(fn_path, "an object");
+    if (!fn->is_object()) return ExpectedError(fn_path, "an object", *fn);
+    v1::ToolDefinition* out = request->add_tools();
+    US_RETURN_IF_ERROR(ReadRequiredString(*fn, "name", fn_path, out->mutable_name()));
+    US_RETURN_IF_ERROR(ReadOptionalString(*fn, "description", fn_path, out->mutable_description()));
+    if (const Json* parameters = FindMember(*fn, "parameters")) {
+      out->set_parameters(DumpJson(*parameters));
+    }
+    exact = exact && !type.empty() && HasOnlyKeys(tool, {"type", "function"}) &&
+            HasOnlyKeys(*fn, {"name", "description", "parameters"});
+  }
+  if (!exact) (*extra)["tools"] = tools;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<double> ReadNumber(const Json& value, absl::string_view path) {
+  if (!value.is_number()) return ExpectedError(path, "a number", value);
+  return value.get<double>();
+}
+
+absl::Status ParseUsage(const Json& usage, absl::string_view path, v1::Usage* out) {
+  if (!usage.is_object()) return ExpectedError(path, "a usage object", usage);
+  if (const Json* v = FindMember(usage, "prompt_tokens")) {
+    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "prompt_tokens")));
+    out->set_input_tokens(n);
+  }
+  if (const Json* v = FindMember(usage, "completion_tokens")) {
+    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "completion_tokens")));
+    out->set_output_tokens(n);
+  }
+  return absl::OkStatus();
+}
+
+// The status an error object sent by the API stands for.
+absl::Status UpstreamError(const Json& error, absl::string_view path) {
+  std::string type;
+  std::string message;
+  if (error.is_object()) {
+    US_RETURN_IF_ERROR(ReadOptionalString(error, "type", path, &type));
+    US_RETURN_IF_ERROR(ReadOptionalString(error, "message", path, &message));
+  } else if (error.is_string()) {
+    message = error.get<std::string>();
+  }
+  absl::StatusCode code = absl::StatusCode::kUnknown;
+  if (type == "invalid_request_error") code = absl::StatusCode::kInvalidArgument;
+  if (type == "authentication_error") code = absl::StatusCode::kUnauthenticated;
+  if (type == "permission_error") code = absl::StatusCode::kPermissionDenied;
+  if (type == "rate_limit_error" || type == "insufficient_quota") {
+    code = absl::StatusCode::kResourceExhausted;
+  }
+  if (type == "timeout_error") code = absl::StatusCode::kDeadlineExceeded;
+  if (type == "server_error") code = absl::StatusCode::kUnavailable;
+  return absl::Status(code, absl::StrCat("upstream stream error (", type.empty() ? "untyped" : type,
+                                         "): ", message));
+}
+
+std::string FinishReason(const v1::CompletionResponse& response) {
+  if (!response.finish_reason().empty()) return response.finish_reason();
+  return response.message().tool_calls_size() > 0 ? "tool_calls" : "stop";
+}
+
+ordered_json UsageJson(const v1::Usage& usage) {
+  ordered_json out = ordered_json::object();
+  out["prompt_tokens"] = usage.input_tokens();
+  out["completion_tokens"] = usage.output_tokens();
+  out["total_tokens"] = usage.input_tokens() + usage.output_tokens();
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
+  US_ASSIGN_OR_RETURN(Json root, ParseJson(body, "body"));
+  if (!root.is_object()) return ExpectedError("body", "a JSON object", root);
+  ParsedRequest out;
+  v1::CompletionRequest& request = out.canonical;
+  Json extra = Json::object();
+
+  US_RETURN_IF_ERROR(ReadRequiredString(root, "model", "", request.mutable_model()));
+  const Json* messages = FindMember(root, "messages");
+  if (messages == nullptr) return MissingError("messages", "an array of messages");
+  if (!messages->is_array()) return ExpectedError("messages", "an array of messages", *messages);
+  for (size_t i = 0; i < messages->size(); ++i) {
+    US_RETURN_IF_ERROR(
+        ParseMessage((*messages)[i], JoinPath("messages", i), request.add_messages()));
+  }
+  if (const Json* tools = FindMember(root, "tools")) {
+    US_RETURN_IF_ERROR(ParseTools(*tools, &request, &extra));
+  }
+
+  v1::SamplingParams params;
+  if (const Json* v = FindMember(root, "temperature")) {
+    US_ASSIGN_OR_RETURN(double t, ReadNumber(*v, "temperature"));
+    params.set_temperature(t);
+  }
+  if (const Json* v = FindMember(root, "top_p")) {
+    US_ASSIGN_OR_RETURN(double p, ReadNumber(*v, "top_p"));
+    params.set_top_p(p);
+  }
+  // max_completion_tokens replaced max_tokens; both bound the answer's
+  // length. When both are sent, the second is kept exactly in extra.
+  const Json* max_completion_tokens = FindMember(root, "max_completion_tokens");
+  const Json* max_tokens = FindMember(root, "max_tokens");
+  if (max_completion_tokens != nullptr) {
+    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*max_completion_tokens, "max_completion_tokens"));
+    params.set_max_tokens(n);
+    if (max_tokens != nullptr) extra["max_tokens"] = *max_tokens;
+  } else if (max_tokens != nullptr) {
+    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*max_tokens, "max_tokens"));
+    params.set_max_tokens(n);
+  }
+  if (const Json* stop = FindMember(root, "stop")) {
+    if (stop->is_string()) {
+      params.add_stop(stop->get<std::string>());
+    } else if (stop->is_array()) {
+      for (size_t i = 0; i < stop->size(); ++i) {
+        const Json& s = (*stop)[i];
+        if (!s.is_string()) return ExpectedError(JoinPath("stop", i), "a string", s);
+        params.add_stop(s.get<std::string>());
+      }
+    } else {
+      return ExpectedError("stop", "a string or an array of strings", *stop);
+    }
+  }
+  if (const Json* v = FindMember(root, "seed")) {
+    US_ASSIGN_OR_RETURN(int64_t seed, JsonToInt64(*v, "seed"));
+    params.set_seed(seed);
+  }
+  if (params.ByteSizeLong() > 0) *request.mutable_params() = std::move(params);
+
+  if (const Json* v = FindMember(root, "stream")) {
+    if (!v->is_boolean()) return ExpectedError("stream", "a boolean", *v);
+    out.stream = v->get<bool>();
+  }
+  if (const Json* options = FindMember(root, "stream_options")) {
+    if (!options->is_object()) return ExpectedError("stream_options", "an object", *options);
+    if (const Json* v = FindMember(*options, "include_usage")) {
+      if (!v->is_boolean()) {
+        return ExpectedError("stream_options.include_usage", "a boolean", *v);
+      }
+      out.include_usage = out.stream && v->get<bool>();
+    }
+  }
+
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& key = it.key();
+    if (it->is_null() || IsIgnored(key) || key == "model" || key == "messages" || key == "tools" ||
+        key == "temperature" || key == "top_p" || key == "max_completion_tokens" ||
+        key == "max_tokens" || key == "stop" || key == "seed") {
+      continue;
+    }
+    extra[key] = *it;
+  }
+  if (!extra.empty()) request.set_extra(DumpJson(extra));
+  return out;
+}
+
+absl::StatusOr<v1::CompletionResponse> ParseResponse(absl::string_view body) {
+  US_ASSIGN_OR_RETURN(Json root, ParseJson(body, "body"));
+  if (!root.is_object()) return ExpectedError("body", "a JSON object", root);
+  v1::CompletionResponse out;
+  US_RETURN_IF_ERROR(ReadOptionalString(root, "id", "", out.mutable_id()));
+  US_RETURN_IF_ERROR(ReadOptionalString(root, "model", "", out.mutable_model()));
+  const Json* choices = FindMember(root, "choices");
+  if (choices == nullptr) return MissingError("choices", "a non-empty array of choices");
+  if (!choices->is_array()) {
+    return ExpectedError("choices", "a non-empty array of choices", *choices);
+  }
+  if (choices->empty()) {
+    return absl::InvalidArgumentError(
+        "choices: expected a non-empty array of choices, got an empty array");
+  }
+  const Json& choice = (*choices)[0];
+  if (!choice.is_object()) return ExpectedError("choices[0]", "a choice object", choice);
+  const Json* message = FindMember(choice, "message");
+  if (message == nullptr) return MissingError("choices[0].message", "a message object");
+  if (!message->is_object()) {
+    return ExpectedError("choices[0].message", "a message object", *message);
+  }
+  v1::Message* m = out.mutable_message();
+  m->set_role("assistant");
+  US_RETURN_IF_ERROR(
+      ReadOptionalString(*message, "content", "choices[0].message", m->mutable_content()));
+  if (const Json* calls = FindMember(*message, "tool_calls")) {
+    US_RETURN_IF_ERROR(
+        ParseToolCalls(*calls, "choices[0].message.tool_calls", m, /*extra=*/nullptr));
+  }
+  US_RETURN_IF_ERROR(
+      ReadOptionalString(choice, "finish_reason", "choices[0]", out.mutable_finish_reason()));
+  if (const Json* usage = FindMember(root, "usage")) {
+    US_RETURN_IF_ERROR(ParseUsage(*usage, "usage", out.mutable_usage()));
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<v1::CompletionChunk>> StreamDecoder::Decode(const SseEvent& event) {
+  if (done_) return absl::FailedPreconditionError("data: event after [DONE]");
+  if (absl::StripAsciiWhitespace(event.data) == "[DONE]") {
+    done_ = true;
+    return std::nullopt;
+  }
+  US_ASSIGN_OR_RETURN(Json root, ParseJson(event.data, "data"));
+  if (!root.is_object()) return ExpectedError("data", "a chunk object", root);
+  if (const Json* error = FindMember(root, "error")) return UpstreamError(*error, "data.error");
+
+  v1::CompletionChunk chunk;
+  US_RETURN_IF_ERROR(ReadOptionalString(root, "id", "data", chunk.mutable_id()));
+  US_RETURN_IF_ERROR(ReadOptionalString(root, "model", "data", chunk.mutable_model()));
+  if (const Json* choices = FindMember(root, "choices")) {
+    if (!choices->is_array()) return ExpectedError("data.choices", "an array", *choices);
+    for (size_t i = 0; i < choices->size(); ++i) {
+      const Json& choice = (*choices)[i];
+      const std::string choice_path = JoinPath("data.choices", i);
+      if (!choice.is_object()) return ExpectedError(choice_path, "a choice object", choice);
+      if (const Json* index = FindMember(choice, "index")) {
+        US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*index, JoinPath(choice_path, "index")));
+        if (n != 0) continue;  // the canonical answer is choice 0
+      }
+      US_RETURN_IF_ERROR(
+          ReadOptionalString(choice, "finish_reason", choice_path, chunk.mutable_finish_reason()));
+      const Json* delta = FindMember(choice, "delta");
+      if (delta == nullptr) break;
+      const std::string delta_path = JoinPath(choice_path, "delta");
+      if (!delta->is_object()) return ExpectedError(delta_path, "an object", *delta);
+      US_RETURN_IF_ERROR(
+          ReadOptionalString(*delta, "content", delta_path, chunk.mutable_content()));
+      const Json* calls = FindMember(*delta, "tool_calls");
+      if (calls == nullptr) break;
+      const std::string calls_path = JoinPath(delta_path, "tool_calls");
+      if (!calls->is_array()) return ExpectedError(calls_path, "an array", *calls);
+      for (size_t k = 0; k < calls->size(); ++k) {
+        const Json& call = (*calls)[k];
+        const std::string call_path = JoinPath(calls_path, k);
+        if (!call.is_object()) return ExpectedError(call_path, "a tool call object", call);
+        v1::ToolCallDelta* d = chunk.add_tool_calls();
+        const std::string index_path = JoinPath(call_path, "index");
+        const Json* index = FindMember(call, "index");
+        if (index == nullptr) return MissingError(index_path, "an integer");
+        US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*index, index_path));
+        if (n < 0 || n > std::numeric_limits<int32_t>::max()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat(index_path, ": expected an integer in [0, 2^31), got ", n));
+        }
+        d->set_index(static_cast<int32_t>(n));
+        US_RETURN_IF_ERROR(ReadOptionalString(call, "id", call_path, d->mutable_id()));
+        if (const Json* fn = FindMember(call, "function")) {
+          const std::string fn_path = JoinPath(call_path, "function");
+          if (!fn->is_object()) return ExpectedError(fn_path, "an object", *fn);
+          US_RETURN_IF_ERROR(ReadOptionalString(*fn, "name", fn_path, d->mutable_name()));
+          US_RETURN_IF_ERROR(ReadOptionalString(*fn, "arguments", fn_path, d->mutable_arguments()));
+        }
+      }
+      break;
+    }
+  }
+  if (const Json* usage = FindMember(root, "usage")) {
+    US_RETURN_IF_ERROR(ParseUsage(*usage, "data.usage", chunk.mutable_usage()));
+  }
+  return chunk;
+}
+
+std::string RenderResponse(const v1::CompletionResponse& response, int64_t created_unix_seconds) {
+  const v1::Message& m = response.message();
+  ordered_json message = ordered_json::object();
+  message["role"] = "assistant";
+  if (m.content().empty() && m.tool_calls_size() > 0) {
+    message["content"] = nullptr;
+  } else {
+    message["content"] = m.content();
+  }
+  if (m.tool_calls_size() > 0) {
+    ordered_json calls = ordered_json::array();
+    for (const v1::ToolCall& c : m.tool_calls()) {
+      ordered_json call = ordered_json::object();
+      call["id"] = c.id();
+      call["type"] = "function";
+      call["function"]["name"] = c.name();
+      call["function"]["arguments"] = c.arguments();
+      calls.push_back(std::move(call));
+    }
+    message["tool_calls"] = std::move(calls);
+  }
+  ordered_json choice = ordered_json::object();
+  choice["index"] = 0;
+  choice["message"] = std::move(message);
+  choice["logprobs"] = nullptr;
+  choice["finish_reason"] = FinishReason(response);
+
+  ordered_json body = ordered_json::object();
+  body["id"] = response.id();
+  body["object"] = "chat.completion";
+  body["created"] = created_unix_seconds;
+  body["model"] = response.model();
+  body["choices"] = ordered_json::array({std::move(choice)});
+  if (response.has_usage()) body["usage"] = UsageJson(response.usage());
+  return DumpJson(body);
+}
+
+std::vector<std::string> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, bool include_usage,
+    int64_t created_unix_seconds) {
+  std::string id;
+  std::string model;
+  v1::Usage usage;
+  for (const v1::CompletionChunk& c : chunks) {
+    if (id.empty()) id = c.id();
+    if (model.empty()) model = c.model();
+    if (c.has_usage()) usage = c.usage();
+  }
+  const auto event = [&](ordered_json choices) {
+    ordered_json e = ordered_json::object();
+    e["id"] = id;
+    e["object"] = "chat.completion.chunk";
+    e["created"] = created_unix_seconds;
+    e["model"] = model;
+    e["choices"] = std::move(choices);
+    return e;
+  };
+  const auto sse = [](const ordered_json& e) {
+    return absl::StrCat("data: ", DumpJson(e), "\n\n");
+  };
+
+  std::vector<std::string> out;
+  bool first = true;
+  for (const v1::CompletionChunk& c : chunks) {
+    const bool usage_only = c.content().empty() && c.tool_calls_size() == 0 &&
+                            c.finish_reason().empty() && c.has_usage();
+    if (usage_only) continue;  // reported by the final usage event
+    ordered_json delta = ordered_json::object();
+    if (first) {
+      delta["role"] = "assistant";
+      if (c.content().empty() && c.tool_calls_size() > 0) {
+        delta["content"] = nullptr;
+      } else {
+        delta["content"] = c.content();
+      }
+    } else if (!c.content().empty()) {
+      delta["content"] = c.content();
+    }
+    if (c.tool_calls_size() > 0) {
+      ordered_json calls = ordered_json::array();
+      for (const v1::ToolCallDelta& d : c.tool_calls()) {
+        ordered_json call = ordered_json::object();
+        call["index"] = d.index();
+        if (!d.id().empty()) {
+          call["id"] = d.id();
+          call["type"] = "function";
+        }
+        ordered_json fn = ordered_json::object();
+        if (!d.name().empty()) fn["name"] = d.name();
+        fn["arguments"] = d.arguments();
+        call["function"] = std::move(fn);
+        calls.push_back(std::move(call));
+      }
+      delta["tool_calls"] = std::move(calls);
+    }
+    ordered_json choice = ordered_json::object();
+    choice["index"] = 0;
+    choice["delta"] = std::move(delta);
+    choice["logprobs"] = nullptr;
+    if (c.finish_reason().empty()) {
+      choice["finish_reason"] = nullptr;
+    } else {
+      choice["finish_reason"] = c.finish_reason();
+    }
+    ordered_json e = event(ordered_json::array({std::move(choice)}));
+    if (include_usage) e["usage"] = nullptr;
+    out.push_back(sse(e));
+    first = false;
+  }
+  if (include_usage) {
+    ordered_json e = event(ordered_json::array());
+    e["usage"] = UsageJson(usage);
+    out.push_back(sse(e));
+  }
+  out.push_back("data: [DONE]\n\n");
+  return out;
+}
+
+std::string ErrorBody(absl::string_view message, absl::string_view type, absl::string_view code) {
+  ordered_json error = ordered_json::object();
+  error["message"] = std::string(message);
+  error["type"] = std::string(type);
+  error["param"] = nullptr;
+  if (code.empty()) {
+    error["code"] = nullptr;
+  } else {
+    error["code"] = std::string(code);
+  }
+  ordered_json body = ordered_json::object();
+  body["error"] = std::move(error);
+  return DumpJson(body);
+}
+
+absl::string_view ErrorType(absl::StatusCode code) {
+  switch (code) {
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kAlreadyExists:
+      return "invalid_request_error";
+    case absl::StatusCode::kUnauthenticated:
+      return "authentication_error";
+    case absl::StatusCode::kPermissionDenied:
+      return "permission_error";
+    case absl::StatusCode::kResourceExhausted:
+      return "rate_limit_error";
+    case absl::StatusCode::kDeadlineExceeded:
+      return "timeout_error";
+    default:
+      return "server_error";
+  }
+}
+
+}  // namespace openai
+}  // namespace provider
+}  // namespace understudy
