@@ -1,14 +1,18 @@
 #include "cli/commands.h"
 
 #include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/log.h"
@@ -63,6 +67,28 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
 
 }  // namespace
 
+absl::Status ApplyMode(const std::string& mode, service::ServerOptions* options) {
+  if (mode.empty()) return absl::OkStatus();
+  if (mode == "record" || mode == "all") {
+    options->default_mode = v1::RUN_MODE_RECORD;
+  } else if (mode == "replay") {
+    options->default_mode = v1::RUN_MODE_REPLAY;
+  } else if (mode == "none") {
+    options->default_mode = v1::RUN_MODE_REPLAY;
+    options->default_strict = true;
+  } else if (mode == "passthrough") {
+    options->default_mode = v1::RUN_MODE_PASSTHROUGH;
+  } else if (mode == "once") {
+    options->default_mode = v1::RUN_MODE_ONCE;
+  } else if (mode == "new") {
+    options->default_mode = v1::RUN_MODE_NEW;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--mode \"", mode, "\": expected record, replay, passthrough, once, new, none or all"));
+  }
+  return absl::OkStatus();
+}
+
 int Fail(const absl::Status& status) {
   std::cerr << "understudy: " << status.message() << std::endl;
   switch (status.code()) {
@@ -79,13 +105,8 @@ int Fail(const absl::Status& status) {
 
 int Serve(const ServeFlags& flags) {
   service::ServerOptions options = flags.server;
-  if (flags.mode == "record") {
-    options.default_mode = v1::RUN_MODE_RECORD;
-  } else if (flags.mode == "replay") {
-    options.default_mode = v1::RUN_MODE_REPLAY;
-  } else if (flags.mode == "passthrough") {
-    options.default_mode = v1::RUN_MODE_PASSTHROUGH;
-  }
+  absl::Status mode = ApplyMode(flags.mode, &options);
+  if (!mode.ok()) return Fail(mode);
   options.drain_timeout = absl::Seconds(flags.drain_timeout_seconds);
 
   // Signals are taken by sigwait below; block them before any thread starts
@@ -99,13 +120,15 @@ int Serve(const ServeFlags& flags) {
 
   absl::StatusOr<std::unique_ptr<service::Server>> server = service::Server::Start(options);
   if (!server.ok()) return Fail(server.status());
-  std::string line = absl::StrCat("understudy serving grpc=", (*server)->grpc_address(),
-                                  " db=", options.db_path);
+  std::string line = absl::StrCat("understudy serving grpc=", (*server)->grpc_address());
+  if (!(*server)->http_address().empty()) absl::StrAppend(&line, " http=", (*server)->http_address());
+  absl::StrAppend(&line, " db=", options.db_path);
   if (!(*server)->default_run().empty()) absl::StrAppend(&line, " run=", (*server)->default_run());
   std::cout << line << std::endl;
   if (!flags.ready_file.empty()) {
     nlohmann::ordered_json ready;
     ready["grpc"] = (*server)->grpc_address();
+    ready["http"] = (*server)->http_address();
     ready["db"] = options.db_path;
     ready["run"] = (*server)->default_run();
     ready["pid"] = static_cast<int>(::getpid());
@@ -121,6 +144,114 @@ int Serve(const ServeFlags& flags) {
   absl::Status s = (*server)->Shutdown();
   if (!s.ok()) return Fail(s);
   return 0;
+}
+
+namespace {
+
+void PrintSummary(const v1::RunSummary& summary) {
+  const v1::Run& run = summary.run();
+  std::cerr << "understudy: run " << run.id() << " (" << run.session() << "@" << run.session_version()
+            << "): served " << run.served() << ", recorded " << run.recorded() << ", misses "
+            << run.misses() << ", unused recordings " << summary.unconsumed_size() << "\n";
+  for (const v1::MissReport& m : summary.misses()) {
+    std::cerr << "  miss: " << m.text() << "\n";
+  }
+  for (const v1::ExchangeRef& r : summary.recorded()) {
+    std::cerr << "  recorded #" << r.seq() << " " << r.agent() << "\n";
+  }
+  for (const v1::ExchangeRef& r : summary.unconsumed()) {
+    std::cerr << "  unused #" << r.seq() << " " << r.agent() << "\n";
+  }
+}
+
+}  // namespace
+
+int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
+  if (command.empty()) {
+    std::cerr << "understudy: give the command to run after --, e.g. "
+                 "understudy replay --session golden -- npm test\n";
+    return 2;
+  }
+  service::ServerOptions options = flags.server;
+  absl::Status mode = ApplyMode(flags.mode, &options);
+  if (!mode.ok()) return Fail(mode);
+  options.listen = "127.0.0.1:0";
+  options.http_listen = "127.0.0.1:0";
+  options.drain_timeout = absl::Seconds(flags.drain_timeout_seconds);
+
+  // Signals reach this thread through sigwait; the command gets them from
+  // here. Blocked before any thread starts so that every thread inherits it.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<std::unique_ptr<service::Server>> server = service::Server::Start(options);
+  if (!server.ok()) return Fail(server.status());
+  const std::string run = (*server)->default_run();
+  const std::string http = absl::StrCat("http://", (*server)->http_address());
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    absl::string_view kv(*e);
+    if (absl::StartsWith(kv, "OPENAI_BASE_URL=") || absl::StartsWith(kv, "ANTHROPIC_BASE_URL=") ||
+        absl::StartsWith(kv, "UNDERSTUDY_ADDR=") || absl::StartsWith(kv, "UNDERSTUDY_RUN=") ||
+        absl::StartsWith(kv, "UNDERSTUDY_HTTP=")) {
+      continue;
+    }
+    env.emplace_back(kv);
+  }
+  env.push_back(absl::StrCat("OPENAI_BASE_URL=", http, "/run/", run, "/v1"));
+  env.push_back(absl::StrCat("ANTHROPIC_BASE_URL=", http, "/run/", run));
+  env.push_back(absl::StrCat("UNDERSTUDY_ADDR=", (*server)->grpc_address()));
+  env.push_back(absl::StrCat("UNDERSTUDY_HTTP=", http));
+  env.push_back(absl::StrCat("UNDERSTUDY_RUN=", run));
+  std::vector<char*> envp;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> args = command;
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  pid_t pid = 0;
+  int spawned = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+  posix_spawnattr_destroy(&attr);
+  if (spawned != 0) {
+    (*server)->Shutdown().IgnoreError();
+    return Fail(absl::NotFoundError(
+        absl::StrCat("cannot run ", command[0], ": ", std::strerror(spawned))));
+  }
+  Log(LogLevel::kInfo, "command_started", {{"pid", absl::StrCat(pid)}, {"run", run}});
+  int exit_code = 0;
+  while (true) {
+    int received = 0;
+    sigwait(&signals, &received);
+    if (received == SIGINT || received == SIGTERM) {
+      kill(pid, received);
+      continue;
+    }
+    int status = 0;
+    pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) {
+      exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      break;
+    }
+  }
+  absl::StatusOr<v1::RunSummary> summary = (*server)->EndRun(run);
+  absl::Status stopped = (*server)->Shutdown();
+  if (!summary.ok()) return Fail(summary.status());
+  PrintSummary(*summary);
+  if (!stopped.ok()) return Fail(stopped);
+  return exit_code;
 }
 
 int SessionsList(const DbFlags& db, const std::string& prefix) {

@@ -18,15 +18,27 @@ namespace cli {
 // Prints "understudy: <message>" and returns the exit code for `status`.
 int Fail(const absl::Status& status);
 
+// Sets the default run's mode from a --mode value: record, replay,
+// passthrough, once, new, and the VCR names none (strict replay) and all
+// (re-record as a new version). INVALID_ARGUMENT for anything else.
+absl::Status ApplyMode(const std::string& mode, service::ServerOptions* options);
+
 struct ServeFlags {
   service::ServerOptions server;
-  std::string mode;  // "", record, replay, passthrough
+  std::string mode;  // "" or an ApplyMode value
   std::string ready_file;
   double drain_timeout_seconds = 10;
 };
 // Runs the server until SIGINT or SIGTERM. The first stdout line is
-// `understudy serving grpc=HOST:PORT db=PATH[ run=ID]`.
+// `understudy serving grpc=HOST:PORT[ http=HOST:PORT] db=PATH[ run=ID]`.
 int Serve(const ServeFlags& flags);
+
+// `understudy record|replay [flags] -- CMD...`: serves on free loopback
+// ports with a default run of `serve.mode`, runs CMD with OPENAI_BASE_URL,
+// ANTHROPIC_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and UNDERSTUDY_RUN
+// set, forwards SIGINT/SIGTERM to it, ends the run, prints the summary on
+// stderr and returns CMD's exit code (128 + N when a signal N ended it).
+int Wrap(const ServeFlags& serve, const std::vector<std::string>& command);
 
 struct DbFlags {
   std::string db = "understudy.db";

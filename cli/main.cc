@@ -9,9 +9,13 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "base/log.h"
 #include "cli/commands.h"
+#include "provider/anthropic.h"
+#include "provider/openai.h"
 
 #ifndef UNDERSTUDY_VERSION
 #define UNDERSTUDY_VERSION "0.0.0-dev"
@@ -64,7 +68,7 @@ bool ApplyConfigFile(int argc, char** argv, const std::set<std::string>& keys) {
       return false;
     }
     std::string value;
-    for (size_t i = 0; i < item.inputs.size(); ++i) value += (i ? "," : "") + item.inputs[i];
+    for (size_t i = 0; i < item.inputs.size(); ++i) value += (i ? "\n" : "") + item.inputs[i];
     ::setenv(EnvName(key).c_str(), value.c_str(), /*overwrite=*/0);
   }
   return true;
@@ -96,42 +100,113 @@ int main(int argc, char** argv) {
       ->envname("UNDERSTUDY_LOG_FORMAT")
       ->check(CLI::IsMember({"text", "json"}));
 
-  // serve
+  // serve, and the serve options shared by record and replay.
   ServeFlags serve;
+  serve.server.http_listen = "127.0.0.1:7141";
   std::string config_path;
-  CLI::App* serve_cmd = app.add_subcommand("serve", "Run the understudy server.");
-  serve_cmd->footer(
-      "Prints `understudy serving grpc=HOST:PORT db=PATH` as its first stdout line.\n"
-      "Precedence: flags, then UNDERSTUDY_* variables, then --config FILE (TOML: db = \"x.db\").\n"
-      "Examples:\n"
-      "  understudy serve                                   # replay/record on 127.0.0.1:7140\n"
-      "  understudy serve --listen 127.0.0.1:0 --ready-file ready.json\n"
-      "  understudy serve --upstream grpc://127.0.0.1:7001 --mode record --session golden");
   std::set<std::string> serve_keys;
-  auto serve_option = [&](const std::string& name, auto& target, const std::string& help) {
-    serve_keys.insert(name);
-    return serve_cmd->add_option("--" + name, target, help)->envname(EnvName(name));
+  std::vector<std::string> wrapped;
+  auto add_serve_options = [&](CLI::App* cmd, bool with_addresses) {
+    auto option = [&](const std::string& name, auto& target, const std::string& help) {
+      serve_keys.insert(name);
+      return cmd->add_option("--" + name, target, help)->envname(EnvName(name));
+    };
+    // Repeatable options: in UNDERSTUDY_* variables and config arrays, one
+    // value per line.
+    auto list = [&](const std::string& name, std::vector<std::string>& target,
+                    const std::string& help) {
+      return option(name, target, help)->delimiter('\n');
+    };
+    option("db", serve.server.db_path, "SQLite file (created if missing)");
+    if (with_addresses) {
+      option("listen", serve.server.listen, "gRPC address; port 0 picks a free port");
+      option("http", serve.server.http_listen,
+             "OpenAI/Anthropic HTTP address (\"\" for none); port 0 picks a free port");
+      option("ready-file", serve.ready_file,
+             "Also write {\"grpc\":ADDR,\"http\":ADDR,...} to this file once serving");
+    }
+    list("upstream", serve.server.upstreams,
+         "Upstream model for record/passthrough: grpc://HOST:PORT, openai=URL or anthropic=URL "
+         "(repeat for several)");
+    list("ignore-path", serve.server.ignore_paths,
+         "Canonical request path matching ignores, e.g. params.temperature, messages[*].name, "
+         "extra.user (repeatable)");
+    list("normalize", serve.server.normalizers,
+         "Rewrite before matching: uuid, timestamp, tmp-path, or REGEX=>REPLACEMENT (repeatable)");
+    list("redact-header", serve.server.redact_headers,
+         "Header never logged, besides authorization, x-api-key, api-key, proxy-authorization");
+    list("redact-json-path", serve.server.redact_json_paths,
+         "Request body field stored as \"[REDACTED]\", e.g. metadata.api_key (repeatable)");
+    option("speed", serve.server.speed,
+           "Replay pace: 0 as fast as possible, 1 the recorded pace, 2 twice as fast")
+        ->check(CLI::Range(0.0, 1000.0));
+    option("strict", serve.server.default_strict,
+           "Default run: a request without a recording is an error (else: closest recording)");
+    option("max-message-bytes", serve.server.max_message_bytes, "Largest gRPC message accepted")
+        ->check(CLI::Range(1024, 1 << 30));
+    option("max-body-bytes", serve.server.max_body_bytes, "Largest HTTP request body accepted")
+        ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+    option("drain-timeout", serve.drain_timeout_seconds,
+           "Seconds in-flight calls may take to finish on SIGINT/SIGTERM")
+        ->check(CLI::Range(0.0, 3600.0));
+    cmd->add_option("--config", config_path, "TOML file with these options")
+        ->envname("UNDERSTUDY_CONFIG");
   };
-  serve_option("db", serve.server.db_path, "SQLite file (created if missing)");
-  serve_option("listen", serve.server.listen, "gRPC address; port 0 picks a free port");
-  serve_option("upstream", serve.server.upstream,
-               "Upstream model for record/passthrough runs: grpc://HOST:PORT");
-  serve_option("mode", serve.mode,
-               "Start a default run for calls that name none: record|replay|passthrough")
-      ->check(CLI::IsMember({"", "record", "replay", "passthrough"}));
-  serve_option("session", serve.server.default_session, "Session of the default run (NAME or NAME@N)");
-  serve_option("strict", serve.server.default_strict,
-               "Default run: a request without a recording is an error (else: closest recording)");
-  serve_option("max-message-bytes", serve.server.max_message_bytes,
-               "Largest gRPC message accepted")
-      ->check(CLI::Range(1024, 1 << 30));
-  serve_option("drain-timeout", serve.drain_timeout_seconds,
-               "Seconds in-flight calls may take to finish on SIGINT/SIGTERM")
-      ->check(CLI::Range(0.0, 3600.0));
-  serve_option("ready-file", serve.ready_file,
-               "Also write {\"grpc\":ADDR,...} to this file once serving");
-  serve_cmd->add_option("--config", config_path, "TOML file with serve options")
-      ->envname("UNDERSTUDY_CONFIG");
+  const std::string ignored_fields = absl::StrCat(
+      "Never part of matching (they never change the answer):\n  openai: ",
+      absl::StrJoin(understudy::provider::openai::kIgnoredRequestFields, ", "),
+      "\n  anthropic: ", absl::StrJoin(understudy::provider::anthropic::kIgnoredRequestFields, ", "),
+      "\n");
+  const std::string modes =
+      "Modes: record, replay, passthrough, once (record an empty session, else replay), "
+      "new (replay; record misses into a new version), none (strict replay), all (re-record).\n";
+
+  CLI::App* serve_cmd = app.add_subcommand("serve", "Run the understudy server.");
+  add_serve_options(serve_cmd, /*with_addresses=*/true);
+  serve_keys.insert("mode");
+  serve_keys.insert("session");
+  serve_cmd->add_option("--mode", serve.mode, "Start a default run for calls that name none")
+      ->envname("UNDERSTUDY_MODE")
+      ->check(CLI::IsMember({"", "record", "replay", "passthrough", "once", "new", "none", "all"}));
+  serve_cmd->add_option("--session", serve.server.default_session,
+                        "Session of the default run (NAME or NAME@N)")
+      ->envname("UNDERSTUDY_SESSION");
+  serve_cmd->footer(
+      "Prints `understudy serving grpc=HOST:PORT http=HOST:PORT db=PATH` as its first stdout line.\n"
+      "Precedence: flags, then UNDERSTUDY_* variables, then --config FILE (TOML: db = \"x.db\").\n" +
+      modes + ignored_fields +
+      "Examples:\n"
+      "  understudy serve                                   # gRPC 127.0.0.1:7140, HTTP 127.0.0.1:7141\n"
+      "  understudy serve --listen 127.0.0.1:0 --http 127.0.0.1:0 --ready-file ready.json\n"
+      "  understudy serve --upstream openai=https://api.openai.com --mode record --session golden");
+
+  // record / replay: wrap a command.
+  std::string wrap_session;
+  CLI::App* record_cmd = app.add_subcommand(
+      "record", "Run a command against understudy in record mode; exit with its exit code.");
+  CLI::App* replay_cmd = app.add_subcommand(
+      "replay", "Run a command against a recorded session; exit with its exit code.");
+  for (CLI::App* cmd : {record_cmd, replay_cmd}) {
+    add_serve_options(cmd, /*with_addresses=*/false);
+    cmd->add_option("--session", wrap_session, "Session to record into or replay (NAME[@N])")
+        ->required();
+    cmd->add_option("command", wrapped, "The command, after --")->required();
+  }
+  std::string record_mode = "record";
+  std::string replay_mode = "none";
+  record_cmd->add_option("--mode", record_mode, "record, once, new or all")
+      ->check(CLI::IsMember({"record", "once", "new", "all"}));
+  replay_cmd->add_option("--mode", replay_mode, "none (strict), replay, or new")
+      ->check(CLI::IsMember({"none", "replay", "new"}));
+  record_cmd->footer(
+      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and "
+      "UNDERSTUDY_RUN for the command.\n" + modes +
+      "Example:\n  understudy record --session golden --upstream openai=https://api.openai.com "
+      "-- node agent.js");
+  replay_cmd->footer(
+      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and "
+      "UNDERSTUDY_RUN for the command. No upstream is contacted in the default mode (none).\n"
+      "Example:\n  understudy replay --session golden -- node agent.js");
 
   // Commands that read or change the database directly.
   DbFlags db;
@@ -196,6 +271,11 @@ int main(int argc, char** argv) {
   understudy::SetLogging(level, format);
 
   if (*serve_cmd) return understudy::cli::Serve(serve);
+  if (*record_cmd || *replay_cmd) {
+    serve.mode = *record_cmd ? record_mode : replay_mode;
+    serve.server.default_session = wrap_session;
+    return understudy::cli::Wrap(serve, wrapped);
+  }
   if (*ls_cmd) return understudy::cli::SessionsList(db, prefix);
   if (*show_cmd) return understudy::cli::SessionsShow(db, ref);
   if (*rm_cmd) return understudy::cli::SessionsRemove(db, ref);

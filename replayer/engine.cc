@@ -1,9 +1,11 @@
 #include "replayer/engine.h"
 
+#include <algorithm>
 #include <random>
 #include <utility>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -184,6 +186,13 @@ bool IsTransportError(const absl::Status& s) {
   return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsCancelled(s);
 }
 
+// Outcomes that are never recorded: outages (a replay must not reproduce
+// them) and refused credentials (a wrong key during recording says nothing
+// about the agent; a golden session must not keep it).
+bool NeverRecorded(const absl::Status& s) {
+  return IsTransportError(s) || absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s);
+}
+
 absl::Status StatusFromRecorded(const v1::ErrorStatus& error) {
   return absl::Status(static_cast<absl::StatusCode>(error.code()), error.message());
 }
@@ -273,7 +282,11 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
   if (static_cast<int>(misses_.size()) < max_miss_reports_) misses_.push_back(report);
 
   if (forward_misses) return nullptr;
-  if (fallback == nullptr) return absl::NotFoundError(report.text());
+  if (fallback == nullptr) {
+    absl::Status miss = absl::NotFoundError(report.text());
+    miss.SetPayload(kMissPayloadUrl, absl::Cord(report.SerializeAsString()));
+    return miss;
+  }
   run_.set_served(run_.served() + 1);
   absl::Status status =
       fallback->has_error() ? StatusFromRecorded(fallback->error()) : absl::OkStatus();
@@ -551,6 +564,19 @@ absl::Status Engine::EndAllRuns() {
   return first;
 }
 
+absl::StatusOr<std::vector<std::string>> Engine::RunModels(const CallInfo& call) {
+  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
+  std::vector<std::string> models;
+  if (run->index_ == nullptr) return models;
+  for (size_t i = 0; i < run->index_->size(); ++i) {
+    const std::string& model = run->index_->exchange(i).request().model();
+    if (!model.empty() && std::find(models.begin(), models.end(), model) == models.end()) {
+      models.push_back(model);
+    }
+  }
+  return models;
+}
+
 void Engine::SetDefaultRun(std::string run_id) {
   absl::MutexLock lock(&runs_mu_);
   default_run_ = std::move(run_id);
@@ -639,7 +665,7 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
     exchange.mutable_error()->set_code(static_cast<int>(status.code()));
     exchange.mutable_error()->set_message(std::string(status.message()));
   }
-  const bool record = !ticket->record_session_.empty() && !IsTransportError(status);
+  const bool record = !ticket->record_session_.empty() && !NeverRecorded(status);
   if (!record) {
     v1::TraceEvent event =
         ExchangeEvent(exchange.agent(), exchange.request(),

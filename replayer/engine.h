@@ -78,6 +78,11 @@ struct EngineOptions {
   absl::Duration end_run_drain_timeout = absl::Seconds(30);
 };
 
+// Payload type URL on the NOT_FOUND status of a replay miss (the value is
+// the serialized MissReport), so adapters can tell a miss from an unknown
+// run or session and give it a stable error code.
+inline constexpr char kMissPayloadUrl[] = "type.googleapis.com/understudy.v1.MissReport";
+
 // Who is asking, besides what: from call metadata or request fields.
 struct CallInfo {
   // "" means the default run.
@@ -169,6 +174,11 @@ class Engine {
   // The run's current record. NOT_FOUND for an unknown run.
   absl::StatusOr<v1::Run> GetRun(absl::string_view run_id);
 
+  // The distinct models of the recording `call`'s run replays, in order of
+  // first use (empty for runs that replay nothing). Errors as FindActiveRun:
+  // INVALID_ARGUMENT (no run), NOT_FOUND, FAILED_PRECONDITION.
+  absl::StatusOr<std::vector<std::string>> RunModels(const CallInfo& call);
+
   // Makes `run_id` the run that requests naming no run go to ("" for none:
   // they are then refused with INVALID_ARGUMENT).
   void SetDefaultRun(std::string run_id);
@@ -189,8 +199,9 @@ class Engine {
   // answered: response, chunks (with offsets), native; the engine fills in
   // agent, request, streamed, latency, timestamps and, from `status`, error.
   // The exchange is recorded when the run records and `status` is not a
-  // transport failure (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED): the
-  // upstream's own errors are recorded and replayed, outages never. `done`
+  // transport failure (UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED) or a
+  // refused credential (UNAUTHENTICATED, PERMISSION_DENIED): the upstream's
+  // other errors (rate limits, bad requests) are recorded and replayed. `done`
   // runs exactly once, after the commit (on the store's writer thread) or at
   // once when nothing is recorded, with `status` or the recording's error.
   // It must not block.

@@ -253,6 +253,12 @@ TEST_F(EngineTest, StrictMissIsNotFoundNamingTheDifferingField) {
   EXPECT_THAT(r, StatusIs(absl::StatusCode::kNotFound,
                           HasSubstr("messages[1].content: recorded \"plan\" got \"plan differently\"")));
   EXPECT_THAT(r, StatusIs(absl::StatusCode::kNotFound, HasSubstr("closest is exchange #1")));
+  absl::optional<absl::Cord> payload = r.status().GetPayload(kMissPayloadUrl);
+  ASSERT_TRUE(payload.has_value());
+  v1::MissReport carried;
+  ASSERT_TRUE(carried.ParseFromString(std::string(*payload)));
+  EXPECT_EQ(carried.closest_seq(), 1);
+  EXPECT_FALSE(Complete(Call("no-such-run", "a"), Ask("x")).status().GetPayload(kMissPayloadUrl));
   auto summary = engine_->EndRun(run.id());
   ASSERT_TRUE(summary.ok());
   ASSERT_THAT(summary->misses(), SizeIs(1));
@@ -346,6 +352,24 @@ TEST_F(EngineTest, UpstreamErrorsAreRecordedAndReplayedButOutagesAreNot) {
   EXPECT_THAT(Complete(Call(rep.id(), "a"), Ask("x")),
               StatusIs(absl::StatusCode::kResourceExhausted, "rate limited"));
   EXPECT_EQ(Complete(Call(rep.id(), "a"), Ask("x"))->message().content(), "a:1");
+}
+
+TEST_F(EngineTest, RefusedCredentialsAreNotRecorded) {
+  upstream_.QueueError(absl::UnauthenticatedError("invalid api key"));
+  v1::Run rec = Start(v1::RUN_MODE_RECORD, "auth");
+  EXPECT_THAT(Complete(Call(rec.id(), "a"), Ask("x")),
+              StatusIs(absl::StatusCode::kUnauthenticated));
+  auto summary = engine_->EndRun(rec.id());
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->run().recorded(), 0);
+}
+
+TEST_F(EngineTest, RunModelsListsTheRecordingsModelsOnce) {
+  RecordGolden();
+  v1::Run run = Start(v1::RUN_MODE_REPLAY, "golden");
+  auto models = engine_->RunModels(Call(run.id(), ""));
+  ASSERT_TRUE(models.ok()) << models.status();
+  EXPECT_THAT(*models, ElementsAre("test-model"));
 }
 
 TEST_F(EngineTest, CredentialsAreForwardedButNeverStored) {

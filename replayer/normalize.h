@@ -22,6 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 #include "re2/re2.h"
+#include "recorder/json_path.h"
 
 namespace understudy {
 namespace replayer {
@@ -45,21 +46,13 @@ class MatchNormalizer {
   // Applies the options to a canonical request in place. Thread-safe.
   void Apply(nlohmann::json* canonical) const;
 
-  // One step of a parsed ignore path: an object key, an array index, or
-  // every array element.
-  struct Step {
-    enum Kind { kKey, kIndex, kEvery } kind;
-    std::string key;
-    size_t index = 0;
-  };
-
  private:
   struct Rule {
     std::unique_ptr<RE2> pattern;
     std::string replacement;
   };
 
-  std::vector<std::vector<Step>> paths_;
+  std::vector<recorder::JsonPath> paths_;
   std::vector<Rule> rules_;
 };
 

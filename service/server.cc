@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "base/log.h"
 #include "base/status_macros.h"
@@ -10,6 +12,10 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "recorder/grpc_upstream.h"
+#include "recorder/http_upstream.h"
+#include "recorder/redact.h"
+#include "service/http_api.h"
+#include "service/http_server.h"
 #include "replayer/engine.h"
 #include "service/admin_services.h"
 #include "service/model_service.h"
@@ -24,7 +30,13 @@ struct Server::Parts {
   ServerOptions options;
   std::unique_ptr<store::Store> store;
   std::unique_ptr<recorder::GrpcUpstream> upstream;
+  std::unique_ptr<recorder::HttpUpstream> openai_upstream;
+  std::unique_ptr<recorder::HttpUpstream> anthropic_upstream;
+  std::unique_ptr<recorder::Redactor> redactor;
   std::unique_ptr<replayer::Engine> engine;
+  std::unique_ptr<HttpApi> http_api;
+  std::unique_ptr<HttpServer> http_server;
+  std::string http_address;
   CallTracker tracker;
   std::unique_ptr<ModelService> model;
   std::unique_ptr<RunsService> runs;
@@ -50,10 +62,46 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 
   replayer::EngineOptions engine_options;
   engine_options.store = parts->store.get();
-  if (!options.upstream.empty()) {
-    US_ASSIGN_OR_RETURN(parts->upstream, recorder::GrpcUpstream::Create(options.upstream));
-    engine_options.upstream = parts->upstream.get();
+  for (const std::string& upstream : options.upstreams) {
+    if (absl::StartsWith(upstream, "grpc://")) {
+      if (parts->upstream != nullptr) {
+        return absl::InvalidArgumentError("--upstream: more than one grpc:// upstream");
+      }
+      US_ASSIGN_OR_RETURN(parts->upstream, recorder::GrpcUpstream::Create(upstream));
+      engine_options.upstream = parts->upstream.get();
+      continue;
+    }
+    size_t eq = upstream.find('=');
+    std::string name = upstream.substr(0, eq == std::string::npos ? 0 : eq);
+    std::unique_ptr<recorder::HttpUpstream>* slot =
+        name == "openai" ? &parts->openai_upstream
+                         : name == "anthropic" ? &parts->anthropic_upstream : nullptr;
+    if (slot == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--upstream \"", upstream,
+          "\": expected grpc://HOST:PORT, openai=URL or anthropic=URL"));
+    }
+    if (*slot != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("--upstream: more than one ", name, "="));
+    }
+    recorder::HttpUpstream::Options http_options;
+    http_options.base_url = upstream.substr(eq + 1);
+    http_options.flag = absl::StrCat("--upstream ", name);
+    US_ASSIGN_OR_RETURN(*slot, recorder::HttpUpstream::Create(http_options));
   }
+  engine_options.has_upstream = parts->upstream != nullptr || parts->openai_upstream != nullptr ||
+                                parts->anthropic_upstream != nullptr;
+  engine_options.speed = options.speed;
+  if (options.speed < 0) {
+    return absl::InvalidArgumentError("--speed: must be 0 (as fast as possible) or more");
+  }
+  if (!options.ignore_paths.empty() || !options.normalizers.empty()) {
+    US_ASSIGN_OR_RETURN(engine_options.normalizer,
+                        replayer::MatchNormalizer::Create(options.ignore_paths, options.normalizers));
+  }
+  US_ASSIGN_OR_RETURN(recorder::Redactor redactor,
+                      recorder::Redactor::Create(options.redact_headers, options.redact_json_paths));
+  parts->redactor = std::make_unique<recorder::Redactor>(std::move(redactor));
   US_ASSIGN_OR_RETURN(parts->engine, replayer::Engine::Create(engine_options));
 
   CallTracker* tracker = &parts->tracker;
@@ -88,6 +136,31 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   size_t colon = options.listen.rfind(':');
   parts->address = absl::StrCat(options.listen.substr(0, colon), ":", port);
 
+  if (!options.http_listen.empty()) {
+    HttpApiOptions api_options;
+    api_options.engine = parts->engine.get();
+    api_options.openai_upstream = parts->openai_upstream.get();
+    api_options.anthropic_upstream = parts->anthropic_upstream.get();
+    api_options.redactor = parts->redactor.get();
+    parts->http_api = std::make_unique<HttpApi>(api_options);
+    HttpServerOptions http_options;
+    http_options.listen = options.http_listen;
+    http_options.max_body_bytes = options.max_body_bytes;
+    http_options.error_body = &HttpApi::ServerErrorBody;
+    HttpApi* api = parts->http_api.get();
+    absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+        http_options, [api](HttpRequest request, std::shared_ptr<HttpResponder> out) {
+          api->Handle(std::move(request), std::move(out));
+        });
+    if (!http.ok()) {
+      parts->grpc_server->Shutdown();
+      return absl::Status(http.status().code(),
+                          absl::StrCat("--http ", options.http_listen, ": ", http.status().message()));
+    }
+    parts->http_server = std::move(*http);
+    parts->http_address = parts->http_server->address();
+  }
+
   if (options.default_mode != v1::RUN_MODE_UNSPECIFIED) {
     v1::StartRunRequest request;
     request.set_mode(options.default_mode);
@@ -104,8 +177,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     parts->engine->SetDefaultRun(run->id());
   }
   Log(LogLevel::kInfo, "serving",
-      {{"grpc", parts->address}, {"db", options.db_path},
-       {"upstream", options.upstream.empty() ? "none" : options.upstream},
+      {{"grpc", parts->address}, {"http", parts->http_address.empty() ? "none" : parts->http_address},
+       {"db", options.db_path},
+       {"upstreams", options.upstreams.empty() ? "none" : absl::StrJoin(options.upstreams, ",")},
        {"default_run", parts->default_run}});
   return std::unique_ptr<Server>(new Server(std::move(parts)));
 }
@@ -116,6 +190,11 @@ Server::~Server() { Shutdown().IgnoreError(); }
 
 const std::string& Server::grpc_address() const { return parts_->address; }
 const std::string& Server::default_run() const { return parts_->default_run; }
+const std::string& Server::http_address() const { return parts_->http_address; }
+
+absl::StatusOr<v1::RunSummary> Server::EndRun(const std::string& run_id) {
+  return parts_->engine->EndRun(run_id);
+}
 
 absl::Status Server::Shutdown() {
   absl::MutexLock lock(&parts_->mu);
@@ -128,8 +207,9 @@ absl::Status Server::Shutdown() {
   if (grpc::HealthCheckServiceInterface* health = parts_->grpc_server->GetHealthCheckService()) {
     health->Shutdown();
   }
-  const bool drained =
-      parts_->tracker.Drain(absl::Now() + parts_->options.drain_timeout);
+  const absl::Time deadline = absl::Now() + parts_->options.drain_timeout;
+  if (parts_->http_server != nullptr) parts_->http_server->Shutdown(deadline);
+  const bool drained = parts_->tracker.Drain(deadline);
   if (!drained) Log(LogLevel::kWarning, "drain_timeout", {{"action", "cancelling calls still in flight"}});
   parts_->grpc_server->Shutdown(absl::ToChronoTime(absl::Now()));
   parts_->grpc_server->Wait();

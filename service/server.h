@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -17,8 +18,23 @@ struct ServerOptions {
   std::string db_path = "understudy.db";
   // gRPC listen address; port 0 picks a free port (see grpc_address()).
   std::string listen = "127.0.0.1:7140";
-  // Upstream model for record/passthrough runs: grpc://HOST:PORT, or "".
-  std::string upstream;
+  // Provider HTTP listener (OpenAI and Anthropic APIs); "" for none; port 0
+  // picks a free port (see http_address()).
+  std::string http_listen;
+  // Upstream models for record/passthrough runs, each `grpc://HOST:PORT`,
+  // `openai=URL` or `anthropic=URL`.
+  std::vector<std::string> upstreams;
+  // Replay pace: 0 as fast as possible, else recorded offsets / speed.
+  double speed = 0;
+  // Matching: canonical paths to ignore and normalizers (see
+  // replayer/normalize.h).
+  std::vector<std::string> ignore_paths;
+  std::vector<std::string> normalizers;
+  // Redaction beyond the defaults (see recorder/redact.h).
+  std::vector<std::string> redact_headers;
+  std::vector<std::string> redact_json_paths;
+  // Largest HTTP request body accepted (413 beyond).
+  size_t max_body_bytes = 16 << 20;
   // A run started with the server, used by calls that name no run. Empty
   // mode: none.
   v1::RunMode default_mode = v1::RUN_MODE_UNSPECIFIED;
@@ -35,8 +51,9 @@ struct ServerOptions {
 class Server {
  public:
   // Opens the store, starts the engine and listens. Errors from the store
-  // (see store::Store::Open), INVALID_ARGUMENT for a bad upstream or default
-  // run, UNAVAILABLE when the address cannot be bound.
+  // (see store::Store::Open), INVALID_ARGUMENT for a bad upstream, matching
+  // or redaction option or default run, UNAVAILABLE when an address cannot
+  // be bound.
   static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
 
   // Shuts down if still running.
@@ -46,8 +63,13 @@ class Server {
 
   // host:port actually bound.
   const std::string& grpc_address() const;
+  // host:port of the HTTP listener; "" when there is none.
+  const std::string& http_address() const;
   // The default run's id ("" when none).
   const std::string& default_run() const;
+
+  // Ends a run (see replayer::Engine::EndRun) and returns its summary.
+  absl::StatusOr<v1::RunSummary> EndRun(const std::string& run_id);
 
   // Stops accepting calls, lets in-flight ones finish for up to
   // drain_timeout, ends the active runs (closing recorded sessions), and

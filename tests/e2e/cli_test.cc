@@ -228,13 +228,16 @@ TEST_F(CliTest, ServeWritesTheReadyFileAndStopsOnSigint) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
                        StartServer("", {"--ready-file", ready}));
   EXPECT_EQ(server->first_line(),
-            absl::StrCat("understudy serving grpc=", server->address(), " db=", db_path()));
+            absl::StrCat("understudy serving grpc=", server->address(), " http=",
+                         server->http_address(), " db=", db_path()));
+  EXPECT_FALSE(server->http_address().empty());
   // The ready file is written (atomically) right after the first line.
   ASSERT_TRUE(WaitFor([&] { return !ReadFileOrEmpty(ready).empty(); }, absl::Seconds(10)))
       << "no ready file " << ready;
   nlohmann::json info = nlohmann::json::parse(ReadFileOrEmpty(ready), nullptr, false);
   ASSERT_FALSE(info.is_discarded()) << ReadFileOrEmpty(ready);
   EXPECT_EQ(info["grpc"], server->address());
+  EXPECT_EQ(info["http"], server->http_address());
   EXPECT_EQ(info["db"], db_path());
   EXPECT_EQ(info["pid"], server->pid());
   EXPECT_THAT(server->Terminate(absl::Seconds(20), SIGINT), IsOkAndHolds(0));

@@ -255,6 +255,12 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const Option
     argv.push_back("--upstream");
     argv.push_back(options.upstream);
   }
+  // A free HTTP port too, unless the test picks one: tests run in parallel.
+  if (std::find(options.extra_args.begin(), options.extra_args.end(), "--http") ==
+      options.extra_args.end()) {
+    argv.push_back("--http");
+    argv.push_back("127.0.0.1:0");
+  }
   argv.insert(argv.end(), options.extra_args.begin(), options.extra_args.end());
   absl::StatusOr<std::unique_ptr<Child>> child =
       Child::Spawn(argv, in.get(), out_w.get(), err.get());
@@ -297,6 +303,10 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const Option
   }
   std::string rest = line.substr(std::strlen(kReadyPrefix));
   server->address_ = rest.substr(0, rest.find(' '));
+  if (size_t http = line.find(" http="); http != std::string::npos) {
+    std::string value = line.substr(http + 6);
+    server->http_address_ = value.substr(0, value.find(' '));
+  }
   server->first_line_ = line;
   if (server->address_.empty() || absl::EndsWith(server->address_, ":0")) {
     return absl::FailedPreconditionError(absl::StrCat("bad address in \"", line, "\""));

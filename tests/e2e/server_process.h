@@ -118,6 +118,8 @@ class ServerProcess {
 
   // HOST:PORT from the first stdout line.
   const std::string& address() const { return address_; }
+  // host:port of the HTTP listener ("" when it was turned off).
+  const std::string& http_address() const { return http_address_; }
   const std::string& first_line() const { return first_line_; }
   pid_t pid() const { return child_->pid(); }
 
@@ -146,6 +148,7 @@ class ServerProcess {
   int stdout_read_fd_ = -1;
   std::thread stdout_reader_;
   std::string address_;
+  std::string http_address_;
   std::string first_line_;
 
   mutable absl::Mutex mu_;

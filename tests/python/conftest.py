@@ -36,7 +36,7 @@ from understudy.v1 import understudy_pb2_grpc  # noqa: E402
 
 CALL_TIMEOUT = 10  # seconds, for every RPC
 START_TIMEOUT = 20  # seconds, for the server's first stdout line
-READY = re.compile(r"^understudy serving grpc=(\S+) db=(\S+)")
+READY = re.compile(r"^understudy serving grpc=(\S+)(?: http=\S+)? db=(\S+)")
 
 
 def _sanitized_env():
@@ -67,7 +67,7 @@ class ServerProcess:
     """`understudy serve` on 127.0.0.1:0 with stderr captured to a file."""
 
     def __init__(self, db, stderr_path, upstream=None, extra=()):
-        args = [BIN, "serve", "--db", str(db), "--listen", "127.0.0.1:0"]
+        args = [BIN, "serve", "--db", str(db), "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0"]
         if upstream:
             args += ["--upstream", upstream]
         args += list(extra)

@@ -1,0 +1,65 @@
+// The provider-compatible HTTP API: what an unmodified agent using the
+// official OpenAI or Anthropic SDK talks to once its base URL points here.
+//
+//   POST /v1/chat/completions   OpenAI Chat Completions (stream or not)
+//   POST /v1/messages           Anthropic Messages (stream or not)
+//   GET  /v1/models             the models of the run's recording
+//
+// Each path may be prefixed with /run/{run} and /run/{run}/agent/{agent},
+// so a base URL can carry both; otherwise headers X-Understudy-Run and
+// X-Understudy-Agent name them, and with neither the server's default run
+// answers.
+//
+// Replay answers with the recorded bytes when the exchange was recorded over
+// the same API (ids, `created`, chunk boundaries and event names included),
+// paced by the recorded offsets when a speed is set; otherwise the canonical
+// answer is rendered in the caller's shape. Record mode forwards the request
+// to that provider's upstream, relays the response as it arrives, and
+// records it once complete; a client that goes away mid-answer cancels the
+// upstream call and nothing is recorded. Errors come in the provider's error
+// shape; a replay miss has the stable code `understudy_no_recording`.
+#ifndef UNDERSTUDY_SERVICE_HTTP_API_H_
+#define UNDERSTUDY_SERVICE_HTTP_API_H_
+
+#include <memory>
+#include <string>
+
+#include "base/clock.h"
+#include "recorder/http_upstream.h"
+#include "recorder/redact.h"
+#include "replayer/engine.h"
+#include "service/http_server.h"
+
+namespace understudy {
+namespace service {
+
+struct HttpApiOptions {
+  // Required. Not owned; must outlive the API.
+  replayer::Engine* engine = nullptr;
+  // Upstreams for record and passthrough runs, or null. Not owned.
+  recorder::UpstreamHttpInterface* openai_upstream = nullptr;
+  recorder::UpstreamHttpInterface* anthropic_upstream = nullptr;
+  // What never reaches the store. Not owned; null means the defaults.
+  const recorder::Redactor* redactor = nullptr;
+  Clock* clock = Clock::Real();
+};
+
+class HttpApi {
+ public:
+  explicit HttpApi(HttpApiOptions options);
+
+  // The HttpHandler: answers one request. Thread-safe; never blocks.
+  void Handle(HttpRequest request, std::shared_ptr<HttpResponder> out);
+
+  // The error body for the server's own errors (413, 400): OpenAI's shape.
+  static std::string ServerErrorBody(int status, absl::string_view message);
+
+ private:
+  HttpApiOptions options_;
+  recorder::Redactor default_redactor_;
+};
+
+}  // namespace service
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_SERVICE_HTTP_API_H_

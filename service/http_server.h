@@ -1,0 +1,124 @@
+// An HTTP/1.1 server for the provider-compatible APIs, event-driven
+// (Boost.Beast/Asio): every open keep-alive connection is served however
+// many there are, and a held-open stream costs no thread. See
+// bench/http_choice/RESULTS.md for why it is not a thread-per-connection
+// library.
+//
+// Usage:
+//   HttpServerOptions options;
+//   options.listen = "127.0.0.1:0";
+//   auto server = HttpServer::Start(options, [](HttpRequest req,
+//                                              std::shared_ptr<HttpResponder> out) {
+//     out->Respond(200, {{"content-type", "application/json"}}, "{}");
+//   });
+//   (*server)->port();
+//
+// The handler runs on a server thread and must not block: it answers through
+// the responder, now or later from any thread.
+#ifndef UNDERSTUDY_SERVICE_HTTP_SERVER_H_
+#define UNDERSTUDY_SERVICE_HTTP_SERVER_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace understudy {
+namespace service {
+
+using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+
+struct HttpRequest {
+  std::string method;
+  // Path and query as sent, e.g. "/run/r1/v1/chat/completions".
+  std::string target;
+  // Names lower-cased, in the order received.
+  HttpHeaders headers;
+  std::string body;
+
+  // The first header named `name` (lower-case), or "".
+  absl::string_view Header(absl::string_view name) const;
+};
+
+// Answers one request. Thread-safe; every method may be called from any
+// thread and never blocks. Exactly one of Respond or StartStream (then
+// Write…, then End or Abort) answers a request; calls after the answer is
+// complete, or after the client went away, are ignored.
+class HttpResponder {
+ public:
+  virtual ~HttpResponder() = default;
+
+  // A whole response. Content-Length is added.
+  virtual void Respond(int status, HttpHeaders headers, std::string body) = 0;
+
+  // Starts a streamed response (chunked transfer encoding; for an HTTP/1.0
+  // client, close-delimited).
+  virtual void StartStream(int status, HttpHeaders headers) = 0;
+  // Queues `data` to be sent as one piece (one chunk), no earlier than
+  // `not_before` and after everything queued before it. Never blocks; the
+  // queue is unbounded, so producers that can outrun the client pace
+  // themselves.
+  virtual void Write(std::string data, absl::Time not_before = absl::InfinitePast()) = 0;
+  // Ends the stream once everything queued is sent.
+  virtual void End() = 0;
+  // Closes the connection at once, without ending the stream: what a client
+  // sees when the network fails mid-answer.
+  virtual void Abort() = 0;
+
+  // True once the client has gone away (the connection closed or failed).
+  virtual bool cancelled() const = 0;
+  // Runs `callback` once when the client goes away before the answer is
+  // complete (at once if it already has). At most one; a later call
+  // replaces it.
+  virtual void OnCancel(std::function<void()> callback) = 0;
+};
+
+using HttpHandler = std::function<void(HttpRequest, std::shared_ptr<HttpResponder>)>;
+
+struct HttpServerOptions {
+  // host:port; port 0 picks a free port.
+  std::string listen = "127.0.0.1:0";
+  // I/O threads; 0 means one per core.
+  int threads = 0;
+  // Larger bodies are answered 413 (code `body_too_large`) and the connection
+  // closed.
+  size_t max_body_bytes = 16 << 20;
+  size_t max_header_bytes = 64 << 10;
+  // A connection with no request in progress for this long is closed.
+  absl::Duration idle_timeout = absl::Seconds(120);
+  // Bodies for the server's own error answers (400, 404 route-less, 413),
+  // given the HTTP status and a message; JSON by default.
+  std::function<std::string(int status, absl::string_view message)> error_body;
+};
+
+class HttpServer {
+ public:
+  // Binds and starts serving. UNAVAILABLE when the address cannot be bound
+  // (in use, not local), INVALID_ARGUMENT when it does not parse.
+  static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
+                                                           HttpHandler handler);
+  virtual ~HttpServer() = default;
+
+  // The bound port.
+  virtual int port() const = 0;
+  // host:port actually bound.
+  virtual std::string address() const = 0;
+  // Requests in progress (received and not yet fully answered).
+  virtual int in_flight() const = 0;
+
+  // Stops accepting connections and new requests; waits until the requests
+  // in progress are answered or `deadline` passes; then closes every
+  // connection and joins the threads. Idempotent.
+  virtual void Shutdown(absl::Time deadline) = 0;
+};
+
+}  // namespace service
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_SERVICE_HTTP_SERVER_H_
