@@ -36,7 +36,7 @@ from understudy.v1 import understudy_pb2_grpc  # noqa: E402
 
 CALL_TIMEOUT = 10  # seconds, for every RPC
 START_TIMEOUT = 20  # seconds, for the server's first stdout line
-READY = re.compile(r"^understudy serving grpc=(\S+)(?: http=\S+)? db=(\S+)")
+READY = re.compile(r"^understudy serving grpc=(\S+)(?: http=(\S+))? db=(\S+)")
 
 
 def _sanitized_env():
@@ -86,6 +86,7 @@ class ServerProcess:
             self.kill()
             raise RuntimeError(f"unexpected first line {line!r}; stderr:\n{self.stderr()}")
         self.address = match.group(1)
+        self.http = f"http://{match.group(2)}"
         self.channel = grpc.insecure_channel(
             self.address, options=[("grpc.use_local_subchannel_pool", 1)])
         self.model = understudy_pb2_grpc.ModelStub(self.channel)

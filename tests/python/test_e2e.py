@@ -94,12 +94,9 @@ def play_loop(server, run):
                 request, metadata=metadata(run, agent), timeout=CALL_TIMEOUT))
             assert len(chunks) >= 3, f"step {step}: expected several chunks"
             response = assemble(chunks)
-            # Live chunks carry no timing; replayed ones carry the recorded
-            # offsets (completion.proto, offset_micros). Compare without it.
-            untimed = []
-            for c in chunks:
-                c.offset_micros = 0
-                untimed.append(c.SerializeToString())
+            # Live chunks carry their arrival offsets, and replays the same:
+            # the bytes compare exactly.
+            untimed = [c.SerializeToString() for c in chunks]
         else:
             response = server.model.Complete(
                 request, metadata=metadata(run, agent), timeout=CALL_TIMEOUT)
