@@ -749,13 +749,20 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
   absl::StatusOr<Decision> decision = Decide(call, request, /*streamed=*/true);
   if (!decision.ok()) return sink->OnFinish(decision.status());
   if (const v1::Exchange* ex = decision->recorded) {
+    const absl::Time start = options_.clock->Now();
+    const double speed = decision->speed;
     if (ex->chunks_size() > 0) {
       for (const v1::CompletionChunk& chunk : ex->chunks()) {
-        sink->OnChunk(ChunkPtr(decision->keepalive, &chunk));
+        absl::Time when =
+            speed > 0 ? start + absl::Microseconds(static_cast<int64_t>(
+                                    static_cast<double>(chunk.offset_micros()) / speed))
+                      : absl::InfinitePast();
+        sink->OnChunk(ChunkPtr(decision->keepalive, &chunk), when);
       }
     } else if (!ex->has_error()) {
       sink->OnChunk(std::make_shared<const v1::CompletionChunk>(
-          recorder::ChunkFromResponse(ex->response())));
+                        recorder::ChunkFromResponse(ex->response())),
+                    absl::InfinitePast());
     }
     return sink->OnFinish(ex->has_error() ? StatusFromRecorded(ex->error()) : absl::OkStatus());
   }
@@ -772,7 +779,7 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
         v1::CompletionChunk* kept = exchange->add_chunks();
         *kept = chunk;
         kept->set_offset_micros(absl::ToInt64Microseconds(clock->Now() - start));
-        sink->OnChunk(std::make_shared<const v1::CompletionChunk>(*kept));
+        sink->OnChunk(std::make_shared<const v1::CompletionChunk>(*kept), absl::InfinitePast());
       },
       [this, ticket, exchange, sink](absl::Status status) {
         *exchange->mutable_response() = recorder::AssembleResponse(exchange->chunks());

@@ -101,8 +101,10 @@ using ChunkPtr = std::shared_ptr<const v1::CompletionChunk>;
 class ChunkSink {
  public:
   virtual ~ChunkSink() = default;
-  // Each chunk, in order; never two calls at once. Must not block.
-  virtual void OnChunk(ChunkPtr chunk) = 0;
+  // Each chunk, in order; never two calls at once. Must not block. The chunk
+  // is to reach the caller no earlier than `not_before` (replay pacing, see
+  // EngineOptions::speed); InfinitePast means at once.
+  virtual void OnChunk(ChunkPtr chunk, absl::Time not_before) = 0;
   // Exactly once, after the last chunk. Must not block.
   virtual void OnFinish(absl::Status status) = 0;
 };

@@ -102,9 +102,13 @@ class FakeUpstream final : public recorder::ModelUpstream {
 // Collects a stream.
 class CollectingSink final : public ChunkSink {
  public:
-  void OnChunk(ChunkPtr chunk) override { chunks.push_back(*chunk); }
+  void OnChunk(ChunkPtr chunk, absl::Time not_before) override {
+    chunks.push_back(*chunk);
+    times.push_back(not_before);
+  }
   void OnFinish(absl::Status status) override { done.set_value(std::move(status)); }
   std::vector<v1::CompletionChunk> chunks;
+  std::vector<absl::Time> times;
   std::promise<absl::Status> done;
 };
 
@@ -595,6 +599,51 @@ TEST_F(EngineTest, ADroppedTicketReleasesTheRunWithoutRecording) {
   ASSERT_TRUE(summary.ok());
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   EXPECT_EQ(summary->run().recorded(), 0);
+}
+
+TEST_F(EngineTest, PacedReplayDueTimesAreTheRecordedOffsetsDividedBySpeed) {
+  auto session = store_->CreateSessionVersion("paced");
+  ASSERT_TRUE(session.ok());
+  v1::Exchange ex;
+  ex.set_agent("a");
+  *ex.mutable_request() = Ask("stream");
+  ex.set_streamed(true);
+  for (int64_t offset : {0, 1000, 500000}) {
+    v1::CompletionChunk* chunk = ex.add_chunks();
+    chunk->set_content("x");
+    chunk->set_offset_micros(offset);
+  }
+  ASSERT_TRUE(store_->AppendExchangesAndWait("paced", session->version(), {ex}).ok());
+  ASSERT_THAT(store_->CloseSession("paced", session->version()), IsOk());
+
+  EngineOptions eo;
+  eo.store = store_.get();
+  eo.clock = &clock_;
+  eo.speed = 2;
+  auto paced = Engine::Create(std::move(eo));
+  ASSERT_TRUE(paced.ok());
+  v1::StartRunRequest start;
+  start.set_mode(v1::RUN_MODE_REPLAY);
+  start.set_session("paced");
+  auto run = (*paced)->StartRun(start);
+  ASSERT_TRUE(run.ok()) << run.status();
+  auto sink = std::make_shared<CollectingSink>();
+  auto done = sink->done.get_future();
+  const absl::Time now = clock_.Now();
+  (*paced)->StreamComplete(Call(run->id(), "a"), Ask("stream"), sink);
+  ASSERT_THAT(done.get(), IsOk());
+  EXPECT_THAT(sink->times, ElementsAre(now, now + absl::Microseconds(500),
+                                       now + absl::Milliseconds(250)));
+
+  // Without a speed, nothing waits.
+  auto unpaced_run = engine_->StartRun(start);
+  ASSERT_TRUE(unpaced_run.ok());
+  auto unpaced = std::make_shared<CollectingSink>();
+  auto unpaced_done = unpaced->done.get_future();
+  engine_->StreamComplete(Call(unpaced_run->id(), "a"), Ask("stream"), unpaced);
+  ASSERT_THAT(unpaced_done.get(), IsOk());
+  EXPECT_THAT(unpaced->times, ElementsAre(absl::InfinitePast(), absl::InfinitePast(),
+                                          absl::InfinitePast()));
 }
 
 TEST(ParseSessionRefTest, SplitsNameAndVersion) {

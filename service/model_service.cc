@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
+#include "base/scheduler.h"
 #include "service/call_info.h"
 #include "service/grpc_status.h"
 
@@ -19,15 +20,15 @@ namespace {
 // after Finish, which only this class calls.
 class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
  public:
-  class Sink final : public replayer::ChunkSink {
+  class Sink final : public replayer::ChunkSink, public std::enable_shared_from_this<Sink> {
    public:
     explicit Sink(ChunkWriter* writer) : writer_(writer) {}
 
-    void OnChunk(replayer::ChunkPtr chunk) override {
+    void OnChunk(replayer::ChunkPtr chunk, absl::Time not_before) override {
       {
         absl::MutexLock lock(&mu_);
         if (finish_sent_) return;  // the client went away
-        queue_.push_back(std::move(chunk));
+        queue_.push_back({std::move(chunk), not_before});
       }
       Pump();
     }
@@ -69,8 +70,25 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
       {
         absl::MutexLock lock(&mu_);
         if (writing_ || finish_sent_) return;
+        if (!queue_.empty() && queue_.front().not_before > absl::Now()) {
+          // Paced replay: come back when the next chunk is due.
+          if (!timer_armed_) {
+            timer_armed_ = true;
+            std::weak_ptr<Sink> self = weak_from_this();
+            Scheduler::Shared()->RunAt(queue_.front().not_before, [self] {
+              if (std::shared_ptr<Sink> sink = self.lock()) {
+                {
+                  absl::MutexLock lock(&sink->mu_);
+                  sink->timer_armed_ = false;
+                }
+                sink->Pump();
+              }
+            });
+          }
+          return;
+        }
         if (!queue_.empty()) {
-          current_ = std::move(queue_.front());
+          current_ = std::move(queue_.front().chunk);
           queue_.pop_front();
           writing_ = true;
           next = current_.get();
@@ -86,7 +104,12 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
 
     ChunkWriter* const writer_;
     absl::Mutex mu_;
-    std::deque<replayer::ChunkPtr> queue_ ABSL_GUARDED_BY(mu_);
+    struct Pending {
+      replayer::ChunkPtr chunk;
+      absl::Time not_before;
+    };
+    std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
+    bool timer_armed_ ABSL_GUARDED_BY(mu_) = false;
     replayer::ChunkPtr current_ ABSL_GUARDED_BY(mu_);
     bool writing_ ABSL_GUARDED_BY(mu_) = false;
     bool finished_ ABSL_GUARDED_BY(mu_) = false;
