@@ -19,6 +19,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "replayer/engine.h"
+#include "replayer/scenario.h"
 #include "store/store.h"
 
 namespace understudy {
@@ -398,6 +399,51 @@ int Trace(const DbFlags& db, const std::string& run, const std::vector<std::stri
     query.after_seq = page->next_after_seq;
   }
   return 0;
+}
+
+namespace {
+
+std::string Plural(int n, const char* word) {
+  return absl::StrCat(n, " ", word, n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+int Validate(const std::vector<std::string>& files, bool json) {
+  int errors = 0;
+  int warnings = 0;
+  bool unreadable = false;
+  nlohmann::json reports = nlohmann::json::array();
+  for (const std::string& file : files) {
+    absl::StatusOr<std::string> path = replayer::ResolveScenario(file);
+    absl::StatusOr<std::string> text =
+        path.ok() ? replayer::ReadScenarioFile(*path) : absl::StatusOr<std::string>(path.status());
+    if (!text.ok()) {
+      std::cerr << "understudy: " << text.status().message() << "\n";
+      unreadable = true;
+      continue;
+    }
+    replayer::ValidationReport report = replayer::ValidateScenario(*text, *path);
+    errors += report.errors();
+    warnings += report.warnings();
+    if (json) {
+      reports.push_back(replayer::ReportToJson(report));
+    } else {
+      for (const replayer::Problem& p : report.problems) {
+        std::cout << replayer::FormatProblem(report, p) << "\n";
+      }
+    }
+  }
+  if (json) {
+    nlohmann::json out = {{"files", std::move(reports)}, {"errors", errors}, {"warnings", warnings}};
+    std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+  } else {
+    std::cout << Plural(errors, "error") << ", " << Plural(warnings, "warning") << " in "
+              << Plural(static_cast<int>(files.size()), "file") << "\n";
+  }
+  std::cout.flush();
+  if (unreadable) return 3;
+  return errors > 0 ? 1 : 0;
 }
 
 }  // namespace cli

@@ -54,6 +54,15 @@ int Import(const DbFlags& db, const std::string& input, const std::string& name)
 int Trace(const DbFlags& db, const std::string& run, const std::vector<std::string>& kinds,
           const std::string& agent);
 
+// `understudy validate FILE|NAME...`: checks scenario files (a path, or the
+// name of a shipped pack, see replayer::ResolveScenario) and prints every
+// problem, one per line, "FILE:LINE:COL: severity: path: message
+// (suggestion)", then "N errors, M warnings in K files"; with `json`, one
+// JSON document {"files": [ReportToJson...], "errors", "warnings"} instead.
+// Returns 0 when no file has an error (warnings allowed), 1 when any does,
+// 3 when a file cannot be found or read (the others are still checked).
+int Validate(const std::vector<std::string>& files, bool json);
+
 }  // namespace cli
 }  // namespace understudy
 

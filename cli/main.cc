@@ -256,6 +256,20 @@ int main(int argc, char** argv) {
   trace_cmd->footer("Example: understudy trace run-1a2b3c4d5e6f7a8b --kind exchange");
   db_option(trace_cmd, true);
 
+  std::vector<std::string> scenario_files;
+  bool validate_json = false;
+  CLI::App* validate_cmd = app.add_subcommand(
+      "validate", "Check scenario files; print every problem with its line and a suggestion.");
+  validate_cmd->add_option("file", scenario_files, "Scenario file (YAML or JSON) or pack name")
+      ->required();
+  validate_cmd->add_flag("--json", validate_json, "Print the reports as one JSON document");
+  validate_cmd->footer(
+      "Exit: 0 no errors (warnings allowed), 1 some file has errors, 2 usage, 3 unreadable file.\n"
+      "Packs are looked up in $UNDERSTUDY_SCENARIOS, then in the scenarios/ shipped with understudy.\n"
+      "Examples:\n"
+      "  understudy validate tests/review-loop.yaml\n"
+      "  understudy validate rate-limit network-resilience --json");
+
   if (!ApplyConfigFile(argc, argv, serve_keys)) return 2;
   try {
     app.parse(argc, argv);
@@ -282,5 +296,6 @@ int main(int argc, char** argv) {
   if (*export_cmd) return understudy::cli::Export(db, ref, output);
   if (*import_cmd) return understudy::cli::Import(db, input, import_name);
   if (*trace_cmd) return understudy::cli::Trace(db, run, kinds, agent);
+  if (*validate_cmd) return understudy::cli::Validate(scenario_files, validate_json);
   return 2;
 }

@@ -1,0 +1,1248 @@
+#include "replayer/scenario.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <set>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "recorder/json_path.h"
+#include "yaml-cpp/depthguard.h"
+#include "yaml-cpp/yaml.h"
+
+#ifndef UNDERSTUDY_SCENARIO_DIR
+#define UNDERSTUDY_SCENARIO_DIR "scenarios"
+#endif
+
+namespace understudy {
+namespace replayer {
+namespace {
+
+using Severity = Problem::Severity;
+using Keys = std::initializer_list<const char*>;
+
+constexpr Keys kTopKeys = {"schema",   "name",    "description", "agents",     "extractors",
+                           "matching", "rules",   "default",     "playbook",   "mock_tools",
+                           "mock_ui"};
+constexpr Keys kActionKeys = {"respond",    "error",    "delay",
+                              "hang",       "disconnect", "fail_then_succeed",
+                              "sequence",   "from_session"};
+constexpr Keys kRuleOwnKeys = {"name", "priority", "times", "when"};
+constexpr Keys kWhenKeys = {"system_prompt", "user_message",        "message_contains",
+                            "agent",         "previous_agent",      "phase",
+                            "model",         "iteration",           "previous_tool_calls",
+                            "has_tool_result", "tool_available"};
+
+struct GrpcCodeName {
+  const char* name;
+  absl::StatusCode code;
+};
+constexpr GrpcCodeName kGrpcCodes[] = {
+    {"CANCELLED", absl::StatusCode::kCancelled},
+    {"UNKNOWN", absl::StatusCode::kUnknown},
+    {"INVALID_ARGUMENT", absl::StatusCode::kInvalidArgument},
+    {"DEADLINE_EXCEEDED", absl::StatusCode::kDeadlineExceeded},
+    {"NOT_FOUND", absl::StatusCode::kNotFound},
+    {"ALREADY_EXISTS", absl::StatusCode::kAlreadyExists},
+    {"PERMISSION_DENIED", absl::StatusCode::kPermissionDenied},
+    {"RESOURCE_EXHAUSTED", absl::StatusCode::kResourceExhausted},
+    {"FAILED_PRECONDITION", absl::StatusCode::kFailedPrecondition},
+    {"ABORTED", absl::StatusCode::kAborted},
+    {"OUT_OF_RANGE", absl::StatusCode::kOutOfRange},
+    {"UNIMPLEMENTED", absl::StatusCode::kUnimplemented},
+    {"INTERNAL", absl::StatusCode::kInternal},
+    {"UNAVAILABLE", absl::StatusCode::kUnavailable},
+    {"DATA_LOSS", absl::StatusCode::kDataLoss},
+    {"UNAUTHENTICATED", absl::StatusCode::kUnauthenticated},
+};
+
+// Optimal string alignment distance (a transposition costs 1), ASCII
+// case-insensitive: "agnet" is 1 from "agent".
+size_t EditDistance(absl::string_view a, absl::string_view b) {
+  const size_t n = a.size(), m = b.size();
+  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
+  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (size_t i = 1; i <= n; ++i) {
+    for (size_t j = 1; j <= m; ++j) {
+      const char x = absl::ascii_tolower(a[i - 1]), y = absl::ascii_tolower(b[j - 1]);
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (x == y ? 0 : 1)});
+      if (i > 1 && j > 1 && x == absl::ascii_tolower(b[j - 2]) &&
+          absl::ascii_tolower(a[i - 2]) == y) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
+    }
+  }
+  return d[n][m];
+}
+
+// `did you mean "X"?` for the closest candidate within a third of the
+// word's length (at least 1, at most 3 edits), else "".
+template <typename Names>
+std::string Suggest(absl::string_view word, const Names& candidates) {
+  if (word.size() > 64) return "";  // keeps the quadratic distance cheap
+  const size_t limit = std::min<size_t>(3, word.size() / 3 + 1);
+  std::string best;
+  size_t best_distance = limit + 1;
+  for (const auto& candidate : candidates) {
+    size_t distance = EditDistance(word, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  if (best.empty() && word.size() >= 3) {
+    // "output" for "output_tokens": a prefix is as good a hint as a typo.
+    for (const auto& candidate : candidates) {
+      if (absl::StartsWithIgnoreCase(candidate, word)) {
+        best = candidate;
+        break;
+      }
+    }
+  }
+  return best.empty() ? "" : absl::StrCat("did you mean \"", best, "\"?");
+}
+
+std::string Join(const std::string& path, absl::string_view key) {
+  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+}
+std::string At(const std::string& path, size_t index) { return absl::StrCat(path, "[", index, "]"); }
+
+std::string Describe(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+      return "null";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Scalar: {
+      std::string s = n.Scalar();
+      if (s.size() > 40) s = s.substr(0, 40) + "...";
+      return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    }
+    default:
+      return "nothing";
+  }
+}
+
+// Pre-pass: bounds nesting and (alias-expanded) size before anything else
+// recurses over the document. Returns the offending node's mark through
+// `where` and a message, or "" when the document is within bounds.
+std::string CheckBounds(const YAML::Node& n, int depth, size_t* count, YAML::Mark* where) {
+  if (++*count > kMaxNodes) {
+    *where = n.Mark();
+    return absl::StrCat("document has more than ", kMaxNodes,
+                        " nodes once aliases are expanded");
+  }
+  if (!n.IsMap() && !n.IsSequence()) return "";
+  if (depth >= kMaxNestingDepth) {
+    *where = n.Mark();
+    return absl::StrCat("nesting deeper than ", kMaxNestingDepth, " levels");
+  }
+  for (auto it = n.begin(); it != n.end(); ++it) {
+    std::string problem;
+    if (n.IsMap()) {
+      problem = CheckBounds(it->first, depth + 1, count, where);
+      if (problem.empty()) problem = CheckBounds(it->second, depth + 1, count, where);
+    } else {
+      problem = CheckBounds(*it, depth + 1, count, where);
+    }
+    if (!problem.empty()) return problem;
+  }
+  return "";
+}
+
+// Plain YAML scalars take the JSON type they look like; quoted ones are
+// strings. Only called on documents CheckBounds accepted.
+nlohmann::json ToJson(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        out[it->first.IsScalar() ? it->first.Scalar() : ""] = ToJson(it->second);
+      }
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const YAML::Node& child : n) out.push_back(ToJson(child));
+      return out;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string& s = n.Scalar();
+      if (n.Tag() == "!") return s;
+      if (s == "null" || s == "~" || s == "Null" || s == "NULL") return nullptr;
+      if (s == "true" || s == "True" || s == "TRUE") return true;
+      if (s == "false" || s == "False" || s == "FALSE") return false;
+      int64_t i;
+      if (absl::SimpleAtoi(s, &i)) return i;
+      double d;
+      if (!s.empty() && (absl::ascii_isdigit(s[0]) || s[0] == '-' || s[0] == '.') &&
+          absl::SimpleAtod(s, &d)) {
+        return d;
+      }
+      return s;
+    }
+    default:
+      return nullptr;
+  }
+}
+
+class Checker {
+ public:
+  explicit Checker(ValidationReport* report) : report_(report) {}
+
+  void Add(Severity severity, const YAML::Node& at, const std::string& path, std::string message,
+           std::string suggestion = "") {
+    Problem p;
+    p.severity = severity;
+    p.path = path;
+    p.message = std::move(message);
+    p.suggestion = std::move(suggestion);
+    YAML::Mark mark = at.IsDefined() ? at.Mark() : YAML::Mark::null_mark();
+    if (!mark.is_null()) {
+      p.line = mark.line + 1;
+      p.column = mark.column + 1;
+    }
+    report_->problems.push_back(std::move(p));
+  }
+  void Error(const YAML::Node& at, const std::string& path, std::string message,
+             std::string suggestion = "") {
+    Add(Severity::kError, at, path, std::move(message), std::move(suggestion));
+  }
+  void Warning(const YAML::Node& at, const std::string& path, std::string message,
+               std::string suggestion = "") {
+    Add(Severity::kWarning, at, path, std::move(message), std::move(suggestion));
+  }
+
+  // True when `n` is a mapping (reports it otherwise). Checks its keys
+  // against `allowed` (and `more`), reporting unknown and repeated ones.
+  bool Map(const YAML::Node& n, const std::string& path, Keys allowed, Keys more = {}) {
+    if (!n.IsMap()) {
+      Error(n, path, absl::StrCat("expected a mapping, got ", Describe(n)));
+      return false;
+    }
+    std::vector<std::string> names;
+    for (const char* k : allowed) names.push_back(k);
+    for (const char* k : more) names.push_back(k);
+    std::set<std::string> seen;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->first.IsScalar()) {
+        Error(it->first, path, "field names must be strings");
+        continue;
+      }
+      const std::string& key = it->first.Scalar();
+      if (!seen.insert(key).second) {
+        Error(it->first, Join(path, key), "duplicate field");
+      } else if (std::find(names.begin(), names.end(), key) == names.end()) {
+        std::string suggestion = Suggest(key, names);
+        if (suggestion.empty()) {
+          suggestion = names.empty() ? "this takes no fields"
+                                     : absl::StrCat("expected one of: ", absl::StrJoin(names, ", "));
+        }
+        Error(it->first, Join(path, key), "unknown field", std::move(suggestion));
+      }
+    }
+    return true;
+  }
+
+  // Requires `key` in mapping `m`; reports its absence at `m`.
+  bool Require(const YAML::Node& m, const std::string& path, const char* key) {
+    if (m[key].IsDefined()) return true;
+    Error(m, path, absl::StrCat("missing required field \"", key, "\""));
+    return false;
+  }
+
+  bool String(const YAML::Node& n, const std::string& path, std::string* out) {
+    if (!n.IsScalar()) {
+      Error(n, path, absl::StrCat("expected a string, got ", Describe(n)));
+      return false;
+    }
+    *out = n.Scalar();
+    return true;
+  }
+  bool NonEmptyString(const YAML::Node& n, const std::string& path, std::string* out) {
+    if (!String(n, path, out)) return false;
+    if (!out->empty()) return true;
+    Error(n, path, "must not be empty");
+    return false;
+  }
+
+  bool Int(const YAML::Node& n, const std::string& path, int64_t* out, int64_t min) {
+    if (!n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), out)) {
+      Error(n, path, absl::StrCat("expected an integer, got ", Describe(n)));
+      return false;
+    }
+    if (*out < min) {
+      Error(n, path, absl::StrCat("must be at least ", min, ", got ", *out));
+      return false;
+    }
+    return true;
+  }
+
+  bool Number(const YAML::Node& n, const std::string& path, double* out) {
+    if (!n.IsScalar() || n.Scalar().empty() ||
+        !(absl::ascii_isdigit(n.Scalar()[0]) || n.Scalar()[0] == '-' || n.Scalar()[0] == '.') ||
+        !absl::SimpleAtod(n.Scalar(), out)) {
+      Error(n, path, absl::StrCat("expected a number, got ", Describe(n)));
+      return false;
+    }
+    if (*out < 0) {
+      Error(n, path, absl::StrCat("must not be negative, got ", n.Scalar()));
+      return false;
+    }
+    return true;
+  }
+
+  bool Bool(const YAML::Node& n, const std::string& path, bool* out) {
+    if (n.IsScalar()) {
+      const std::string s = absl::AsciiStrToLower(n.Scalar());
+      if (s == "true" || s == "false") {
+        *out = s == "true";
+        return true;
+      }
+    }
+    Error(n, path, absl::StrCat("expected true or false, got ", Describe(n)));
+    return false;
+  }
+
+  bool Regex(const YAML::Node& n, const std::string& path, Pattern* out) {
+    if (!String(n, path, &out->text)) return false;
+    RE2::Options options;
+    options.set_log_errors(false);
+    auto re = std::make_shared<const RE2>(out->text, options);
+    if (!re->ok()) {
+      Error(n, path, absl::StrCat("invalid regex: ", re->error()));
+      return false;
+    }
+    out->re = std::move(re);
+    return true;
+  }
+
+  bool StringList(const YAML::Node& n, const std::string& path, std::vector<std::string>* out) {
+    if (!n.IsSequence()) {
+      Error(n, path, absl::StrCat("expected a list of strings, got ", Describe(n)));
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < n.size(); ++i) {
+      std::string s;
+      if (String(n[i], At(path, i), &s)) {
+        out->push_back(std::move(s));
+      } else {
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  void Document(const YAML::Node& root, Scenario* s) {
+    if (!root.IsMap()) {
+      Error(root, "",
+            absl::StrCat("expected a mapping at the top level, got ", Describe(root)));
+      return;
+    }
+    Map(root, "", kTopKeys);
+    std::string schema;
+    if (!root["schema"].IsDefined()) {
+      Error(root, "", "missing required field \"schema\"",
+            absl::StrCat("add schema: ", kScenarioSchema));
+    } else if (String(root["schema"], "schema", &schema) && schema != kScenarioSchema) {
+      Error(root["schema"], "schema",
+            absl::StrCat("unknown schema \"", schema, "\"; this build reads ", kScenarioSchema));
+    }
+    if (root["name"].IsDefined()) String(root["name"], "name", &s->name);
+    if (root["description"].IsDefined()) {
+      String(root["description"], "description", &s->description);
+    }
+    if (root["agents"].IsDefined()) Agents(root["agents"], "agents", s);
+    if (root["extractors"].IsDefined()) ExtractorsField(root["extractors"], "extractors", s);
+    if (root["matching"].IsDefined()) Matching(root["matching"], "matching", s);
+    if (root["rules"].IsDefined()) Rules(root["rules"], "rules", s);
+    if (root["default"].IsDefined()) {
+      const YAML::Node& d = root["default"];
+      Action action;
+      if (Map(d, "default", kActionKeys) && ActionIn(d, "default", 1, &action)) {
+        s->default_action = std::move(action);
+      }
+    }
+    if (root["playbook"].IsDefined()) Playbook(root["playbook"], "playbook", s);
+    if (root["mock_tools"].IsDefined()) MockTools(root["mock_tools"], "mock_tools", s);
+    if (root["mock_ui"].IsDefined()) MockUiField(root["mock_ui"], "mock_ui", s);
+  }
+
+ private:
+  void Agents(const YAML::Node& n, const std::string& path, Scenario* s) {
+    if (!n.IsSequence()) {
+      Error(n, path, absl::StrCat("expected a list of {name, system_prompt}, got ", Describe(n)));
+      return;
+    }
+    std::set<std::string> names;
+    for (size_t i = 0; i < n.size(); ++i) {
+      const YAML::Node& a = n[i];
+      const std::string p = At(path, i);
+      if (!Map(a, p, {"name", "system_prompt"})) continue;
+      AgentDef agent;
+      bool ok = Require(a, p, "name") && NonEmptyString(a["name"], Join(p, "name"), &agent.name);
+      ok = Require(a, p, "system_prompt") &&
+           Regex(a["system_prompt"], Join(p, "system_prompt"), &agent.system_prompt) && ok;
+      // Names count even when the pattern is bad, so duplicates are named once.
+      if (!agent.name.empty() && !names.insert(agent.name).second) {
+        Warning(a["name"], Join(p, "name"),
+                absl::StrCat("agent \"", agent.name, "\" is defined twice; the first match wins"));
+      }
+      if (!ok) continue;
+      s->agents.push_back(std::move(agent));
+    }
+  }
+
+  void ExtractorsField(const YAML::Node& n, const std::string& path, Scenario* s) {
+    if (!Map(n, path, {"phase", "routing", "end"})) return;
+    if (n["phase"].IsDefined()) {
+      const YAML::Node& m = n["phase"];
+      const std::string p = Join(path, "phase");
+      Extractors::Phase phase;
+      if (Map(m, p, {"tool", "argument"})) {
+        bool ok = Require(m, p, "tool") && NonEmptyString(m["tool"], Join(p, "tool"), &phase.tool);
+        ok = Require(m, p, "argument") &&
+             NonEmptyString(m["argument"], Join(p, "argument"), &phase.argument) && ok;
+        if (ok) s->extractors.phase = phase;
+      }
+    }
+    if (n["routing"].IsDefined()) {
+      const YAML::Node& m = n["routing"];
+      const std::string p = Join(path, "routing");
+      Extractors::Routing routing{"agents", "phase", "reason"};
+      if (Map(m, p, {"agents_field", "phase_field", "reason_field"})) {
+        bool ok = true;
+        if (m["agents_field"].IsDefined()) {
+          ok = NonEmptyString(m["agents_field"], Join(p, "agents_field"), &routing.agents_field);
+        }
+        if (m["phase_field"].IsDefined()) {
+          ok = NonEmptyString(m["phase_field"], Join(p, "phase_field"), &routing.phase_field) && ok;
+        }
+        if (m["reason_field"].IsDefined()) {
+          ok = NonEmptyString(m["reason_field"], Join(p, "reason_field"), &routing.reason_field) &&
+               ok;
+        }
+        if (ok) s->extractors.routing = routing;
+      }
+    }
+    if (n["end"].IsDefined()) {
+      const YAML::Node& m = n["end"];
+      const std::string p = Join(path, "end");
+      Extractors::End end;
+      if (Map(m, p, {"tool"}) && Require(m, p, "tool") &&
+          NonEmptyString(m["tool"], Join(p, "tool"), &end.tool)) {
+        s->extractors.end = end;
+      }
+    }
+  }
+
+  void Matching(const YAML::Node& n, const std::string& path, Scenario* s) {
+    MatchingOptions& m = s->matching;
+    if (!Map(n, path, {"ignore_paths", "normalizers", "strict"})) return;
+    if (n["ignore_paths"].IsDefined()) {
+      const std::string p = Join(path, "ignore_paths");
+      std::vector<std::string> paths;
+      StringList(n["ignore_paths"], p, &paths);
+      for (size_t i = 0; i < paths.size(); ++i) {
+        absl::StatusOr<recorder::JsonPath> parsed = recorder::JsonPath::Parse(paths[i]);
+        if (parsed.ok()) {
+          m.ignore_paths.push_back(paths[i]);
+        } else {
+          Error(n["ignore_paths"][i], At(p, i),
+                absl::StrCat("invalid path: ", parsed.status().message()));
+        }
+      }
+    }
+    if (n["normalizers"].IsDefined()) {
+      const std::string p = Join(path, "normalizers");
+      std::vector<std::string> normalizers;
+      StringList(n["normalizers"], p, &normalizers);
+      for (size_t i = 0; i < normalizers.size(); ++i) {
+        auto one = MatchNormalizer::Create({}, {normalizers[i]});
+        if (one.ok()) {
+          m.normalizers.push_back(normalizers[i]);
+        } else {
+          // The message names the command-line flag; keep only the reason.
+          std::string message(one.status().message());
+          const std::string prefix = absl::StrCat("--normalize \"", normalizers[i], "\": ");
+          if (absl::StartsWith(message, prefix)) message = message.substr(prefix.size());
+          Error(n["normalizers"][i], At(p, i), absl::StrCat("invalid normalizer: ", message));
+        }
+      }
+    }
+    if (n["strict"].IsDefined()) {
+      bool strict;
+      if (Bool(n["strict"], Join(path, "strict"), &strict)) m.strict = strict;
+    }
+  }
+
+  void Rules(const YAML::Node& n, const std::string& path, Scenario* s) {
+    if (!n.IsSequence()) {
+      Error(n, path, absl::StrCat("expected a list of rules, got ", Describe(n)));
+      return;
+    }
+    std::map<std::string, size_t> names;
+    for (size_t i = 0; i < n.size(); ++i) {
+      const YAML::Node& r = n[i];
+      const std::string p = At(path, i);
+      if (!Map(r, p, kRuleOwnKeys, kActionKeys)) continue;
+      Rule rule;
+      rule.index = i;
+      bool ok = Require(r, p, "name") && NonEmptyString(r["name"], Join(p, "name"), &rule.name);
+      if (ok) {
+        auto [it, inserted] = names.emplace(rule.name, i);
+        if (!inserted) {
+          Warning(r["name"], Join(p, "name"),
+                  absl::StrCat("duplicate rule name \"", rule.name, "\" (also rules[", it->second,
+                               "])"));
+        }
+      }
+      if (r["priority"].IsDefined()) {
+        ok = Int(r["priority"], Join(p, "priority"), &rule.priority, INT32_MIN) && ok;
+      }
+      if (r["times"].IsDefined()) {
+        int64_t times;
+        if (Int(r["times"], Join(p, "times"), &times, 1)) {
+          rule.times = times;
+        } else {
+          ok = false;
+        }
+      }
+      if (r["when"].IsDefined()) ok = WhenField(r["when"], Join(p, "when"), s, &rule.when) && ok;
+      ok = ActionIn(r, p, 1, &rule.action) && ok;
+      if (ok) s->rules.push_back(std::move(rule));
+    }
+  }
+
+  bool WhenField(const YAML::Node& n, const std::string& path, const Scenario* s, When* w) {
+    if (n.IsNull()) return true;  // `when:` with nothing: always
+    if (!Map(n, path, kWhenKeys)) return false;
+    bool ok = true;
+    auto regex = [&](const char* key, std::optional<Pattern>* out) {
+      if (!n[key].IsDefined()) return;
+      Pattern pattern;
+      if (Regex(n[key], Join(path, key), &pattern)) {
+        *out = std::move(pattern);
+      } else {
+        ok = false;
+      }
+    };
+    auto string = [&](const char* key, std::optional<std::string>* out) {
+      if (!n[key].IsDefined()) return;
+      std::string value;
+      if (NonEmptyString(n[key], Join(path, key), &value)) {
+        *out = std::move(value);
+      } else {
+        ok = false;
+      }
+    };
+    regex("system_prompt", &w->system_prompt);
+    regex("user_message", &w->user_message);
+    regex("message_contains", &w->message_contains);
+    string("agent", &w->agent);
+    string("previous_agent", &w->previous_agent);
+    string("phase", &w->phase);
+    string("model", &w->model);
+    string("tool_available", &w->tool_available);
+    const std::pair<const char*, const std::optional<std::string>*> named_agents[] = {
+        {"agent", &w->agent}, {"previous_agent", &w->previous_agent}};
+    for (const auto& [key, agent] : named_agents) {
+      if (!*agent || s->agents.empty()) continue;
+      std::vector<std::string> known;
+      for (const AgentDef& a : s->agents) known.push_back(a.name);
+      if (std::find(known.begin(), known.end(), **agent) == known.end()) {
+        Warning(n[key], Join(path, key),
+                absl::StrCat("agent \"", **agent,
+                             "\" is not in agents (it can only come from the caller's agent "
+                             "header)"),
+                Suggest(**agent, known));
+      }
+    }
+    if (n["iteration"].IsDefined()) {
+      const YAML::Node& it = n["iteration"];
+      const std::string p = Join(path, "iteration");
+      IterationRange range;
+      if (it.IsMap()) {
+        if (Map(it, p, {"min", "max"})) {
+          bool fine = true;
+          if (!it["min"].IsDefined() && !it["max"].IsDefined()) {
+            Error(it, p, "expected min, max or both");
+            fine = false;
+          }
+          if (it["min"].IsDefined()) fine = Int(it["min"], Join(p, "min"), &range.min, 1) && fine;
+          if (it["max"].IsDefined()) {
+            int64_t max;
+            if (Int(it["max"], Join(p, "max"), &max, 1)) {
+              range.max = max;
+            } else {
+              fine = false;
+            }
+          }
+          if (fine && range.max && *range.max < range.min) {
+            Error(it, p, absl::StrCat("max (", *range.max, ") is less than min (", range.min, ")"));
+            fine = false;
+          }
+          if (fine) {
+            w->iteration = range;
+          } else {
+            ok = false;
+          }
+        } else {
+          ok = false;
+        }
+      } else if (Int(it, p, &range.min, 1)) {
+        range.max = range.min;
+        w->iteration = range;
+      } else {
+        ok = false;
+      }
+    }
+    if (n["previous_tool_calls"].IsDefined()) {
+      ok = StringList(n["previous_tool_calls"], Join(path, "previous_tool_calls"),
+                      &w->previous_tool_calls) &&
+           ok;
+    }
+    if (n["has_tool_result"].IsDefined()) {
+      bool value;
+      if (Bool(n["has_tool_result"], Join(path, "has_tool_result"), &value)) {
+        w->has_tool_result = value;
+      } else {
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  // `m` is a mapping (keys already checked by the caller) that must hold
+  // exactly one action key.
+  bool ActionIn(const YAML::Node& m, const std::string& path, int depth, Action* out) {
+    std::vector<std::string> present;
+    for (auto it = m.begin(); it != m.end(); ++it) {
+      if (!it->first.IsScalar()) continue;
+      for (const char* k : kActionKeys) {
+        if (it->first.Scalar() == k &&
+            std::find(present.begin(), present.end(), k) == present.end()) {
+          present.push_back(k);
+        }
+      }
+    }
+    if (present.empty()) {
+      Error(m, path,
+            absl::StrCat("no action; expected one of ",
+                         absl::StrJoin(std::vector<std::string>(kActionKeys.begin(),
+                                                                kActionKeys.end()),
+                                       ", ")));
+      return false;
+    }
+    if (present.size() > 1) {
+      Error(m, path,
+            absl::StrCat(present.size(), " actions (", absl::StrJoin(present, ", "),
+                         "); expected exactly one"));
+      return false;
+    }
+    if (depth > kMaxActionDepth) {
+      Error(m, path, absl::StrCat("actions nested deeper than ", kMaxActionDepth, " levels"));
+      return false;
+    }
+    const std::string& kind = present[0];
+    return ActionValue(kind, m[kind], Join(path, kind), depth, out);
+  }
+
+  bool ActionValue(const std::string& kind, const YAML::Node& n, const std::string& p, int depth,
+                   Action* out) {
+    if (kind == "respond") {
+      RespondAction a;
+      if (!Respond(n, p, &a)) return false;
+      out->value = std::move(a);
+    } else if (kind == "error") {
+      ErrorAction a;
+      if (!ErrorField(n, p, &a)) return false;
+      out->value = std::move(a);
+    } else if (kind == "delay") {
+      DelayAction a;
+      if (!Map(n, p, {"ms"}) || !Require(n, p, "ms") || !Int(n["ms"], Join(p, "ms"), &a.ms, 0)) {
+        return false;
+      }
+      out->value = a;
+    } else if (kind == "hang") {
+      if (!n.IsNull() && !Map(n, p, {})) return false;
+      if (n.IsMap() && n.size() > 0) return false;
+      out->value = HangAction{};
+    } else if (kind == "disconnect") {
+      DisconnectAction a;
+      if (!n.IsNull()) {
+        if (!Map(n, p, {"after_chunks"})) return false;
+        if (n["after_chunks"].IsDefined() &&
+            !Int(n["after_chunks"], Join(p, "after_chunks"), &a.after_chunks, 0)) {
+          return false;
+        }
+      }
+      out->value = a;
+    } else if (kind == "fail_then_succeed") {
+      FailThenSucceedAction a;
+      if (!Map(n, p, {"failures", "error", "then"})) return false;
+      bool ok = Require(n, p, "failures") &&
+                Int(n["failures"], Join(p, "failures"), &a.failures, 1);
+      ok = Require(n, p, "error") && ErrorField(n["error"], Join(p, "error"), &a.error) && ok;
+      if (Require(n, p, "then")) {
+        const YAML::Node& t = n["then"];
+        auto then = std::make_shared<Action>();
+        if (Map(t, Join(p, "then"), kActionKeys) &&
+            ActionIn(t, Join(p, "then"), depth + 1, then.get())) {
+          a.then = std::move(then);
+        } else {
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+      if (!ok) return false;
+      out->value = std::move(a);
+    } else if (kind == "sequence") {
+      SequenceAction a;
+      if (!n.IsSequence() || n.size() == 0) {
+        Error(n, p, absl::StrCat("expected a non-empty list of actions, got ", Describe(n)));
+        return false;
+      }
+      bool ok = true;
+      for (size_t i = 0; i < n.size(); ++i) {
+        Action step;
+        if (Map(n[i], At(p, i), kActionKeys) && ActionIn(n[i], At(p, i), depth + 1, &step)) {
+          a.steps.push_back(std::move(step));
+        } else {
+          ok = false;
+        }
+      }
+      if (!ok) return false;
+      out->value = std::move(a);
+    } else if (kind == "from_session") {
+      FromSessionAction a;
+      if (!Map(n, p, {"session", "seq"})) return false;
+      bool ok = Require(n, p, "session") &&
+                NonEmptyString(n["session"], Join(p, "session"), &a.session);
+      if (n["seq"].IsDefined()) {
+        int64_t seq;
+        if (Int(n["seq"], Join(p, "seq"), &seq, 0)) {
+          a.seq = seq;
+        } else {
+          ok = false;
+        }
+      }
+      if (!ok) return false;
+      out->value = std::move(a);
+    }
+    return true;
+  }
+
+  bool Respond(const YAML::Node& n, const std::string& p, RespondAction* a) {
+    if (!Map(n, p, {"content", "tool_calls", "finish_reason", "usage"})) return false;
+    bool ok = true;
+    if (n["content"].IsDefined()) ok = String(n["content"], Join(p, "content"), &a->content);
+    if (n["finish_reason"].IsDefined()) {
+      ok = NonEmptyString(n["finish_reason"], Join(p, "finish_reason"), &a->finish_reason) && ok;
+    }
+    if (n["tool_calls"].IsDefined()) {
+      const YAML::Node& calls = n["tool_calls"];
+      const std::string cp = Join(p, "tool_calls");
+      if (!calls.IsSequence()) {
+        Error(calls, cp, absl::StrCat("expected a list of {name, arguments}, got ",
+                                      Describe(calls)));
+        ok = false;
+      } else {
+        for (size_t i = 0; i < calls.size(); ++i) {
+          const YAML::Node& c = calls[i];
+          const std::string ip = At(cp, i);
+          ToolCallSpec call;
+          if (!Map(c, ip, {"name", "arguments"})) {
+            ok = false;
+            continue;
+          }
+          bool fine = Require(c, ip, "name") && NonEmptyString(c["name"], Join(ip, "name"), &call.name);
+          if (c["arguments"].IsDefined()) {
+            const YAML::Node& args = c["arguments"];
+            if (args.IsMap()) {
+              call.arguments = ToJson(args);
+            } else if (args.IsScalar()) {
+              call.arguments = args.Scalar();
+            } else {
+              Error(args, Join(ip, "arguments"),
+                    absl::StrCat("expected a mapping or a string, got ", Describe(args)));
+              fine = false;
+            }
+          }
+          if (fine) {
+            a->tool_calls.push_back(std::move(call));
+          } else {
+            ok = false;
+          }
+        }
+      }
+    }
+    if (n["usage"].IsDefined()) {
+      const YAML::Node& u = n["usage"];
+      const std::string up = Join(p, "usage");
+      Usage usage;
+      if (Map(u, up, {"input_tokens", "output_tokens"})) {
+        bool fine = true;
+        if (u["input_tokens"].IsDefined()) {
+          fine = Int(u["input_tokens"], Join(up, "input_tokens"), &usage.input_tokens, 0);
+        }
+        if (u["output_tokens"].IsDefined()) {
+          fine = Int(u["output_tokens"], Join(up, "output_tokens"), &usage.output_tokens, 0) &&
+                 fine;
+        }
+        if (fine) {
+          a->usage = usage;
+        } else {
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  bool ErrorField(const YAML::Node& n, const std::string& p, ErrorAction* a) {
+    if (!Map(n, p, {"grpc_code", "http_status", "message", "retry_after_seconds"})) return false;
+    bool ok = true;
+    if (!n["grpc_code"].IsDefined() && !n["http_status"].IsDefined()) {
+      Error(n, p, "expected grpc_code, http_status or both");
+      ok = false;
+    }
+    if (n["grpc_code"].IsDefined()) {
+      std::string name;
+      if (String(n["grpc_code"], Join(p, "grpc_code"), &name)) {
+        std::vector<std::string> names;
+        for (const GrpcCodeName& c : kGrpcCodes) {
+          names.push_back(c.name);
+          if (name == c.name) a->grpc_code = c.code;
+        }
+        if (!a->grpc_code) {
+          std::string suggestion = Suggest(name, names);
+          if (suggestion.empty()) {
+            suggestion = absl::StrCat("expected one of: ", absl::StrJoin(names, ", "));
+          }
+          Error(n["grpc_code"], Join(p, "grpc_code"),
+                absl::StrCat("unknown gRPC code \"", name, "\""), std::move(suggestion));
+          ok = false;
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (n["http_status"].IsDefined()) {
+      int64_t status;
+      if (Int(n["http_status"], Join(p, "http_status"), &status, INT32_MIN)) {
+        if (status < 100 || status > 599) {
+          Error(n["http_status"], Join(p, "http_status"),
+                absl::StrCat("must be an HTTP status between 100 and 599, got ", status));
+          ok = false;
+        } else {
+          a->http_status = static_cast<int>(status);
+        }
+      } else {
+        ok = false;
+      }
+    }
+    if (n["message"].IsDefined()) ok = String(n["message"], Join(p, "message"), &a->message) && ok;
+    if (n["retry_after_seconds"].IsDefined()) {
+      double seconds;
+      if (Number(n["retry_after_seconds"], Join(p, "retry_after_seconds"), &seconds)) {
+        a->retry_after_seconds = seconds;
+      } else {
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  void Playbook(const YAML::Node& n, const std::string& path, Scenario* s) {
+    if (!Map(n, path, {"turns"}) || !Require(n, path, "turns")) return;
+    const YAML::Node& turns = n["turns"];
+    const std::string tp = Join(path, "turns");
+    if (!turns.IsSequence()) {
+      Error(turns, tp, absl::StrCat("expected a list of turns, got ", Describe(turns)));
+      return;
+    }
+    for (size_t i = 0; i < turns.size(); ++i) {
+      const YAML::Node& t = turns[i];
+      const std::string p = At(tp, i);
+      if (!Map(t, p, {"when", "actions", "capture"})) continue;
+      PlaybookTurn turn;
+      bool ok = true;
+      if (t["when"].IsDefined()) {
+        Pattern when;
+        if (Regex(t["when"], Join(p, "when"), &when)) {
+          turn.when = std::move(when);
+        } else {
+          ok = false;
+        }
+      }
+      if (Require(t, p, "actions")) {
+        const YAML::Node& actions = t["actions"];
+        const std::string ap = Join(p, "actions");
+        if (!actions.IsSequence() || actions.size() == 0) {
+          Error(actions, ap,
+                absl::StrCat("expected a non-empty list of call or say, got ", Describe(actions)));
+          ok = false;
+        } else {
+          for (size_t j = 0; j < actions.size(); ++j) {
+            PlaybookStep step;
+            if (Step(actions[j], At(ap, j), &step)) {
+              turn.actions.push_back(std::move(step));
+            } else {
+              ok = false;
+            }
+          }
+        }
+      } else {
+        ok = false;
+      }
+      if (t["capture"].IsDefined()) ok = Captures(t["capture"], Join(p, "capture"), &turn) && ok;
+      if (ok) s->playbook.push_back(std::move(turn));
+    }
+  }
+
+  bool Step(const YAML::Node& n, const std::string& p, PlaybookStep* step) {
+    if (!Map(n, p, {"call", "say"})) return false;
+    const bool call = n["call"].IsDefined(), say = n["say"].IsDefined();
+    if (call == say) {
+      Error(n, p, call ? "both call and say; expected exactly one" : "expected call or say");
+      return false;
+    }
+    if (call) {
+      const YAML::Node& c = n["call"];
+      const std::string cp = Join(p, "call");
+      step->kind = PlaybookStep::Kind::kCall;
+      if (!Map(c, cp, {"tool", "args"})) return false;
+      bool ok = Require(c, cp, "tool") && NonEmptyString(c["tool"], Join(cp, "tool"), &step->tool);
+      if (c["args"].IsDefined()) {
+        if (c["args"].IsMap()) {
+          step->args = ToJson(c["args"]);
+        } else {
+          Error(c["args"], Join(cp, "args"),
+                absl::StrCat("expected a mapping, got ", Describe(c["args"])));
+          ok = false;
+        }
+      }
+      return ok;
+    }
+    const YAML::Node& sy = n["say"];
+    const std::string sp = Join(p, "say");
+    step->kind = PlaybookStep::Kind::kSay;
+    return Map(sy, sp, {"text"}) && Require(sy, sp, "text") &&
+           String(sy["text"], Join(sp, "text"), &step->text);
+  }
+
+  bool Captures(const YAML::Node& n, const std::string& path, PlaybookTurn* turn) {
+    if (!n.IsMap()) {
+      Error(n, path, absl::StrCat("expected a mapping of NAME: {from_tool_result, regex}, got ",
+                                  Describe(n)));
+      return false;
+    }
+    bool ok = true;
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->first.IsScalar()) {
+        Error(it->first, path, "capture names must be strings");
+        ok = false;
+        continue;
+      }
+      Capture capture;
+      capture.name = it->first.Scalar();
+      const std::string p = Join(path, capture.name);
+      const YAML::Node& c = it->second;
+      if (!Map(c, p, {"from_tool_result", "regex"})) {
+        ok = false;
+        continue;
+      }
+      bool fine = Require(c, p, "from_tool_result") &&
+                  NonEmptyString(c["from_tool_result"], Join(p, "from_tool_result"),
+                                 &capture.from_tool_result);
+      // Group 1 is captured, or the whole match when there is no group
+      // (`'PLAN-[0-9a-f]+'` captures the id itself).
+      if (!(Require(c, p, "regex") && Regex(c["regex"], Join(p, "regex"), &capture.regex))) {
+        fine = false;
+      }
+      if (fine) {
+        turn->captures.push_back(std::move(capture));
+      } else {
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  void MockTools(const YAML::Node& n, const std::string& path, Scenario* s) {
+    if (!n.IsMap()) {
+      Error(n, path, absl::StrCat("expected a mapping of TOOL: answer, got ", Describe(n)));
+      return;
+    }
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->first.IsScalar()) {
+        Error(it->first, path, "tool names must be strings");
+        continue;
+      }
+      const std::string& tool = it->first.Scalar();
+      const std::string p = Join(path, tool);
+      const YAML::Node& v = it->second;
+      MockTool mock;
+      if (v.IsScalar()) {
+        mock.text = v.Scalar();
+      } else if (v.IsMap()) {
+        if (!Map(v, p, {"template", "result"})) continue;
+        const bool has_template = v["template"].IsDefined(), has_result = v["result"].IsDefined();
+        if (has_template == has_result) {
+          Error(v, p, has_template ? "both template and result; expected exactly one"
+                                   : "expected template or result");
+          continue;
+        }
+        if (has_template) {
+          mock.kind = MockTool::Kind::kTemplate;
+          if (!String(v["template"], Join(p, "template"), &mock.text)) continue;
+        } else {
+          mock.kind = MockTool::Kind::kResult;
+          mock.result = ToJson(v["result"]);
+        }
+      } else {
+        Error(v, p,
+              absl::StrCat("expected a string, {template} or {result}, got ", Describe(v)));
+        continue;
+      }
+      s->mock_tools[tool] = std::move(mock);
+    }
+  }
+
+  void MockUiField(const YAML::Node& n, const std::string& path, Scenario* s) {
+    if (!Map(n, path, {"confirm", "select", "input", "editor"})) return;
+    if (n["confirm"].IsDefined()) Bool(n["confirm"], Join(path, "confirm"), &s->mock_ui.confirm);
+    if (n["select"].IsDefined()) Int(n["select"], Join(path, "select"), &s->mock_ui.select, 0);
+    if (n["input"].IsDefined()) String(n["input"], Join(path, "input"), &s->mock_ui.input);
+    if (n["editor"].IsDefined()) String(n["editor"], Join(path, "editor"), &s->mock_ui.editor);
+  }
+
+  ValidationReport* report_;
+};
+
+ValidationReport Parse(absl::string_view text, absl::string_view source, Scenario* out) {
+  ValidationReport report;
+  report.source = std::string(source);
+  out->source = std::string(source);
+  Checker check(&report);
+  const YAML::Node none;
+  if (text.size() > kMaxScenarioBytes) {
+    check.Error(none, "",
+                absl::StrCat("file is larger than ", kMaxScenarioBytes, " bytes; refused"));
+    return report;
+  }
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own guard (2000 levels) fires before our tree walk could.
+    Problem p;
+    p.message = absl::StrCat("nesting deeper than ", kMaxNestingDepth, " levels");
+    if (!e.mark.is_null()) {
+      p.line = e.mark.line + 1;
+      p.column = e.mark.column + 1;
+    }
+    report.problems.push_back(std::move(p));
+    return report;
+  } catch (const YAML::ParserException& e) {
+    Problem p;
+    p.path = "";
+    p.message = absl::StrCat("YAML syntax error: ", e.msg);
+    if (!e.mark.is_null()) {
+      p.line = e.mark.line + 1;
+      p.column = e.mark.column + 1;
+    }
+    report.problems.push_back(std::move(p));
+    return report;
+  } catch (const YAML::Exception& e) {
+    check.Error(none, "", absl::StrCat("cannot read YAML: ", e.msg));
+    return report;
+  }
+  if (documents.empty() || documents[0].IsNull()) {
+    Problem p;
+    p.message = absl::StrCat("empty document; expected a mapping starting with schema: ",
+                             kScenarioSchema);
+    p.line = 1;
+    p.column = 1;
+    report.problems.push_back(std::move(p));
+    return report;
+  }
+  if (documents.size() > 1) {
+    check.Error(documents[1], "",
+                absl::StrCat("the file holds ", documents.size(),
+                             " YAML documents; a scenario is exactly one"));
+    return report;
+  }
+  size_t count = 0;
+  YAML::Mark where = YAML::Mark::null_mark();
+  std::string bound = CheckBounds(documents[0], 0, &count, &where);
+  if (!bound.empty()) {
+    Problem p;
+    p.message = bound;
+    if (!where.is_null()) {
+      p.line = where.line + 1;
+      p.column = where.column + 1;
+    }
+    report.problems.push_back(std::move(p));
+    return report;
+  }
+  try {
+    check.Document(documents[0], out);
+  } catch (const YAML::Exception& e) {
+    // Not expected: every access above checks types first. Reported rather
+    // than thrown so that a validator bug never takes a server down.
+    check.Error(none, "", absl::StrCat("internal error reading the document: ", e.msg));
+  }
+  std::stable_sort(report.problems.begin(), report.problems.end(),
+                   [](const Problem& a, const Problem& b) {
+                     return std::make_pair(a.line, a.column) < std::make_pair(b.line, b.column);
+                   });
+  if (report.ok()) {
+    auto normalizer = MatchNormalizer::Create(out->matching.ignore_paths,
+                                              out->matching.normalizers);
+    if (normalizer.ok()) {
+      out->matching.normalizer = *std::move(normalizer);
+    } else {
+      check.Error(none, "matching", std::string(normalizer.status().message()));
+    }
+  }
+  return report;
+}
+
+}  // namespace
+
+const char* Action::kind_name() const {
+  static constexpr const char* kNames[] = {"respond",    "error",
+                                           "delay",      "hang",
+                                           "disconnect", "fail_then_succeed",
+                                           "sequence",   "from_session"};
+  return kNames[value.index()];
+}
+
+int ValidationReport::errors() const {
+  return static_cast<int>(std::count_if(problems.begin(), problems.end(), [](const Problem& p) {
+    return p.severity == Severity::kError;
+  }));
+}
+
+int ValidationReport::warnings() const {
+  return static_cast<int>(problems.size()) - errors();
+}
+
+ValidationReport ValidateScenario(absl::string_view text, absl::string_view source) {
+  Scenario ignored;
+  return Parse(text, source, &ignored);
+}
+
+absl::StatusOr<Scenario> LoadScenario(absl::string_view text, absl::string_view source) {
+  Scenario scenario;
+  ValidationReport report = Parse(text, source, &scenario);
+  if (!report.ok()) return absl::InvalidArgumentError(FormatReport(report));
+  return scenario;
+}
+
+std::string FormatProblem(const ValidationReport& report, const Problem& problem) {
+  std::string out = report.source;
+  if (problem.line > 0) absl::StrAppend(&out, ":", problem.line, ":", problem.column);
+  absl::StrAppend(&out, ": ", problem.severity == Severity::kError ? "error" : "warning", ": ");
+  if (!problem.path.empty()) absl::StrAppend(&out, problem.path, ": ");
+  absl::StrAppend(&out, problem.message);
+  if (!problem.suggestion.empty()) absl::StrAppend(&out, " (", problem.suggestion, ")");
+  return out;
+}
+
+std::string FormatReport(const ValidationReport& report) {
+  std::vector<std::string> lines;
+  for (const Problem& p : report.problems) lines.push_back(FormatProblem(report, p));
+  return absl::StrJoin(lines, "\n");
+}
+
+nlohmann::json ReportToJson(const ValidationReport& report) {
+  nlohmann::json problems = nlohmann::json::array();
+  for (const Problem& p : report.problems) {
+    problems.push_back({{"severity", p.severity == Severity::kError ? "error" : "warning"},
+                        {"path", p.path},
+                        {"message", p.message},
+                        {"suggestion", p.suggestion},
+                        {"line", p.line},
+                        {"column", p.column}});
+  }
+  return {{"file", report.source},
+          {"errors", report.errors()},
+          {"warnings", report.warnings()},
+          {"problems", std::move(problems)}};
+}
+
+absl::StatusOr<std::string> ReadScenarioFile(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::NotFoundError(absl::StrCat("no such scenario file: ", path));
+  }
+  if (std::filesystem::is_directory(path, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a scenario file"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::UnavailableError(absl::StrCat("cannot read ", path));
+  std::string text(kMaxScenarioBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return absl::UnavailableError(absl::StrCat("cannot read ", path));
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
+}
+
+std::vector<std::string> ScenarioSearchPath() {
+  std::vector<std::string> dirs;
+  const char* env = std::getenv("UNDERSTUDY_SCENARIOS");
+  if (env != nullptr && *env != '\0') dirs.push_back(env);
+  dirs.push_back(UNDERSTUDY_SCENARIO_DIR);
+  return dirs;
+}
+
+absl::StatusOr<std::string> ResolveScenario(const std::string& name_or_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool looks_like_path = absl::StrContains(name_or_path, '/') ||
+                               absl::EndsWith(name_or_path, ".yaml") ||
+                               absl::EndsWith(name_or_path, ".yml") ||
+                               absl::EndsWith(name_or_path, ".json");
+  if (looks_like_path) {
+    if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
+    return absl::NotFoundError(absl::StrCat("no such scenario file: ", name_or_path));
+  }
+  std::set<std::string> available;
+  for (const std::string& dir : ScenarioSearchPath()) {
+    for (const char* ext : {".yaml", ".yml", ".json"}) {
+      fs::path candidate = fs::path(dir) / (name_or_path + ext);
+      if (!name_or_path.empty() && fs::is_regular_file(candidate, ec)) return candidate.string();
+    }
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path& p = it->path();
+      if (p.extension() == ".yaml" || p.extension() == ".yml" || p.extension() == ".json") {
+        available.insert(p.stem().string());
+      }
+    }
+  }
+  if (!name_or_path.empty() && fs::is_regular_file(name_or_path, ec)) return name_or_path;
+  return absl::NotFoundError(absl::StrCat(
+      "no scenario pack or file named \"", name_or_path, "\" (packs: ",
+      available.empty() ? "none found" : absl::StrJoin(available, ", "), "; searched ",
+      absl::StrJoin(ScenarioSearchPath(), ", "), ")"));
+}
+
+}  // namespace replayer
+}  // namespace understudy
