@@ -1,0 +1,255 @@
+#include "replayer/rules.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "nlohmann/json.hpp"
+#include "re2/re2.h"
+
+namespace understudy {
+namespace replayer {
+namespace {
+
+absl::Status CheckPattern(const std::optional<Pattern>& pattern, const Rule& rule,
+                          absl::string_view field) {
+  if (pattern.has_value() && pattern->re == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("rule \"", rule.name, "\": when.", field,
+                                                   " is not compiled (load the scenario with "
+                                                   "LoadScenario)"));
+  }
+  return absl::OkStatus();
+}
+
+bool Found(const Pattern& pattern, absl::string_view text) {
+  // re2 2022-06-01 takes its own StringPiece; convert explicitly.
+  return RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *pattern.re);
+}
+
+// Everything a rule's conditions read, captured for one request under the
+// context's lock.
+struct Facts {
+  const v1::CompletionRequest& request;
+  absl::string_view agent;
+  int64_t agent_iteration;
+  const std::optional<std::string>& previous_agent;
+  const std::string& phase;
+  const std::vector<std::string>& tool_calls;
+};
+
+bool Holds(const When& when, const Facts& f) {
+  const v1::CompletionRequest& request = f.request;
+  if (when.agent.has_value() && *when.agent != f.agent) return false;
+  if (when.previous_agent.has_value() &&
+      (!f.previous_agent.has_value() || *when.previous_agent != *f.previous_agent)) {
+    return false;
+  }
+  if (when.phase.has_value() && *when.phase != f.phase) return false;
+  if (when.model.has_value() && *when.model != request.model()) return false;
+  if (when.iteration.has_value()) {
+    if (f.agent_iteration < when.iteration->min) return false;
+    if (when.iteration->max.has_value() && f.agent_iteration > *when.iteration->max) {
+      return false;
+    }
+  }
+  for (const std::string& tool : when.previous_tool_calls) {
+    if (std::find(f.tool_calls.begin(), f.tool_calls.end(), tool) == f.tool_calls.end()) {
+      return false;
+    }
+  }
+  if (when.has_tool_result.has_value()) {
+    bool has = std::any_of(request.messages().begin(), request.messages().end(),
+                           [](const v1::Message& m) { return m.role() == "tool"; });
+    if (has != *when.has_tool_result) return false;
+  }
+  if (when.tool_available.has_value()) {
+    bool offered = std::any_of(request.tools().begin(), request.tools().end(),
+                               [&](const v1::ToolDefinition& t) {
+                                 return t.name() == *when.tool_available;
+                               });
+    if (!offered) return false;
+  }
+  // Regexes last: the cheap checks above usually decide.
+  if (when.system_prompt.has_value()) {
+    const v1::Message* system = nullptr;
+    for (const v1::Message& m : request.messages()) {
+      if (m.role() == "system") {
+        system = &m;
+        break;
+      }
+    }
+    if (system == nullptr || !Found(*when.system_prompt, system->content())) return false;
+  }
+  if (when.user_message.has_value()) {
+    const v1::Message* user = nullptr;
+    for (int i = request.messages_size() - 1; i >= 0; --i) {
+      if (request.messages(i).role() == "user") {
+        user = &request.messages(i);
+        break;
+      }
+    }
+    if (user == nullptr || !Found(*when.user_message, user->content())) return false;
+  }
+  if (when.message_contains.has_value()) {
+    bool any = std::any_of(request.messages().begin(), request.messages().end(),
+                           [&](const v1::Message& m) {
+                             return Found(*when.message_contains, m.content());
+                           });
+    if (!any) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int64_t RunContext::overall_iteration() const {
+  absl::MutexLock lock(&mu_);
+  return overall_iteration_;
+}
+
+int64_t RunContext::agent_iteration(absl::string_view agent) const {
+  absl::MutexLock lock(&mu_);
+  auto it = agent_iterations_.find(agent);
+  return it == agent_iterations_.end() ? 0 : it->second;
+}
+
+std::optional<std::string> RunContext::previous_agent() const {
+  absl::MutexLock lock(&mu_);
+  return previous_agent_;
+}
+
+std::string RunContext::phase() const {
+  absl::MutexLock lock(&mu_);
+  return phase_;
+}
+
+bool RunContext::ended() const {
+  absl::MutexLock lock(&mu_);
+  return ended_;
+}
+
+std::vector<std::string> RunContext::tool_calls() const {
+  absl::MutexLock lock(&mu_);
+  return tool_calls_;
+}
+
+int64_t RunContext::rule_uses(size_t rule_index) const {
+  absl::MutexLock lock(&mu_);
+  auto it = rule_uses_.find(rule_index);
+  return it == rule_uses_.end() ? 0 : it->second;
+}
+
+void RunContext::SetCapture(absl::string_view name, absl::string_view value) {
+  absl::MutexLock lock(&mu_);
+  captures_[name] = std::string(value);
+}
+
+std::optional<std::string> RunContext::capture(absl::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = captures_.find(name);
+  if (it == captures_.end()) return std::nullopt;
+  return it->second;
+}
+
+absl::flat_hash_map<std::string, std::string> RunContext::captures() const {
+  absl::MutexLock lock(&mu_);
+  return captures_;
+}
+
+void RunContext::SetPhase(absl::string_view phase) {
+  absl::MutexLock lock(&mu_);
+  phase_ = std::string(phase);
+}
+
+absl::StatusOr<RuleSet> RuleSet::Create(const Scenario& scenario) {
+  absl::flat_hash_set<size_t> seen;
+  for (const Rule& rule : scenario.rules) {
+    if (!seen.insert(rule.index).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rule \"", rule.name, "\": index ", rule.index, " is repeated"));
+    }
+    for (auto [pattern, field] : {std::make_pair(&rule.when.system_prompt, "system_prompt"),
+                                  std::make_pair(&rule.when.user_message, "user_message"),
+                                  std::make_pair(&rule.when.message_contains,
+                                                 "message_contains")}) {
+      absl::Status s = CheckPattern(*pattern, rule, field);
+      if (!s.ok()) return s;
+    }
+  }
+  std::vector<Rule> rules = scenario.rules;
+  // Stable, with the file index as the explicit tie-break, so the order does
+  // not depend on how the vector happened to be arranged.
+  std::stable_sort(rules.begin(), rules.end(), [](const Rule& a, const Rule& b) {
+    if (a.priority != b.priority) return a.priority > b.priority;
+    return a.index < b.index;
+  });
+  return RuleSet(std::move(rules));
+}
+
+Selection RuleSet::Select(RunContext& context, const v1::CompletionRequest& request,
+                          absl::string_view agent) const {
+  Selection selection;
+  absl::MutexLock lock(&context.mu_);
+  selection.overall_iteration = static_cast<int>(++context.overall_iteration_);
+  int64_t agent_iteration = ++context.agent_iterations_[agent];
+  selection.agent_iteration = static_cast<int>(agent_iteration);
+  selection.previous_agent = context.previous_agent_;
+
+  const Facts facts{request,         agent,          agent_iteration, context.previous_agent_,
+                    context.phase_, context.tool_calls_};
+  for (const Rule& rule : rules_) {
+    int64_t& uses = context.rule_uses_[rule.index];
+    if (rule.times.has_value() && uses >= *rule.times) continue;
+    if (!Holds(rule.when, facts)) continue;
+    selection.rule_use = ++uses;
+    selection.rule_index = static_cast<int>(rule.index);
+    selection.rule = &rule;
+    break;
+  }
+  context.previous_agent_ = std::string(agent);
+  return selection;
+}
+
+Observation Observe(RunContext& context, const v1::CompletionResponse& response,
+                    const Extractors& extractors) {
+  Observation observation;
+  std::optional<std::string> phase;
+  for (const v1::ToolCall& call : response.message().tool_calls()) {
+    observation.tool_calls.push_back(call.name());
+    if (extractors.end.has_value() && call.name() == extractors.end->tool) {
+      observation.ended = true;
+    }
+    if (extractors.phase.has_value() && call.name() == extractors.phase->tool) {
+      nlohmann::json args = nlohmann::json::parse(call.arguments(), nullptr,
+                                                  /*allow_exceptions=*/false);
+      if (args.is_object()) {
+        auto it = args.find(extractors.phase->argument);
+        if (it != args.end() && !it->is_null()) {
+          phase = it->is_string() ? it->get<std::string>() : it->dump();
+        }
+      }
+    }
+  }
+  if (!phase.has_value() && extractors.routing.has_value() &&
+      !response.message().content().empty()) {
+    nlohmann::json content = nlohmann::json::parse(response.message().content(), nullptr,
+                                                   /*allow_exceptions=*/false);
+    if (content.is_object()) {
+      auto it = content.find(extractors.routing->phase_field);
+      if (it != content.end() && it->is_string()) phase = it->get<std::string>();
+    }
+  }
+  observation.phase = phase;
+
+  absl::MutexLock lock(&context.mu_);
+  context.tool_calls_.insert(context.tool_calls_.end(), observation.tool_calls.begin(),
+                             observation.tool_calls.end());
+  if (phase.has_value()) context.phase_ = *phase;
+  if (observation.ended) context.ended_ = true;
+  return observation;
+}
+
+}  // namespace replayer
+}  // namespace understudy

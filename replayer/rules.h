@@ -1,0 +1,164 @@
+// Rule selection: which scenario rule answers a request, given the run's
+// conversation so far.
+//
+//   absl::StatusOr<RuleSet> rules = RuleSet::Create(scenario);
+//   RunContext context;                          // one per run
+//   Selection s = rules->Select(context, request, agent);
+//   if (s.rule != nullptr) { /* perform s.rule->action, use s.rule_use */ }
+//   ... answer ...
+//   Observe(context, response, scenario.extractors);  // tool calls, phase
+//
+// Select is atomic per request: under the context's lock it counts the
+// request (overall and for its agent), evaluates the rules in priority order
+// against the request and the context, consumes one use of the chosen rule
+// and records the agent as the previous one. Concurrent requests in one run
+// therefore each see a distinct iteration number and never over-use a
+// `times`-limited rule. Patterns are the Scenario's precompiled RE2 objects;
+// nothing is compiled at request time.
+//
+// This file is a pure library: performing actions is the engine's job.
+#ifndef UNDERSTUDY_REPLAYER_RULES_H_
+#define UNDERSTUDY_REPLAYER_RULES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "replayer/scenario.h"
+#include "understudy/v1/completion.pb.h"
+
+namespace understudy {
+namespace replayer {
+
+class RunContext;
+struct Observation;
+Observation Observe(RunContext& context, const v1::CompletionResponse& response,
+                    const Extractors& extractors);
+
+// Per-run conversation state: what rules' `when` conditions read. A context
+// serves one scenario's RuleSet (rule uses are keyed by the rule's position
+// in the scenario file).
+//
+// Thread safety: every method may be called from any thread; the context has
+// its own lock, and RuleSet::Select and Observe take it for the whole update.
+// Accessors return snapshots.
+class RunContext {
+ public:
+  RunContext() = default;
+  RunContext(const RunContext&) = delete;
+  RunContext& operator=(const RunContext&) = delete;
+
+  // Requests counted so far in the run, all agents.
+  int64_t overall_iteration() const;
+  // Requests counted so far from `agent` ("" is the unnamed agent).
+  int64_t agent_iteration(absl::string_view agent) const;
+  // The agent of the most recent request counted; nullopt before any.
+  std::optional<std::string> previous_agent() const;
+  // The current workflow phase; "" until an extractor sets one.
+  std::string phase() const;
+  // Whether an end signal (extractors.end) has been observed.
+  bool ended() const;
+  // Names of the tools the model has called in this run, in order.
+  std::vector<std::string> tool_calls() const;
+  // Times the rule at `rule_index` (its position in Scenario::rules) was chosen.
+  int64_t rule_uses(size_t rule_index) const;
+
+  // Captured values (playbook `capture`), by name. Set replaces.
+  void SetCapture(absl::string_view name, absl::string_view value);
+  // nullopt when nothing was captured under `name`.
+  std::optional<std::string> capture(absl::string_view name) const;
+  absl::flat_hash_map<std::string, std::string> captures() const;
+
+  // Sets the phase directly (e.g. from a routing decision made elsewhere).
+  void SetPhase(absl::string_view phase);
+
+ private:
+  friend class RuleSet;
+  friend Observation Observe(RunContext& context, const v1::CompletionResponse& response,
+                             const Extractors& extractors);
+
+  mutable absl::Mutex mu_;
+  int64_t overall_iteration_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<std::string, int64_t> agent_iterations_ ABSL_GUARDED_BY(mu_);
+  std::optional<std::string> previous_agent_ ABSL_GUARDED_BY(mu_);
+  std::string phase_ ABSL_GUARDED_BY(mu_);
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  std::vector<std::string> tool_calls_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::string> captures_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<size_t, int64_t> rule_uses_ ABSL_GUARDED_BY(mu_);
+};
+
+// The outcome of RuleSet::Select for one request.
+struct Selection {
+  // Position of the chosen rule in Scenario::rules; -1 when no rule holds.
+  int rule_index = -1;
+  // The chosen rule (owned by the RuleSet, valid while it lives); nullptr
+  // when none.
+  const Rule* rule = nullptr;
+  // Which use of the chosen rule this is, 1-based (picks a `sequence` step or
+  // a `fail_then_succeed` attempt); 0 when no rule was chosen.
+  int64_t rule_use = 0;
+  // This request's 1-based count among its agent's requests in the run.
+  int agent_iteration = 0;
+  // This request's 1-based count among all requests in the run.
+  int overall_iteration = 0;
+  // The agent of the request counted just before this one; nullopt for the
+  // run's first request.
+  std::optional<std::string> previous_agent;
+};
+
+// A scenario's rules in evaluation order: priority, higher first; ties in
+// file order. Immutable once built, so one RuleSet may serve many runs and
+// threads at once.
+class RuleSet {
+ public:
+  // Copies and orders `scenario`'s rules (the scenario need not outlive the
+  // result). INVALID_ARGUMENT when a pattern is not compiled (the scenario did
+  // not come from LoadScenario) or a rule's `index` is repeated.
+  static absl::StatusOr<RuleSet> Create(const Scenario& scenario);
+
+  // Counts `request` in `context` as `agent`'s next request, chooses the
+  // first rule in evaluation order whose conditions all hold and whose
+  // `times` is not used up, consumes one use of it and records `agent` as the
+  // previous agent — all under the context's lock, as one step. A request no
+  // rule matches is still counted. `agent` is "" when the caller has none.
+  Selection Select(RunContext& context, const v1::CompletionRequest& request,
+                   absl::string_view agent) const;
+
+  // The rules in evaluation order.
+  const std::vector<Rule>& rules() const { return rules_; }
+
+ private:
+  explicit RuleSet(std::vector<Rule> rules) : rules_(std::move(rules)) {}
+
+  std::vector<Rule> rules_;
+};
+
+// What Observe learned from one answer.
+struct Observation {
+  std::vector<std::string> tool_calls;  // names, in the answer's order
+  std::optional<std::string> phase;     // the phase the answer set, if any
+  bool ended = false;                   // the answer carried the end signal
+};
+
+// Updates `context` after the model (or a rule) answered: appends the
+// answer's tool call names to the run's tool calls; sets the phase from the
+// `extractors.phase` tool call's argument (a string argument as is, any other
+// JSON value as its JSON text) or, failing that, from the routing phase field
+// of JSON object content; marks the run ended on an `extractors.end` tool
+// call. Malformed arguments or content are ignored, never an error.
+// Thread-safe: one step under the context's lock.
+Observation Observe(RunContext& context, const v1::CompletionResponse& response,
+                    const Extractors& extractors);
+
+}  // namespace replayer
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_REPLAYER_RULES_H_
