@@ -163,6 +163,7 @@ void PrintSummary(const v1::RunSummary& summary) {
   for (const v1::ExchangeRef& r : summary.unconsumed()) {
     std::cerr << "  unused #" << r.seq() << " " << r.agent() << "\n";
   }
+  for (const std::string& f : summary.failures()) std::cerr << "  failed: " << f << "\n";
 }
 
 }  // namespace
@@ -252,6 +253,8 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
   if (!summary.ok()) return Fail(summary.status());
   PrintSummary(*summary);
   if (!stopped.ok()) return Fail(stopped);
+  // The command passed but the scenario's script was not followed.
+  if (exit_code == 0 && summary->run().state() == v1::RUN_STATE_FAILED) return 1;
   return exit_code;
 }
 

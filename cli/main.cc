@@ -137,6 +137,9 @@ int main(int argc, char** argv) {
          "Header never logged, besides authorization, x-api-key, api-key, proxy-authorization");
     list("redact-json-path", serve.server.redact_json_paths,
          "Request body field stored as \"[REDACTED]\", e.g. metadata.api_key (repeatable)");
+    option("scenario", serve.server.scenario,
+           "Scenario for runs that name none: a pack (error-handling, rate-limit, "
+           "network-resilience, slow-stream) or a YAML/JSON file; see `understudy validate`");
     option("speed", serve.server.speed,
            "Replay pace: 0 as fast as possible, 1 the recorded pace, 2 twice as fast")
         ->check(CLI::Range(0.0, 1000.0));

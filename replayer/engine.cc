@@ -10,22 +10,36 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/scheduler.h"
 #include "base/status_macros.h"
 #include "recorder/canonical.h"
 #include "recorder/stream.h"
 #include "recorder/validate.h"
 #include "replayer/miss_report.h"
+#include "replayer/playbook.h"
 
 namespace understudy {
 namespace replayer {
+
+using Attributes = TraceAttributes;
 
 // Everything one run holds. Immutable fields are set before the run is
 // published; the rest is guarded by `mu`.
 class RunState {
  public:
-  RunState(v1::Run run, std::shared_ptr<const SessionIndex> index, store::Store* store,
+  // A session a `from_session` action serves from, loaded at StartRun.
+  struct SourceSession {
+    std::shared_ptr<const SessionIndex> index;
+    std::vector<uint8_t> served;  // guarded by RunState::mu_
+  };
+
+  RunState(v1::Run run, std::shared_ptr<const SessionIndex> index,
+           std::shared_ptr<const Script> script,
+           absl::flat_hash_map<std::string, SourceSession> sources, store::Store* store,
            Clock* clock, int max_miss_reports)
       : id_(run.id()),
+        script_(std::move(script)),
         mode_(run.mode()),
         strict_(run.strict()),
         session_(run.session()),
@@ -34,9 +48,56 @@ class RunState {
         store_(store),
         clock_(clock),
         max_miss_reports_(max_miss_reports),
-        run_(std::move(run)) {
+        run_(std::move(run)),
+        sources_(std::move(sources)) {
     if (index_ != nullptr) consumed_.assign(index_->size(), 0);
+    if (!script_->scenario().playbook.empty()) {
+      playbook_ = std::make_unique<PlaybookRun>(script_->shared_scenario());
+    }
   }
+
+  const Script& script() const { return *script_; }
+  RunContext& context() { return context_; }
+  PlaybookRun* playbook() { return playbook_.get(); }
+  bool has_index() const { return index_ != nullptr; }
+
+  // The use count of the scenario's default action in this run (1-based).
+  int64_t NextDefaultUse() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return ++default_uses_;
+  }
+
+  // Emits an answer's trace event and counts it served.
+  // FAILED_PRECONDITION once the run is ending.
+  absl::Status Answered(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (ending_) return EndingError();
+    run_.set_served(run_.served() + 1);
+    EmitLocked(std::move(event));
+    return absl::OkStatus();
+  }
+
+  // Updates the run's context from an answer and traces what the
+  // extractors found: tool_call, routing_decision, phase_transition,
+  // workflow_end.
+  void ObserveAnswer(const std::string& agent, const v1::CompletionResponse& response)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A call held by a `hang` action, released at `deadline` (when finite) or
+  // when the run ends.
+  std::shared_ptr<Hang> NewHang(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
+  void ReleaseHangs(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The exchange a from_session action serves: `seq` when set, else the
+  // session's next exchange this run has not been served.
+  absl::StatusOr<const v1::Exchange*> FromSession(const FromSessionAction& action,
+                                                  std::shared_ptr<const void>* keepalive)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Counts and traces a request that nothing answers, NOT_FOUND with a
+  // MissReport payload whose text is `why`.
+  absl::Status BareMiss(const CallInfo& call, const v1::CompletionRequest& request,
+                        const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::string& id() const { return id_; }
   v1::RunMode mode() const { return mode_; }
@@ -59,9 +120,13 @@ class RunState {
   // NOT_FOUND with the miss report. Emits the exchange or miss event. With
   // `forward_misses` (new mode) a miss is reported and returned as a null
   // exchange, for the caller to forward.
+  // With `quiet` (a scenario default will answer instead), a miss returns
+  // a null exchange and is neither reported nor counted. `extra` attributes
+  // go on the exchange event.
   absl::StatusOr<const v1::Exchange*> Match(const CallInfo& call,
                                             const v1::CompletionRequest& request, bool streamed,
-                                            bool forward_misses) ABSL_LOCKS_EXCLUDED(mu_);
+                                            bool forward_misses, bool quiet,
+                                            const Attributes& extra) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Forwarding: counts a call in flight; FAILED_PRECONDITION once the run is
   // ending.
@@ -119,6 +184,9 @@ class RunState {
   }
 
   const std::string id_;
+  const std::shared_ptr<const Script> script_;  // never null
+  RunContext context_;
+  std::unique_ptr<PlaybookRun> playbook_;  // null without a playbook
   const v1::RunMode mode_;
   const bool strict_;
   const std::string session_;
@@ -141,6 +209,10 @@ class RunState {
   int64_t next_event_seq_ ABSL_GUARDED_BY(mu_) = 1;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   bool ending_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t default_uses_ ABSL_GUARDED_BY(mu_) = 0;
+  // Held here until released: the adapter may keep no reference.
+  std::vector<std::shared_ptr<Hang>> hangs_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, SourceSession> sources_ ABSL_GUARDED_BY(mu_);
 
   friend class Engine;
 };
@@ -193,6 +265,30 @@ bool NeverRecorded(const absl::Status& s) {
   return IsTransportError(s) || absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s);
 }
 
+// The script of runs without a scenario: no rules, nothing to extract.
+const std::shared_ptr<const Script>& EmptyScript() {
+  static const auto* empty = new std::shared_ptr<const Script>(*Script::FromScenario(Scenario()));
+  return *empty;
+}
+
+void CollectFromSession(const Action& action, std::vector<const FromSessionAction*>* out) {
+  if (const auto* a = std::get_if<FromSessionAction>(&action.value)) {
+    out->push_back(a);
+  } else if (const auto* a = std::get_if<FailThenSucceedAction>(&action.value)) {
+    CollectFromSession(*a->then, out);
+  } else if (const auto* a = std::get_if<SequenceAction>(&action.value)) {
+    for (const Action& step : a->steps) CollectFromSession(step, out);
+  }
+}
+
+// Every from_session action of a scenario, in file order.
+std::vector<const FromSessionAction*> FromSessionActions(const Scenario& scenario) {
+  std::vector<const FromSessionAction*> out;
+  for (const Rule& rule : scenario.rules) CollectFromSession(rule.action, &out);
+  if (scenario.default_action.has_value()) CollectFromSession(*scenario.default_action, &out);
+  return out;
+}
+
 absl::Status StatusFromRecorded(const v1::ErrorStatus& error) {
   return absl::Status(static_cast<absl::StatusCode>(error.code()), error.message());
 }
@@ -200,7 +296,8 @@ absl::Status StatusFromRecorded(const v1::ErrorStatus& error) {
 // The trace event for one answered request.
 v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
                              const v1::CompletionResponse* response, const absl::Status& status,
-                             absl::string_view source, int64_t exchange_seq, bool streamed) {
+                             absl::string_view source, int64_t exchange_seq, bool streamed,
+                             const Attributes& extra) {
   v1::TraceEvent event;
   event.set_kind("exchange");
   event.set_agent(agent);
@@ -226,6 +323,7 @@ v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionReque
     }
     *event.mutable_response() = *response;
   }
+  for (const auto& [name, value] : extra) attrs[name] = value;
   *event.mutable_request() = recorder::WithoutRouting(request);
   return event;
 }
@@ -234,7 +332,8 @@ v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionReque
 
 absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
                                                     const v1::CompletionRequest& request,
-                                                    bool streamed, bool forward_misses) {
+                                                    bool streamed, bool forward_misses, bool quiet,
+                                                    const Attributes& extra) {
   nlohmann::json got = index_->CanonicalOf(request);
   const std::string canonical = SessionIndex::TextOf(got);
   absl::MutexLock lock(&mu_);
@@ -247,10 +346,11 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
       run_.set_served(run_.served() + 1);
       absl::Status status = ex.has_error() ? StatusFromRecorded(ex.error()) : absl::OkStatus();
       EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status, "recording",
-                               ex.seq(), streamed));
+                               ex.seq(), streamed, extra));
       return &ex;
     }
   }
+  if (quiet) return nullptr;
 
   // A miss: report it, and in non-strict mode answer from the closest
   // unused recording.
@@ -291,11 +391,159 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
   absl::Status status =
       fallback->has_error() ? StatusFromRecorded(fallback->error()) : absl::OkStatus();
   EmitLocked(ExchangeEvent(call.agent, request, &fallback->response(), status, "closest_recording",
-                           fallback->seq(), streamed));
+                           fallback->seq(), streamed, extra));
   return fallback;
 }
 
+void Hang::Wait(std::function<void(absl::Status)> answer) {
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!released_) {
+      answer_ = std::move(answer);
+      return;
+    }
+    status = status_;
+  }
+  answer(std::move(status));
+}
+
+void Hang::Release(absl::Status status) {
+  std::function<void(absl::Status)> answer;
+  {
+    absl::MutexLock lock(&mu_);
+    if (released_) return;
+    released_ = true;
+    status_ = status;
+    answer = std::move(answer_);
+  }
+  if (answer) answer(std::move(status));
+}
+
+void RunState::ObserveAnswer(const std::string& agent, const v1::CompletionResponse& response) {
+  const Extractors& extractors = script_->scenario().extractors;
+  if (response.message().tool_calls().empty() && !extractors.routing.has_value()) return;
+  Observation seen = Observe(context_, response, extractors);
+  auto base = [&](const char* kind) {
+    v1::TraceEvent event;
+    event.set_kind(kind);
+    event.set_agent(agent);
+    if (!agent.empty()) (*event.mutable_attributes())["gen_ai.agent.name"] = agent;
+    return event;
+  };
+  absl::MutexLock lock(&mu_);
+  for (const v1::ToolCall& call : response.message().tool_calls()) {
+    v1::TraceEvent event = base("tool_call");
+    auto& attrs = *event.mutable_attributes();
+    attrs["gen_ai.tool.name"] = call.name();
+    if (!call.id().empty()) attrs["gen_ai.tool.call.id"] = call.id();
+    attrs["gen_ai.tool.call.arguments"] = call.arguments();
+    EmitLocked(std::move(event));
+  }
+  if (seen.routing.has_value()) {
+    v1::TraceEvent event = base("routing_decision");
+    auto& attrs = *event.mutable_attributes();
+    attrs["understudy.routing.agents"] = absl::StrJoin(seen.routing->agents, ",");
+    if (!seen.routing->phase.empty()) attrs["understudy.routing.phase"] = seen.routing->phase;
+    if (!seen.routing->reason.empty()) attrs["understudy.routing.reason"] = seen.routing->reason;
+    EmitLocked(std::move(event));
+  }
+  if (seen.phase.has_value() && *seen.phase != seen.previous_phase) {
+    v1::TraceEvent event = base("phase_transition");
+    auto& attrs = *event.mutable_attributes();
+    attrs["understudy.phase.from"] = seen.previous_phase;
+    attrs["understudy.phase.to"] = *seen.phase;
+    EmitLocked(std::move(event));
+  }
+  if (seen.ended) EmitLocked(base("workflow_end"));
+}
+
+std::shared_ptr<Hang> RunState::NewHang(absl::Time deadline) {
+  auto hang = std::make_shared<Hang>();
+  {
+    absl::MutexLock lock(&mu_);
+    hangs_.erase(std::remove_if(hangs_.begin(), hangs_.end(),
+                                [](const std::shared_ptr<Hang>& h) { return h->released(); }),
+                 hangs_.end());
+    hangs_.push_back(hang);
+  }
+  if (deadline != absl::InfiniteFuture()) {
+    std::weak_ptr<Hang> weak = hang;
+    Scheduler::Shared()->RunAt(deadline, [weak] {
+      if (std::shared_ptr<Hang> h = weak.lock()) {
+        h->Release(absl::DeadlineExceededError(
+            "the deadline passed while the scenario held the call (hang)"));
+      }
+    });
+  }
+  return hang;
+}
+
+void RunState::ReleaseHangs(const absl::Status& status) {
+  std::vector<std::shared_ptr<Hang>> held;
+  {
+    absl::MutexLock lock(&mu_);
+    held.swap(hangs_);
+  }
+  for (const std::shared_ptr<Hang>& h : held) h->Release(status);
+}
+
+absl::StatusOr<const v1::Exchange*> RunState::FromSession(const FromSessionAction& action,
+                                                          std::shared_ptr<const void>* keepalive) {
+  absl::MutexLock lock(&mu_);
+  auto it = sources_.find(action.session);
+  if (it == sources_.end()) {
+    return absl::InternalError(absl::StrCat("from_session: \"", action.session, "\" not loaded"));
+  }
+  SourceSession& source = it->second;
+  const SessionIndex& index = *source.index;
+  *keepalive = source.index;
+  if (action.seq.has_value()) {
+    for (size_t i = 0; i < index.size(); ++i) {
+      if (index.exchange(i).seq() == *action.seq) {
+        source.served[i] = 1;
+        return &index.exchange(i);
+      }
+    }
+    return absl::NotFoundError(absl::StrCat("from_session: session \"", action.session,
+                                            "\" has no exchange with seq ", *action.seq));
+  }
+  for (size_t i = 0; i < index.size(); ++i) {
+    if (source.served[i]) continue;
+    source.served[i] = 1;
+    return &index.exchange(i);
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("from_session: every exchange of session \"", action.session,
+                   "\" has been served in this run (", index.size(), ")"));
+}
+
+absl::Status RunState::BareMiss(const CallInfo& call, const v1::CompletionRequest& request,
+                                const std::string& why) {
+  v1::MissReport report;
+  report.set_agent(call.agent);
+  report.set_text(why);
+  absl::MutexLock lock(&mu_);
+  if (ending_) return EndingError();
+  run_.set_misses(run_.misses() + 1);
+  v1::TraceEvent event;
+  event.set_kind("miss");
+  event.set_agent(call.agent);
+  auto& attrs = *event.mutable_attributes();
+  if (!call.agent.empty()) attrs["gen_ai.agent.name"] = call.agent;
+  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
+  attrs["understudy.miss.report"] = why;
+  *event.mutable_request() = recorder::WithoutRouting(request);
+  report.set_event_seq(next_event_seq_);
+  EmitLocked(std::move(event));
+  if (static_cast<int>(misses_.size()) < max_miss_reports_) misses_.push_back(report);
+  absl::Status miss = absl::NotFoundError(why);
+  miss.SetPayload(kMissPayloadUrl, absl::Cord(report.SerializeAsString()));
+  return miss;
+}
+
 v1::RunSummary RunState::BeginEnd(absl::Duration timeout) {
+  ReleaseHangs(absl::CancelledError("the run ended while a hang action held the call"));
   absl::MutexLock lock(&mu_);
   ending_ = true;
   auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
@@ -312,12 +560,15 @@ v1::RunSummary RunState::BeginEnd(absl::Duration timeout) {
       ref->set_agent(index_->exchange(i).agent());
     }
   }
+  if (playbook_ != nullptr) {
+    for (std::string& failure : playbook_->EndFailures()) summary.add_failures(std::move(failure));
+  }
   return summary;
 }
 
 v1::RunSummary RunState::Finish(v1::RunSummary summary) {
   absl::MutexLock lock(&mu_);
-  run_.set_state(v1::RUN_STATE_ENDED);
+  run_.set_state(summary.failures_size() > 0 ? v1::RUN_STATE_FAILED : v1::RUN_STATE_ENDED);
   run_.set_ended_at_micros(clock_->NowMicros());
   v1::TraceEvent event;
   event.set_kind("run_ended");
@@ -326,6 +577,9 @@ v1::RunSummary RunState::Finish(v1::RunSummary summary) {
   attrs["understudy.run.recorded"] = absl::StrCat(run_.recorded());
   attrs["understudy.run.misses"] = absl::StrCat(run_.misses());
   attrs["understudy.run.unconsumed"] = absl::StrCat(summary.unconsumed_size());
+  if (summary.failures_size() > 0) {
+    attrs["understudy.run.failures"] = absl::StrJoin(summary.failures(), "\n");
+  }
   EmitLocked(std::move(event));
   *summary.mutable_run() = run_;
   return summary;
@@ -383,10 +637,14 @@ std::string Engine::NewRunId() {
   return absl::StrFormat("run-%016x", z);
 }
 
-absl::StatusOr<std::shared_ptr<const SessionIndex>> Engine::LoadSession(const std::string& name,
-                                                                        int64_t version) {
+absl::StatusOr<std::shared_ptr<const SessionIndex>> Engine::LoadSession(
+    const std::string& name, int64_t version,
+    const std::shared_ptr<const MatchNormalizer>& normalizer) {
   US_ASSIGN_OR_RETURN(v1::Session session, options_.store->GetSession(name, version));
-  const std::string key = absl::StrCat(session.name(), "@", session.version());
+  // Indexes differ by normalizer: a scenario's own matching options make
+  // their own.
+  const std::string key = absl::StrCat(session.name(), "@", session.version(), "#",
+                                       reinterpret_cast<uintptr_t>(normalizer.get()));
   const bool cacheable = session.state() == v1::SESSION_STATE_CLOSED;
   if (cacheable) {
     absl::MutexLock lock(&cache_mu_);
@@ -398,7 +656,7 @@ absl::StatusOr<std::shared_ptr<const SessionIndex>> Engine::LoadSession(const st
   US_ASSIGN_OR_RETURN(std::vector<v1::Exchange> exchanges,
                       options_.store->LoadExchanges(session.name(), session.version()));
   std::shared_ptr<const SessionIndex> index =
-      SessionIndex::Build(std::move(session), std::move(exchanges), options_.normalizer);
+      SessionIndex::Build(std::move(session), std::move(exchanges), normalizer);
   if (cacheable) {
     absl::MutexLock lock(&cache_mu_);
     session_cache_[key] = index;
@@ -424,10 +682,37 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
         " mode needs an upstream model: start the server with --upstream grpc://HOST:PORT, "
         "--upstream openai=URL or --upstream anthropic=URL"));
   }
-  if (requested != v1::RUN_MODE_PASSTHROUGH && request.session().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("session: required for ", ModeName(requested), " mode"));
+  // The run's scenario: its own, else the server's, else an empty one (so
+  // every run counts iterations and tool calls the same way).
+  std::shared_ptr<const Script> script = options_.scenario;
+  if (!request.scenario().empty() || !request.scenario_text().empty()) {
+    if (!request.scenario().empty() && !request.scenario_text().empty()) {
+      return absl::InvalidArgumentError("scenario, scenario_text: give at most one");
+    }
+    if (request.scenario_text().size() > kMaxScenarioBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("scenario_text: ", request.scenario_text().size(),
+                                                     " bytes; the limit is ", kMaxScenarioBytes));
+    }
+    absl::StatusOr<std::shared_ptr<const Script>> loaded =
+        Script::Load(request.scenario(), request.scenario_text());
+    if (!loaded.ok()) {
+      return absl::Status(loaded.status().code(),
+                          absl::StrCat("scenario: ", loaded.status().message()));
+    }
+    script = *std::move(loaded);
   }
+  const bool scripted = script != nullptr;
+  if (script == nullptr) script = EmptyScript();
+  if (requested != v1::RUN_MODE_PASSTHROUGH && request.session().empty() &&
+      !(requested == v1::RUN_MODE_REPLAY && scripted)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "session: required for ", ModeName(requested), " mode",
+        requested == v1::RUN_MODE_REPLAY ? " (or a scenario, whose rules answer)" : ""));
+  }
+  const MatchingOptions& matching = script->scenario().matching;
+  const std::shared_ptr<const MatchNormalizer> normalizer =
+      matching.ignore_paths.empty() && matching.normalizers.empty() ? options_.normalizer
+                                                                    : matching.normalizer;
   {
     absl::ReaderMutexLock lock(&runs_mu_);
     if (runs_.contains(id)) {
@@ -461,7 +746,8 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
   run.set_mode(mode);
   run.set_strict(mode == v1::RUN_MODE_NEW || requested == v1::RUN_MODE_ONCE
                      ? true
-                     : (request.has_strict() ? request.strict() : true));
+                     : (request.has_strict() ? request.strict() : matching.strict.value_or(true)));
+  if (scripted) run.set_scenario(script->label());
   run.set_state(v1::RUN_STATE_ACTIVE);
   run.set_started_at_micros(options_.clock->NowMicros());
   std::shared_ptr<const SessionIndex> index;
@@ -476,16 +762,34 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
       run.set_session(session.name());
       run.set_session_version(session.version());
     } else if (mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) {
-      US_ASSIGN_OR_RETURN(index, LoadSession(ref.first, ref.second));
+      US_ASSIGN_OR_RETURN(index, LoadSession(ref.first, ref.second, normalizer));
       run.set_session(index->session().name());
       run.set_session_version(index->session().version());
     } else {
       run.set_session(ref.first);
     }
   }
+  // Sessions that from_session actions serve: loaded now, so answering
+  // never reads the disk.
+  absl::flat_hash_map<std::string, RunState::SourceSession> sources;
+  for (const FromSessionAction* action : FromSessionActions(script->scenario())) {
+    if (sources.contains(action->session)) continue;
+    absl::StatusOr<std::pair<std::string, int64_t>> ref = ParseSessionRef(action->session);
+    absl::StatusOr<std::shared_ptr<const SessionIndex>> source =
+        ref.ok() ? LoadSession(ref->first, ref->second, normalizer) : ref.status();
+    if (!source.ok()) {
+      return absl::Status(source.status().code(),
+                          absl::StrCat("scenario from_session \"", action->session,
+                                       "\": ", source.status().message()));
+    }
+    RunState::SourceSession& slot = sources[action->session];
+    slot.served.assign((*source)->size(), 0);
+    slot.index = *std::move(source);
+  }
   US_RETURN_IF_ERROR(options_.store->SaveRun(run));
 
-  auto state = std::make_shared<RunState>(run, std::move(index), options_.store, options_.clock,
+  auto state = std::make_shared<RunState>(run, std::move(index), std::move(script),
+                                          std::move(sources), options_.store, options_.clock,
                                           options_.max_miss_reports_per_run);
   v1::TraceEvent started;
   started.set_kind("run_started");
@@ -493,6 +797,7 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
   attrs["understudy.run.mode"] = ModeName(mode);
   if (requested != mode) attrs["understudy.run.requested_mode"] = ModeName(requested);
   attrs["understudy.run.strict"] = run.strict() ? "true" : "false";
+  if (!run.scenario().empty()) attrs["understudy.scenario.name"] = run.scenario();
   if (!run.session().empty()) {
     attrs["understudy.session.name"] = run.session();
     attrs["understudy.session.version"] = absl::StrCat(run.session_version());
@@ -630,25 +935,230 @@ absl::StatusOr<std::unique_ptr<ForwardTicket>> Engine::NewTicket(
   return ticket;
 }
 
-absl::StatusOr<Decision> Engine::Decide(const CallInfo& call,
+namespace {
+
+const char* StepName(Step::Kind kind) {
+  switch (kind) {
+    case Step::Kind::kRespond:
+      return "respond";
+    case Step::Kind::kError:
+      return "error";
+    case Step::Kind::kDelay:
+      return "delay";
+    case Step::Kind::kHang:
+      return "hang";
+    case Step::Kind::kDisconnect:
+      return "disconnect";
+    case Step::Kind::kFromSession:
+      return "from_session";
+  }
+  return "";
+}
+
+}  // namespace
+
+// Performs one scripted step from `origin` ("rule" or "default"). True when
+// the step answers; false when it only adds an effect (delay, disconnect)
+// and the next source is to answer.
+absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const CallInfo& call,
+                                     const v1::CompletionRequest& request, bool streamed,
+                                     const Step& step, const char* origin, int overall_iteration,
+                                     TraceAttributes* attrs, Decision* decision) {
+  attrs->emplace_back("understudy.action", StepName(step.kind));
+  if (!step.path.empty()) attrs->emplace_back("understudy.action.path", step.path);
+  switch (step.kind) {
+    case Step::Kind::kDelay:
+      decision->delay += absl::Milliseconds(step.delay->ms);
+      attrs->emplace_back("understudy.delay_ms", absl::StrCat(step.delay->ms));
+      return false;
+    case Step::Kind::kDisconnect:
+      decision->disconnect_after = step.disconnect->after_chunks;
+      attrs->emplace_back("understudy.disconnect.after_chunks",
+                          absl::StrCat(step.disconnect->after_chunks));
+      return false;
+    case Step::Kind::kRespond: {
+      auto exchange = std::make_shared<v1::Exchange>();
+      *exchange->mutable_response() =
+          RespondWith(*step.respond, request, absl::StrCat("understudy-", overall_iteration));
+      if (streamed) {
+        for (v1::CompletionChunk& chunk : ChunksFor(exchange->response())) {
+          *exchange->add_chunks() = std::move(chunk);
+        }
+      }
+      US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, &exchange->response(),
+                                                     absl::OkStatus(), origin, 0, streamed,
+                                                     *attrs)));
+      run->ObserveAnswer(call.agent, exchange->response());
+      decision->recorded = exchange.get();
+      decision->keepalive = std::move(exchange);
+      decision->source = origin;
+      return true;
+    }
+    case Step::Kind::kError: {
+      absl::Status status = ErrorStatusFor(*step.error);
+      US_RETURN_IF_ERROR(run->Answered(
+          ExchangeEvent(call.agent, request, nullptr, status, origin, 0, streamed, *attrs)));
+      decision->error = std::move(status);
+      decision->http_status = HttpStatusFor(*step.error);
+      decision->retry_after_seconds = step.error->retry_after_seconds.value_or(-1);
+      decision->source = origin;
+      return true;
+    }
+    case Step::Kind::kHang: {
+      US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, nullptr,
+                                                     absl::OkStatus(), origin, 0, streamed,
+                                                     *attrs)));
+      decision->hang = run->NewHang(call.deadline);
+      decision->source = origin;
+      return true;
+    }
+    case Step::Kind::kFromSession: {
+      std::shared_ptr<const void> keepalive;
+      US_ASSIGN_OR_RETURN(const v1::Exchange* ex, run->FromSession(*step.from_session, &keepalive));
+      attrs->emplace_back("understudy.from_session", step.from_session->session);
+      absl::Status status = ex->has_error() ? StatusFromRecorded(ex->error()) : absl::OkStatus();
+      US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, &ex->response(), status,
+                                                     origin, ex->seq(), streamed, *attrs)));
+      run->ObserveAnswer(call.agent, ex->response());
+      decision->recorded = ex;
+      decision->keepalive = std::move(keepalive);
+      decision->source = origin;
+      return true;
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
                                         const v1::CompletionRequest& request, bool streamed) {
   US_RETURN_IF_ERROR(recorder::ValidateRequest(request));
-  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
+  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(given));
+  const Script& script = run->script();
+  // Unmodified traffic names no agent: the scenario's `agents` may.
+  std::optional<CallInfo> named;
+  if (given.agent.empty() && !script.scenario().agents.empty()) {
+    named = given;
+    named->agent = script.AgentFor(request);
+  }
+  const CallInfo& call = named.has_value() ? *named : given;
+
   Decision decision;
   decision.speed = options_.speed;
+  const Selection selection = script.rules().Select(run->context(), request, call.agent);
+  Attributes attrs;
+  attrs.emplace_back("understudy.iteration", absl::StrCat(selection.overall_iteration));
+  attrs.emplace_back("understudy.agent.iteration", absl::StrCat(selection.agent_iteration));
+  if (selection.previous_agent.has_value()) {
+    attrs.emplace_back("understudy.previous_agent", *selection.previous_agent);
+  }
+
+  // 1. Rules.
+  if (selection.rule != nullptr) {
+    attrs.emplace_back("understudy.rule.name", selection.rule->name);
+    attrs.emplace_back("understudy.rule.use", absl::StrCat(selection.rule_use));
+    const Step step = ResolveStep(selection.rule->action, selection.rule_use);
+    US_ASSIGN_OR_RETURN(bool answered,
+                        Perform(run, call, request, streamed, step, "rule",
+                                selection.overall_iteration, &attrs, &decision));
+    if (answered) return decision;
+  }
+
+  // 2. The playbook.
+  absl::Status playbook_failure;
+  if (PlaybookRun* playbook = run->playbook()) {
+    absl::StatusOr<v1::CompletionResponse> next = playbook->Next(request, run->context());
+    if (next.ok()) {
+      auto exchange = std::make_shared<v1::Exchange>();
+      *exchange->mutable_response() = *std::move(next);
+      if (streamed) {
+        for (v1::CompletionChunk& chunk : ChunksFor(exchange->response())) {
+          *exchange->add_chunks() = std::move(chunk);
+        }
+      }
+      US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, &exchange->response(),
+                                                     absl::OkStatus(), "playbook", 0, streamed,
+                                                     attrs)));
+      run->ObserveAnswer(call.agent, exchange->response());
+      decision.recorded = exchange.get();
+      decision.keepalive = std::move(exchange);
+      decision.source = "playbook";
+      return decision;
+    }
+    playbook_failure = next.status();
+  }
+
+  // 3. The recording, or the upstream.
+  const std::optional<Action>& fallback = script.scenario().default_action;
   const v1::RunMode mode = run->mode();
-  if (mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) {
-    US_ASSIGN_OR_RETURN(const v1::Exchange* ex,
-                        run->Match(call, request, streamed,
-                                   /*forward_misses=*/mode == v1::RUN_MODE_NEW));
+  if ((mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) && run->has_index()) {
+    const bool forward_misses = mode == v1::RUN_MODE_NEW;
+    US_ASSIGN_OR_RETURN(
+        const v1::Exchange* ex,
+        run->Match(call, request, streamed, forward_misses,
+                   /*quiet=*/!forward_misses && (fallback.has_value() || !playbook_failure.ok()),
+                   attrs));
     if (ex != nullptr) {
+      run->ObserveAnswer(call.agent, ex->response());
       decision.keepalive = run->index_;
       decision.recorded = ex;
+      decision.source = "recording";
       return decision;
     }
   }
-  US_ASSIGN_OR_RETURN(decision.forward, NewTicket(run, call, request, streamed));
-  return decision;
+  if (mode != v1::RUN_MODE_REPLAY) {
+    US_ASSIGN_OR_RETURN(decision.forward, NewTicket(run, call, request, streamed));
+    decision.forward->extra_ = std::move(attrs);
+    decision.source = "upstream";
+    return decision;
+  }
+
+  // 4. The scenario's default.
+  if (fallback.has_value()) {
+    const Step step = ResolveStep(*fallback, run->NextDefaultUse());
+    US_ASSIGN_OR_RETURN(bool answered,
+                        Perform(run, call, request, streamed, step, "default",
+                                selection.overall_iteration, &attrs, &decision));
+    if (answered) return decision;
+  }
+
+  // 5. A miss.
+  if (!playbook_failure.ok()) {
+    return run->BareMiss(call, request, std::string(playbook_failure.message()));
+  }
+  return run->BareMiss(
+      call, request,
+      absl::StrCat("no rule, playbook action", run->has_index() ? ", recording" : "",
+                   " or default answers this request",
+                   call.agent.empty() ? "" : absl::StrCat(" (agent \"", call.agent, "\")"),
+                   run->has_index() ? "" : "; the run replays no session"));
+}
+
+absl::StatusOr<std::pair<std::shared_ptr<const Script>, std::string>> Engine::RunScript(
+    const CallInfo& call) {
+  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
+  if (run->script_.get() == EmptyScript().get()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "run \"", run->id(), "\" has no scenario: start it with StartRun{scenario} or the "
+        "server with --scenario"));
+  }
+  return std::make_pair(run->script_, run->id());
+}
+
+absl::Status Engine::Emit(const CallInfo& call, v1::TraceEvent event) {
+  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
+  run->Emit(std::move(event));
+  return absl::OkStatus();
+}
+
+void Engine::ReleaseHangs() {
+  std::vector<std::shared_ptr<RunState>> runs;
+  {
+    absl::ReaderMutexLock lock(&runs_mu_);
+    for (const auto& [id, state] : runs_) runs.push_back(state);
+  }
+  for (const auto& run : runs) {
+    run->ReleaseHangs(absl::UnavailableError("the server is shutting down"));
+  }
 }
 
 void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange exchange,
@@ -666,21 +1176,23 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
     exchange.mutable_error()->set_message(std::string(status.message()));
   }
   const bool record = !ticket->record_session_.empty() && !NeverRecorded(status);
+  if (status.ok()) run->ObserveAnswer(exchange.agent(), exchange.response());
   if (!record) {
     v1::TraceEvent event =
         ExchangeEvent(exchange.agent(), exchange.request(),
                       exchange.has_response() ? &exchange.response() : nullptr, status, "upstream",
-                      0, exchange.streamed());
+                      0, exchange.streamed(), ticket->extra_);
     run->EndForward(0, exchange.agent(), status.ok(), &event);
     done(status);
     return;
   }
+  auto extra = std::make_shared<Attributes>(std::move(ticket->extra_));
   auto kept = std::make_shared<v1::Exchange>(std::move(exchange));
   std::vector<v1::Exchange> batch;
   batch.push_back(*kept);
   options_.store->AppendExchanges(
       ticket->record_session_, ticket->record_version_, std::move(batch),
-      [run, kept, status, done = std::move(done)](absl::StatusOr<store::AppendResult> r) {
+      [run, kept, extra, status, done = std::move(done)](absl::StatusOr<store::AppendResult> r) {
         if (!r.ok()) {
           run->EndForward(0, kept->agent(), false, nullptr);
           done(absl::Status(r.status().code(),
@@ -690,7 +1202,7 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
         v1::TraceEvent event =
             ExchangeEvent(kept->agent(), kept->request(),
                           kept->has_response() ? &kept->response() : nullptr, status, "upstream",
-                          r->first_seq, kept->streamed());
+                          r->first_seq, kept->streamed(), *extra);
         run->EndForward(r->first_seq, kept->agent(), status.ok(), &event);
         done(status);
       });
@@ -711,81 +1223,112 @@ absl::Status NoGrpcUpstream() {
       "no gRPC upstream to forward to: start the server with --upstream grpc://HOST:PORT");
 }
 
+void RunAfter(absl::Duration delay, std::function<void()> f) {
+  if (delay <= absl::ZeroDuration()) return f();
+  Scheduler::Shared()->RunAt(absl::Now() + delay, std::move(f));
+}
+
+absl::Status DisconnectStatus() {
+  return absl::UnavailableError("connection dropped by the scenario (disconnect action)");
+}
+
 }  // namespace
 
 void Engine::Complete(const CallInfo& call, const v1::CompletionRequest& request,
                       std::function<void(absl::StatusOr<ResponsePtr>)> done) {
-  absl::StatusOr<Decision> decision = Decide(call, request, /*streamed=*/false);
-  if (!decision.ok()) return done(decision.status());
-  if (const v1::Exchange* ex = decision->recorded) {
-    if (ex->has_error()) return done(StatusFromRecorded(ex->error()));
-    // Alias into the immutable recording, which the keepalive holds.
-    return done(ResponsePtr(decision->keepalive, &ex->response()));
-  }
-  if (options_.upstream == nullptr) return done(NoGrpcUpstream());
-  // std::function needs a copyable callable: share the ticket's holder.
-  auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(std::move(decision->forward));
-  const v1::CompletionRequest& forwarded = (*ticket)->request();
-  options_.upstream->Complete(
-      UpstreamCallFor(call), forwarded,
-      [this, ticket, done = std::move(done)](absl::StatusOr<v1::CompletionResponse> r) mutable {
-        v1::Exchange exchange;
-        if (r.ok()) *exchange.mutable_response() = *r;
-        auto response = r.ok() ? std::make_shared<const v1::CompletionResponse>(std::move(*r))
-                               : nullptr;
-        // The engine outlives every forwarded call: EndRun waits for them.
-        FinishForward(std::move(*ticket), std::move(exchange), r.status(),
-                      [response, done = std::move(done)](absl::Status s) {
-                        if (s.ok()) {
-                          done(ResponsePtr(response));
-                        } else {
-                          done(s);
-                        }
-                      });
-      });
+  absl::StatusOr<Decision> decided = Decide(call, request, /*streamed=*/false);
+  if (!decided.ok()) return done(decided.status());
+  auto decision = std::make_shared<Decision>(*std::move(decided));
+  RunAfter(decision->delay, [this, call, decision, done = std::move(done)]() mutable {
+    if (decision->error.has_value()) return done(*decision->error);
+    if (decision->hang != nullptr) {
+      return decision->hang->Wait([done = std::move(done)](absl::Status s) { done(s); });
+    }
+    if (decision->disconnect_after >= 0) return done(DisconnectStatus());
+    if (const v1::Exchange* ex = decision->recorded) {
+      if (ex->has_error()) return done(StatusFromRecorded(ex->error()));
+      // Alias into the immutable recording, which the keepalive holds.
+      return done(ResponsePtr(decision->keepalive, &ex->response()));
+    }
+    if (options_.upstream == nullptr) return done(NoGrpcUpstream());
+    // std::function needs a copyable callable: share the ticket's holder.
+    auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(std::move(decision->forward));
+    const v1::CompletionRequest& forwarded = (*ticket)->request();
+    options_.upstream->Complete(
+        UpstreamCallFor(call), forwarded,
+        [this, ticket, done = std::move(done)](absl::StatusOr<v1::CompletionResponse> r) mutable {
+          v1::Exchange exchange;
+          if (r.ok()) *exchange.mutable_response() = *r;
+          auto response = r.ok() ? std::make_shared<const v1::CompletionResponse>(std::move(*r))
+                                 : nullptr;
+          // The engine outlives every forwarded call: EndRun waits for them.
+          FinishForward(std::move(*ticket), std::move(exchange), r.status(),
+                        [response, done = std::move(done)](absl::Status s) {
+                          if (s.ok()) {
+                            done(ResponsePtr(response));
+                          } else {
+                            done(s);
+                          }
+                        });
+        });
+  });
 }
+
 void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& request,
                             std::shared_ptr<ChunkSink> sink) {
-  absl::StatusOr<Decision> decision = Decide(call, request, /*streamed=*/true);
-  if (!decision.ok()) return sink->OnFinish(decision.status());
-  if (const v1::Exchange* ex = decision->recorded) {
-    const absl::Time start = options_.clock->Now();
-    const double speed = decision->speed;
-    if (ex->chunks_size() > 0) {
-      for (const v1::CompletionChunk& chunk : ex->chunks()) {
-        absl::Time when =
-            speed > 0 ? start + absl::Microseconds(static_cast<int64_t>(
-                                    static_cast<double>(chunk.offset_micros()) / speed))
-                      : absl::InfinitePast();
-        sink->OnChunk(ChunkPtr(decision->keepalive, &chunk), when);
-      }
-    } else if (!ex->has_error()) {
-      sink->OnChunk(std::make_shared<const v1::CompletionChunk>(
-                        recorder::ChunkFromResponse(ex->response())),
-                    absl::InfinitePast());
+  absl::StatusOr<Decision> decided = Decide(call, request, /*streamed=*/true);
+  if (!decided.ok()) return sink->OnFinish(decided.status());
+  auto decision = std::make_shared<Decision>(*std::move(decided));
+  RunAfter(decision->delay, [this, call, decision, sink] {
+    if (decision->error.has_value()) return sink->OnFinish(*decision->error);
+    if (decision->hang != nullptr) {
+      return decision->hang->Wait([sink](absl::Status s) { sink->OnFinish(s); });
     }
-    return sink->OnFinish(ex->has_error() ? StatusFromRecorded(ex->error()) : absl::OkStatus());
-  }
-  if (options_.upstream == nullptr) return sink->OnFinish(NoGrpcUpstream());
-  auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(std::move(decision->forward));
-  // Chunks as they arrive, with their offsets: what the caller gets is what
-  // is stored, so a replay gives the same bytes.
-  auto exchange = std::make_shared<v1::Exchange>();
-  const absl::Time start = (*ticket)->start();
-  Clock* clock = options_.clock;
-  options_.upstream->StreamComplete(
-      UpstreamCallFor(call), (*ticket)->request(),
-      [exchange, sink, start, clock](const v1::CompletionChunk& chunk) {
-        v1::CompletionChunk* kept = exchange->add_chunks();
-        *kept = chunk;
-        kept->set_offset_micros(absl::ToInt64Microseconds(clock->Now() - start));
-        sink->OnChunk(std::make_shared<const v1::CompletionChunk>(*kept), absl::InfinitePast());
-      },
-      [this, ticket, exchange, sink](absl::Status status) {
-        *exchange->mutable_response() = recorder::AssembleResponse(exchange->chunks());
-        FinishForward(std::move(*ticket), std::move(*exchange), status,
-                      [sink](absl::Status s) { sink->OnFinish(s); });
-      });
+    const int64_t limit = decision->disconnect_after;
+    if (const v1::Exchange* ex = decision->recorded) {
+      const absl::Time start = options_.clock->Now();
+      const double speed = decision->speed;
+      int64_t sent = 0;
+      if (ex->chunks_size() > 0) {
+        for (const v1::CompletionChunk& chunk : ex->chunks()) {
+          if (limit >= 0 && sent >= limit) break;
+          absl::Time when =
+              speed > 0 ? start + absl::Microseconds(static_cast<int64_t>(
+                                      static_cast<double>(chunk.offset_micros()) / speed))
+                        : absl::InfinitePast();
+          sink->OnChunk(ChunkPtr(decision->keepalive, &chunk), when);
+          ++sent;
+        }
+      } else if (!ex->has_error() && limit != 0) {
+        sink->OnChunk(std::make_shared<const v1::CompletionChunk>(
+                          recorder::ChunkFromResponse(ex->response())),
+                      absl::InfinitePast());
+      }
+      if (limit >= 0) return sink->OnFinish(DisconnectStatus());
+      return sink->OnFinish(ex->has_error() ? StatusFromRecorded(ex->error()) : absl::OkStatus());
+    }
+    if (limit >= 0) return sink->OnFinish(DisconnectStatus());
+    if (options_.upstream == nullptr) return sink->OnFinish(NoGrpcUpstream());
+    auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(std::move(decision->forward));
+    // Chunks as they arrive, with their offsets: what the caller gets is what
+    // is stored, so a replay gives the same bytes.
+    auto exchange = std::make_shared<v1::Exchange>();
+    const absl::Time start = (*ticket)->start();
+    Clock* clock = options_.clock;
+    options_.upstream->StreamComplete(
+        UpstreamCallFor(call), (*ticket)->request(),
+        [exchange, sink, start, clock](const v1::CompletionChunk& chunk) {
+          v1::CompletionChunk* kept = exchange->add_chunks();
+          *kept = chunk;
+          kept->set_offset_micros(absl::ToInt64Microseconds(clock->Now() - start));
+          sink->OnChunk(std::make_shared<const v1::CompletionChunk>(*kept), absl::InfinitePast());
+        },
+        [this, ticket, exchange, sink](absl::Status status) {
+          *exchange->mutable_response() = recorder::AssembleResponse(exchange->chunks());
+          FinishForward(std::move(*ticket), std::move(*exchange), status,
+                        [sink](absl::Status s) { sink->OnFinish(s); });
+        });
+  });
 }
 
 }  // namespace replayer

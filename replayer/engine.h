@@ -10,6 +10,14 @@
 //   new          replay, and forward and record what has no recording, into
 //                a new version holding the old exchanges and the new ones.
 //
+// Scenarios (replayer/script.h) script answers: each request is counted in
+// its run's context, then answered by the first source that holds, in this
+// order: the scenario's rules (priority order), its playbook, the recording
+// (replay and new modes) or the upstream (record, passthrough), the
+// scenario's `default`, a miss. A `delay` or `disconnect` rule adds its
+// effect and lets the next source answer. Extractors turn every answer into
+// workflow facts (tool calls, phase, routing, end) that later rules read.
+//
 // Replay matching: the request's canonical form (recorder/canonical.h, after
 // the MatchNormalizer) and its agent must equal a recorded exchange's.
 // Identical recorded requests answer in recorded order; each answers once
@@ -31,6 +39,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -44,6 +53,7 @@
 #include "base/clock.h"
 #include "recorder/upstream.h"
 #include "replayer/normalize.h"
+#include "replayer/script.h"
 #include "replayer/session_index.h"
 #include "store/store.h"
 #include "understudy/v1/understudy.pb.h"
@@ -76,6 +86,8 @@ struct EngineOptions {
   int max_miss_reports_per_run = 1000;
   // How long EndRun waits for the run's in-flight upstream calls.
   absl::Duration end_run_drain_timeout = absl::Seconds(30);
+  // The scenario for runs that name none (serve --scenario), or null.
+  std::shared_ptr<const Script> scenario;
 };
 
 // Payload type URL on the NOT_FOUND status of a replay miss (the value is
@@ -111,6 +123,9 @@ class ChunkSink {
 
 class RunState;
 
+// Extra attributes for a trace event, in order.
+using TraceAttributes = std::vector<std::pair<std::string, std::string>>;
+
 // A request that Decide sent upstream. Give it back to FinishForward with
 // the outcome; dropping it unfinished (the caller went away) releases the
 // run without recording anything.
@@ -139,17 +154,64 @@ class ForwardTicket {
   std::string record_session_;
   int64_t record_version_ = 0;
   bool finished_ = false;
+  // For the trace event (iteration, rule effects).
+  TraceAttributes extra_;
 };
 
-// How to answer a request.
+// A call held open by a `hang` action. The adapter gives it the way to
+// answer (Wait) and tells it when the caller went away (Release); the
+// engine releases it at the call's deadline and when its run ends.
+class Hang {
+ public:
+  Hang() = default;
+  Hang(const Hang&) = delete;
+  Hang& operator=(const Hang&) = delete;
+
+  // Runs `answer` exactly once, with the status of the first Release (at
+  // once when that has already happened). At most one call.
+  void Wait(std::function<void(absl::Status)> answer) ABSL_LOCKS_EXCLUDED(mu_);
+  // Ends the hang with `status`; later calls do nothing. Thread-safe.
+  void Release(absl::Status status) ABSL_LOCKS_EXCLUDED(mu_);
+  bool released() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return released_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool released_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  std::function<void(absl::Status)> answer_ ABSL_GUARDED_BY(mu_);
+};
+
+// How to answer a request. Adapters apply, in order: `delay` (wait first);
+// then exactly one of `error`, `hang`, `recorded` (render it), `forward`
+// (send upstream); `disconnect_after` >= 0 cuts the answer after that many
+// stream chunks (0, or any unary answer: before anything is sent).
 struct Decision {
-  // Replay: the recording that answers, alive while `keepalive` is held.
+  // A recording, or a scripted answer built as an exchange: what answers,
+  // alive while `keepalive` is held.
   std::shared_ptr<const void> keepalive;
   const v1::Exchange* recorded = nullptr;
   // Otherwise: forward the request, then call FinishForward with this.
   std::unique_ptr<ForwardTicket> forward;
   // Replay pace (EngineOptions::speed).
   double speed = 0;
+
+  // Scripted effects (scenario rules and default).
+  absl::Duration delay = absl::ZeroDuration();
+  // An `error` action: the status for gRPC callers, and for HTTP callers
+  // the HTTP status and the Retry-After delay (negative: none).
+  std::optional<absl::Status> error;
+  int http_status = 0;
+  double retry_after_seconds = -1;
+  // A `hang` action: answer through hang->Wait.
+  std::shared_ptr<Hang> hang;
+  // A `disconnect` action: chunks to send before the connection drops.
+  int64_t disconnect_after = -1;
+  // What answers: "rule", "playbook", "recording", "closest_recording",
+  // "default", "upstream".
+  std::string source;
 };
 
 class Engine {
@@ -187,6 +249,19 @@ class Engine {
 
   // Ends every active run (for shutdown); returns the first error.
   absl::Status EndAllRuns();
+
+  // Releases every hanging call of every run with UNAVAILABLE (for
+  // shutdown, before draining calls).
+  void ReleaseHangs();
+
+  // The scenario of `call`'s run (its own, or the server's), and the run's
+  // id; FAILED_PRECONDITION when the run has none. Errors as for Decide.
+  absl::StatusOr<std::pair<std::shared_ptr<const Script>, std::string>> RunScript(
+      const CallInfo& call);
+
+  // Appends `event` to the trace of `call`'s run (run, seq and time are
+  // set here). Errors as for Decide.
+  absl::Status Emit(const CallInfo& call, v1::TraceEvent event);
 
   // Decides how to answer `request` from `call`: a recording (replay, and
   // recorded requests in new mode) or forwarding (record, passthrough, and
@@ -229,9 +304,14 @@ class Engine {
                                                            const CallInfo& call,
                                                            const v1::CompletionRequest& request,
                                                            bool streamed);
-  absl::StatusOr<std::shared_ptr<const SessionIndex>> LoadSession(const std::string& name,
-                                                                   int64_t version);
+  absl::StatusOr<std::shared_ptr<const SessionIndex>> LoadSession(
+      const std::string& name, int64_t version,
+      const std::shared_ptr<const MatchNormalizer>& normalizer);
   std::string NewRunId();
+  absl::StatusOr<bool> Perform(const std::shared_ptr<RunState>& run, const CallInfo& call,
+                               const v1::CompletionRequest& request, bool streamed,
+                               const Step& step, const char* origin, int overall_iteration,
+                               TraceAttributes* attrs, Decision* decision);
 
   EngineOptions options_;
 

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <future>
+#include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <thread>
@@ -644,6 +646,369 @@ TEST_F(EngineTest, PacedReplayDueTimesAreTheRecordedOffsetsDividedBySpeed) {
   ASSERT_THAT(unpaced_done.get(), IsOk());
   EXPECT_THAT(unpaced->times, ElementsAre(absl::InfinitePast(), absl::InfinitePast(),
                                           absl::InfinitePast()));
+}
+
+// ---- Scenarios: rules, defaults, playbooks and actions at request time.
+
+class ScriptedEngineTest : public EngineTest {
+ protected:
+  // Starts a run scripted by `body` (YAML after the schema line).
+  v1::Run StartScripted(v1::RunMode mode, const std::string& session, const std::string& body) {
+    v1::StartRunRequest r;
+    r.set_mode(mode);
+    r.set_session(session);
+    r.set_scenario_text(absl::StrCat("schema: understudy.scenario/v1\n", body));
+    auto run = engine_->StartRun(r);
+    EXPECT_TRUE(run.ok()) << run.status();
+    return run.ok() ? *run : v1::Run();
+  }
+
+  static std::string Attr(const v1::TraceEvent& e, const std::string& name) {
+    auto it = e.attributes().find(name);
+    return it == e.attributes().end() ? "" : it->second;
+  }
+
+  std::vector<v1::TraceEvent> OfKind(const std::string& run, const std::string& kind) {
+    std::vector<v1::TraceEvent> out;
+    for (v1::TraceEvent& e : Events(run)) {
+      if (e.kind() == kind) out.push_back(std::move(e));
+    }
+    return out;
+  }
+};
+
+TEST_F(ScriptedEngineTest, RulesComeBeforeTheRecordingAndRunOut) {
+  RecordGolden();
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "golden", R"(
+rules:
+  - name: first-executor-call
+    times: 1
+    when: {agent: executor}
+    respond: {content: "scripted"}
+)");
+  auto first = Complete(Call(run.id(), "executor"), Ask("do"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->message().content(), "scripted");
+  // The rule is used up: the recording answers the same request now.
+  auto second = Complete(Call(run.id(), "executor"), Ask("do"));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->message().content(), "executor:1");
+
+  auto summary = engine_->EndRun(run.id());
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->run().scenario(), "inline");
+  EXPECT_EQ(summary->run().state(), v1::RUN_STATE_ENDED);
+  std::vector<v1::TraceEvent> exchanges = OfKind(run.id(), "exchange");
+  ASSERT_THAT(exchanges, SizeIs(2));
+  EXPECT_EQ(Attr(exchanges[0], "understudy.answer.source"), "rule");
+  EXPECT_EQ(Attr(exchanges[0], "understudy.rule.name"), "first-executor-call");
+  EXPECT_EQ(Attr(exchanges[0], "understudy.action"), "respond");
+  EXPECT_EQ(Attr(exchanges[1], "understudy.answer.source"), "recording");
+  EXPECT_EQ(Attr(exchanges[1], "understudy.agent.iteration"), "2");
+  EXPECT_EQ(Attr(exchanges[1], "understudy.previous_agent"), "executor");
+}
+
+TEST_F(ScriptedEngineTest, ReplayWithoutASessionUsesDefaultThenMisses) {
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", R"(
+default:
+  sequence:
+    - respond: {content: "one"}
+    - respond: {content: "two"}
+)");
+  EXPECT_EQ(Complete(Call(run.id(), "a"), Ask("x"))->message().content(), "one");
+  EXPECT_EQ(Complete(Call(run.id(), "b"), Ask("y"))->message().content(), "two");
+  EXPECT_EQ(Complete(Call(run.id(), "a"), Ask("z"))->message().content(), "one");
+
+  v1::Run bare = StartScripted(v1::RUN_MODE_REPLAY, "", "rules: []\n");
+  auto miss = Complete(Call(bare.id(), "a"), Ask("x"));
+  EXPECT_THAT(miss.status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(miss.status().message(), HasSubstr("no rule, playbook action or default"));
+  EXPECT_TRUE(miss.status().GetPayload(kMissPayloadUrl).has_value());
+  auto summary = engine_->EndRun(bare.id());
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->run().misses(), 1);
+}
+
+TEST_F(ScriptedEngineTest, ReplayWithoutSessionOrScenarioIsRefused) {
+  v1::StartRunRequest r;
+  r.set_mode(v1::RUN_MODE_REPLAY);
+  EXPECT_THAT(engine_->StartRun(r).status(), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(ScriptedEngineTest, InvalidScenarioIsRefusedWithTheWholeReport) {
+  v1::StartRunRequest r;
+  r.set_mode(v1::RUN_MODE_REPLAY);
+  r.set_scenario_text(
+      "schema: understudy.scenario/v1\nrules:\n  - name: a\n    when: {agnet: x}\n"
+      "    respond: {content: hi}\n  - name: b\n    times: 0\n    respond: {content: hi}\n");
+  auto run = engine_->StartRun(r);
+  ASSERT_THAT(run.status(), StatusIs(absl::StatusCode::kInvalidArgument));
+  EXPECT_THAT(run.status().message(), HasSubstr("rules[0].when.agnet"));
+  EXPECT_THAT(run.status().message(), HasSubstr("rules[1].times"));
+  r.set_scenario_text("");
+  r.set_scenario("no-such-pack");
+  EXPECT_THAT(engine_->StartRun(r).status(), StatusIs(absl::StatusCode::kNotFound));
+}
+
+TEST_F(ScriptedEngineTest, ErrorActionAnswersBothShapes) {
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", R"(
+rules:
+  - name: limited
+    error: {http_status: 429, message: "slow down", retry_after_seconds: 1.5}
+)");
+  auto unary = Complete(Call(run.id(), "a"), Ask("x"));
+  EXPECT_THAT(unary.status(), StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(unary.status().message(), HasSubstr("slow down"));
+  auto [status, chunks] = Stream(Call(run.id(), "a"), Ask("x"));
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kResourceExhausted));
+  EXPECT_THAT(chunks, IsEmpty());
+
+  auto decision = engine_->Decide(Call(run.id(), "a"), Ask("x"), false);
+  ASSERT_TRUE(decision.ok());
+  EXPECT_EQ(decision->http_status, 429);
+  EXPECT_DOUBLE_EQ(decision->retry_after_seconds, 1.5);
+}
+
+TEST_F(ScriptedEngineTest, FailThenSucceedThenRecording) {
+  RecordGolden();
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "golden", R"(
+rules:
+  - name: flaky
+    times: 3
+    when: {agent: orchestrator}
+    fail_then_succeed:
+      failures: 2
+      error: {grpc_code: UNAVAILABLE}
+      then: {respond: {content: "recovered"}}
+)");
+  EXPECT_THAT(Complete(Call(run.id(), "orchestrator"), Ask("plan")).status(),
+              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(Complete(Call(run.id(), "orchestrator"), Ask("plan")).status(),
+              StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_EQ(Complete(Call(run.id(), "orchestrator"), Ask("plan"))->message().content(),
+            "recovered");
+  // `times: 3` is used up: the recording answers.
+  EXPECT_EQ(Complete(Call(run.id(), "orchestrator"), Ask("plan"))->message().content(),
+            "orchestrator:1");
+}
+
+TEST_F(ScriptedEngineTest, DisconnectCutsTheStreamAfterNChunks) {
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", R"(
+rules:
+  - name: cut
+    times: 1
+    disconnect: {after_chunks: 2}
+default:
+  respond: {content: "a b c d e"}
+)");
+  auto [status, chunks] = Stream(Call(run.id(), "a"), Ask("x"));
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kUnavailable));
+  ASSERT_THAT(chunks, SizeIs(2));
+  EXPECT_EQ(chunks[0].content(), "a ");
+  EXPECT_EQ(chunks[1].content(), "b ");
+  // Next call: whole.
+  auto [ok, all] = Stream(Call(run.id(), "a"), Ask("x"));
+  EXPECT_THAT(ok, IsOk());
+  EXPECT_THAT(all, SizeIs(6));
+
+  std::vector<v1::TraceEvent> exchanges = OfKind(run.id(), "exchange");
+  ASSERT_THAT(exchanges, SizeIs(2));
+  EXPECT_EQ(Attr(exchanges[0], "understudy.disconnect.after_chunks"), "2");
+  EXPECT_EQ(Attr(exchanges[0], "understudy.answer.source"), "default");
+  EXPECT_EQ(Attr(exchanges[0], "understudy.rule.name"), "cut");
+}
+
+TEST_F(ScriptedEngineTest, UnaryDisconnectFailsAtOnce) {
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", R"(
+rules:
+  - {name: cut, times: 1, disconnect: {after_chunks: 3}}
+default:
+  respond: {content: "fine"}
+)");
+  auto cut = Complete(Call(run.id(), "a"), Ask("x"));
+  EXPECT_THAT(cut.status(), StatusIs(absl::StatusCode::kUnavailable));
+  EXPECT_THAT(cut.status().message(), HasSubstr("disconnect"));
+  EXPECT_EQ(Complete(Call(run.id(), "a"), Ask("x"))->message().content(), "fine");
+}
+
+TEST_F(ScriptedEngineTest, DelayThenTheNextSourceAnswers) {
+  RecordGolden();
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "golden", R"(
+rules:
+  - name: slow
+    delay: {ms: 30}
+)");
+  const absl::Time before = absl::Now();
+  auto r = Complete(Call(run.id(), "reviewer"), Ask("check"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->message().content(), "reviewer:1");
+  EXPECT_GE(absl::Now() - before, absl::Milliseconds(30));
+  std::vector<v1::TraceEvent> exchanges = OfKind(run.id(), "exchange");
+  ASSERT_THAT(exchanges, SizeIs(1));
+  EXPECT_EQ(Attr(exchanges[0], "understudy.answer.source"), "recording");
+  EXPECT_EQ(Attr(exchanges[0], "understudy.delay_ms"), "30");
+}
+
+TEST_F(ScriptedEngineTest, HangEndsAtTheDeadlineOrWhenTheRunEnds) {
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", "rules:\n  - {name: stall, hang: {}}\n");
+  CallInfo call = Call(run.id(), "a");
+  call.deadline = absl::Now() + absl::Milliseconds(50);
+  EXPECT_THAT(Complete(call, Ask("x")).status(), StatusIs(absl::StatusCode::kDeadlineExceeded));
+
+  // Without a deadline: held until the run ends.
+  auto sink = std::make_shared<CollectingSink>();
+  auto done = sink->done.get_future();
+  engine_->StreamComplete(Call(run.id(), "a"), Ask("x"), sink);
+  EXPECT_EQ(done.wait_for(std::chrono::milliseconds(50)), std::future_status::timeout);
+  ASSERT_TRUE(engine_->EndRun(run.id()).ok());
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_THAT(done.get(), StatusIs(absl::StatusCode::kCancelled));
+}
+
+TEST_F(ScriptedEngineTest, FromSessionServesAnotherRecording) {
+  RecordGolden();
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", R"(
+rules:
+  - name: pinned
+    when: {agent: pinned}
+    from_session: {session: golden, seq: 4}
+  - name: in-order
+    from_session: {session: golden@1}
+)");
+  EXPECT_EQ(Complete(Call(run.id(), "pinned"), Ask("anything"))->message().content(), "reviewer:1");
+  EXPECT_EQ(Complete(Call(run.id(), "pinned"), Ask("again"))->message().content(), "reviewer:1");
+  EXPECT_EQ(Complete(Call(run.id(), "x"), Ask("1"))->message().content(), "orchestrator:1");
+  EXPECT_EQ(Complete(Call(run.id(), "x"), Ask("2"))->message().content(), "executor:1");
+
+  v1::StartRunRequest bad;
+  bad.set_mode(v1::RUN_MODE_REPLAY);
+  bad.set_scenario_text(
+      "schema: understudy.scenario/v1\ndefault: {from_session: {session: nowhere}}\n");
+  auto refused = engine_->StartRun(bad);
+  EXPECT_THAT(refused.status(), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(refused.status().message(), HasSubstr("nowhere"));
+}
+
+TEST_F(ScriptedEngineTest, AgentsAndExtractorsDriveTheRules) {
+  // The executor → reviewer → executor loop, agents named by system prompt
+  // only, phase from continue(phase).
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", R"(
+agents:
+  - {name: executor, system_prompt: 'You are the executor'}
+  - {name: reviewer, system_prompt: 'You are the reviewer'}
+extractors:
+  phase: {tool: continue, argument: phase}
+  end: {tool: complete}
+rules:
+  - name: executor-first
+    when: {agent: executor, iteration: 1}
+    respond: {tool_calls: [{name: continue, arguments: {phase: review}}]}
+  - name: reviewer-finds-hole
+    when: {agent: reviewer, phase: review, previous_agent: executor}
+    respond: {content: "SQL injection in login"}
+  - name: executor-fixes
+    when: {agent: executor, iteration: 2, message_contains: 'SQL injection', previous_tool_calls: [continue]}
+    respond: {tool_calls: [{name: complete, arguments: {}}]}
+)");
+  auto as = [](const std::string& system, const std::string& user) {
+    v1::CompletionRequest r;
+    r.set_model("m");
+    auto* s = r.add_messages();
+    s->set_role("system");
+    s->set_content(system);
+    auto* u = r.add_messages();
+    u->set_role("user");
+    u->set_content(user);
+    return r;
+  };
+  auto e1 = Complete(Call(run.id(), ""), as("You are the executor.", "build login"));
+  ASSERT_TRUE(e1.ok()) << e1.status();
+  EXPECT_EQ(e1->message().tool_calls(0).name(), "continue");
+  auto r1 = Complete(Call(run.id(), ""), as("You are the reviewer.", "review login"));
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  EXPECT_EQ(r1->message().content(), "SQL injection in login");
+  auto e2 = Complete(Call(run.id(), ""),
+                     as("You are the executor.", "Reviewer says: SQL injection in login"));
+  ASSERT_TRUE(e2.ok()) << e2.status();
+  EXPECT_EQ(e2->message().tool_calls(0).name(), "complete");
+
+  std::vector<v1::TraceEvent> events = Events(run.id());
+  std::vector<std::string> kinds;
+  for (const auto& e : events) kinds.push_back(e.kind() + ":" + e.agent());
+  EXPECT_THAT(kinds, ElementsAre("run_started:", "exchange:executor", "tool_call:executor",
+                                 "phase_transition:executor", "exchange:reviewer",
+                                 "exchange:executor", "tool_call:executor",
+                                 "workflow_end:executor"));
+  EXPECT_EQ(Attr(events[3], "understudy.phase.from"), "");
+  EXPECT_EQ(Attr(events[3], "understudy.phase.to"), "review");
+}
+
+TEST_F(ScriptedEngineTest, ConcurrentRequestsNeverOveruseARule) {
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", R"(
+rules:
+  - {name: five, times: 5, respond: {content: five}}
+  - {name: ten, times: 10, respond: {content: ten}}
+default:
+  respond: {content: rest}
+)");
+  constexpr int kRequests = 32;
+  std::vector<std::string> answers(kRequests);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kRequests; ++i) {
+    threads.emplace_back([&, i] {
+      auto r = Complete(Call(run.id(), "a"), Ask(absl::StrCat("q", i)));
+      answers[i] = r.ok() ? r->message().content() : r.status().ToString();
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::map<std::string, int> counts;
+  for (const auto& a : answers) ++counts[a];
+  EXPECT_EQ(counts["five"], 5);
+  EXPECT_EQ(counts["ten"], 10);
+  EXPECT_EQ(counts["rest"], 17);
+  std::set<std::string> iterations;
+  for (const auto& e : OfKind(run.id(), "exchange")) {
+    iterations.insert(Attr(e, "understudy.agent.iteration"));
+  }
+  EXPECT_THAT(iterations, SizeIs(kRequests));
+  for (int i = 1; i <= kRequests; ++i) EXPECT_TRUE(iterations.count(absl::StrCat(i))) << i;
+}
+
+TEST_F(ScriptedEngineTest, PlaybookAnswersAndEndRunReportsWhatIsLeft) {
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", R"(
+playbook:
+  turns:
+    - when: 'make a plan'
+      actions:
+        - call: {tool: plan_propose, args: {goal: ship}}
+        - say: {text: "Plan {{plan_id}} is ready."}
+      capture:
+        plan_id: {from_tool_result: plan_propose, regex: '(PLAN-[0-9a-f]+)'}
+    - when: 'approve'
+      actions:
+        - say: {text: "Approved."}
+)");
+  v1::CompletionRequest request = Ask("make a plan");
+  auto call = Complete(Call(run.id(), "planner"), request);
+  ASSERT_TRUE(call.ok()) << call.status();
+  ASSERT_EQ(call->message().tool_calls_size(), 1);
+  EXPECT_EQ(call->message().tool_calls(0).name(), "plan_propose");
+  *request.add_messages() = call->message();
+  v1::Message* result = request.add_messages();
+  result->set_role("tool");
+  result->set_tool_call_id(call->message().tool_calls(0).id());
+  result->set_content("created PLAN-4f2a");
+  auto say = Complete(Call(run.id(), "planner"), request);
+  ASSERT_TRUE(say.ok()) << say.status();
+  EXPECT_EQ(say->message().content(), "Plan PLAN-4f2a is ready.");
+
+  auto summary = engine_->EndRun(run.id());
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->run().state(), v1::RUN_STATE_FAILED);
+  ASSERT_THAT(summary->failures(), SizeIs(1));
+  EXPECT_THAT(summary->failures(0), HasSubstr("playbook not fully consumed: 1 action remaining"));
+  EXPECT_EQ(OfKind(run.id(), "exchange")[0].attributes().at("understudy.answer.source"),
+            "playbook");
 }
 
 TEST(ParseSessionRefTest, SplitsNameAndVersion) {

@@ -232,18 +232,42 @@ Observation Observe(RunContext& context, const v1::CompletionResponse& response,
       }
     }
   }
-  if (!phase.has_value() && extractors.routing.has_value() &&
-      !response.message().content().empty()) {
+  const std::string& text = response.message().content();
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (extractors.routing.has_value() && first != std::string::npos && text[first] == '{') {
     nlohmann::json content = nlohmann::json::parse(response.message().content(), nullptr,
                                                    /*allow_exceptions=*/false);
     if (content.is_object()) {
-      auto it = content.find(extractors.routing->phase_field);
-      if (it != content.end() && it->is_string()) phase = it->get<std::string>();
+      const Extractors::Routing& fields = *extractors.routing;
+      auto text_of = [&](const std::string& field) -> std::string {
+        auto it = content.find(field);
+        if (it == content.end() || it->is_null()) return "";
+        return it->is_string() ? it->get<std::string>() : it->dump();
+      };
+      auto agents = content.find(fields.agents_field);
+      if (agents != content.end() && (agents->is_string() || agents->is_array())) {
+        Observation::Routing routing;
+        if (agents->is_string()) {
+          routing.agents.push_back(agents->get<std::string>());
+        } else {
+          for (const nlohmann::json& a : *agents) {
+            routing.agents.push_back(a.is_string() ? a.get<std::string>() : a.dump());
+          }
+        }
+        routing.phase = text_of(fields.phase_field);
+        routing.reason = text_of(fields.reason_field);
+        observation.routing = std::move(routing);
+      }
+      if (!phase.has_value()) {
+        auto it = content.find(fields.phase_field);
+        if (it != content.end() && it->is_string()) phase = it->get<std::string>();
+      }
     }
   }
   observation.phase = phase;
 
   absl::MutexLock lock(&context.mu_);
+  observation.previous_phase = context.phase_;
   context.tool_calls_.insert(context.tool_calls_.end(), observation.tool_calls.begin(),
                              observation.tool_calls.end());
   if (phase.has_value()) context.phase_ = *phase;

@@ -145,7 +145,16 @@ class RuleSet {
 struct Observation {
   std::vector<std::string> tool_calls;  // names, in the answer's order
   std::optional<std::string> phase;     // the phase the answer set, if any
+  std::string previous_phase;           // the phase before this answer
   bool ended = false;                   // the answer carried the end signal
+  // A routing decision in the answer's JSON content (extractors.routing):
+  // the object had the agents field (a string or a list of strings).
+  struct Routing {
+    std::vector<std::string> agents;
+    std::string phase;
+    std::string reason;
+  };
+  std::optional<Routing> routing;
 };
 
 // Updates `context` after the model (or a rule) answered: appends the

@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "recorder/ingest.h"
+#include "replayer/mocks.h"
+#include "service/call_info.h"
 #include "service/grpc_status.h"
 
 namespace understudy {
@@ -187,6 +189,100 @@ grpc::Status TracesService::Query(grpc::ServerContext*, const v1::QueryRequest* 
   if (!page.ok()) return ToGrpcStatus(page.status());
   for (v1::TraceEvent& e : page->events) *response->add_events() = std::move(e);
   response->set_next_after_seq(page->next_after_seq);
+  return grpc::Status::OK;
+}
+
+namespace {
+
+v1::TraceEvent MockEvent(const char* kind, const std::string& agent) {
+  v1::TraceEvent event;
+  event.set_kind(kind);
+  event.set_agent(agent);
+  auto& attrs = *event.mutable_attributes();
+  if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
+  attrs["understudy.mocked"] = "true";
+  return event;
+}
+
+const char* UiKindName(v1::UiKind kind) {
+  switch (kind) {
+    case v1::UI_KIND_CONFIRM:
+      return "confirm";
+    case v1::UI_KIND_SELECT:
+      return "select";
+    case v1::UI_KIND_INPUT:
+      return "input";
+    case v1::UI_KIND_EDITOR:
+      return "editor";
+    default:
+      return "unspecified";
+  }
+}
+
+}  // namespace
+
+grpc::Status ToolsService::Invoke(grpc::ServerContext* context,
+                                  const v1::InvokeToolRequest* request,
+                                  v1::InvokeToolResponse* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
+  replayer::CallInfo info = CallInfoFrom(*context, request->run(), request->agent());
+  auto script = engine_->RunScript(info);
+  if (!script.ok()) return ToGrpcStatus(script.status());
+  info.run = script->second;
+  absl::StatusOr<v1::InvokeToolResponse> answer =
+      replayer::InvokeMockTool(script->first->scenario(), *request);
+  v1::TraceEvent event = MockEvent("tool_result", info.agent);
+  auto& attrs = *event.mutable_attributes();
+  attrs["gen_ai.tool.name"] = request->tool().substr(0, 256);
+  if (!request->call_id().empty()) attrs["gen_ai.tool.call.id"] = request->call_id().substr(0, 256);
+  attrs["gen_ai.tool.call.arguments"] = request->arguments().substr(0, 64 << 10);
+  if (answer.ok()) {
+    attrs["gen_ai.tool.call.result"] = answer->content().substr(0, 64 << 10);
+  } else {
+    attrs["error.type"] = absl::StatusCodeToString(answer.status().code());
+    attrs["understudy.error"] = std::string(answer.status().message());
+  }
+  engine_->Emit(info, std::move(event)).IgnoreError();
+  if (!answer.ok()) return ToGrpcStatus(answer.status());
+  *response = *std::move(answer);
+  return grpc::Status::OK;
+}
+
+grpc::Status UiService::Ask(grpc::ServerContext* context, const v1::AskRequest* request,
+                            v1::AskResponse* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
+  replayer::CallInfo info = CallInfoFrom(*context, request->run(), request->agent());
+  // A run without a scenario answers with mock_ui's defaults.
+  auto script = engine_->RunScript(info);
+  if (!script.ok() && !absl::IsFailedPrecondition(script.status())) {
+    return ToGrpcStatus(script.status());
+  }
+  absl::StatusOr<v1::AskResponse> answer = replayer::AnswerMockUi(
+      script.ok() ? &script->first->scenario() : nullptr, *request);
+  v1::TraceEvent event = MockEvent("ui_call", info.agent);
+  auto& attrs = *event.mutable_attributes();
+  attrs["understudy.ui.kind"] = UiKindName(request->kind());
+  attrs["understudy.ui.prompt"] = request->prompt().substr(0, 64 << 10);
+  if (answer.ok()) {
+    switch (answer->kind()) {
+      case v1::UI_KIND_CONFIRM:
+        attrs["understudy.ui.answer"] = answer->confirmed() ? "true" : "false";
+        break;
+      case v1::UI_KIND_SELECT:
+        attrs["understudy.ui.answer"] = answer->selected();
+        break;
+      default:
+        attrs["understudy.ui.answer"] = answer->text();
+    }
+  } else {
+    attrs["error.type"] = absl::StatusCodeToString(answer.status().code());
+    attrs["understudy.error"] = std::string(answer.status().message());
+  }
+  engine_->Emit(info, std::move(event)).IgnoreError();
+  if (!answer.ok()) return ToGrpcStatus(answer.status());
+  *response = *std::move(answer);
   return grpc::Status::OK;
 }
 

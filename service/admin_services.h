@@ -78,6 +78,32 @@ class TracesService final : public v1::Traces::Service {
   CallTracker* const tracker_;
 };
 
+// Tools.Invoke and Ui.Ask, answered from the run's scenario (mock_tools,
+// mock_ui) and traced as tool_call / tool_result / ui_call events with
+// understudy.mocked = "true".
+class ToolsService final : public v1::Tools::Service {
+ public:
+  ToolsService(replayer::Engine* engine, CallTracker* tracker)
+      : engine_(engine), tracker_(tracker) {}
+  grpc::Status Invoke(grpc::ServerContext* context, const v1::InvokeToolRequest* request,
+                      v1::InvokeToolResponse* response) override;
+
+ private:
+  replayer::Engine* const engine_;
+  CallTracker* const tracker_;
+};
+
+class UiService final : public v1::Ui::Service {
+ public:
+  UiService(replayer::Engine* engine, CallTracker* tracker) : engine_(engine), tracker_(tracker) {}
+  grpc::Status Ask(grpc::ServerContext* context, const v1::AskRequest* request,
+                   v1::AskResponse* response) override;
+
+ private:
+  replayer::Engine* const engine_;
+  CallTracker* const tracker_;
+};
+
 }  // namespace service
 }  // namespace understudy
 

@@ -10,6 +10,11 @@ namespace service {
 
 replayer::CallInfo CallInfoFrom(const grpc::ServerContextBase& context,
                                 const v1::CompletionRequest& request) {
+  return CallInfoFrom(context, request.run(), request.agent());
+}
+
+replayer::CallInfo CallInfoFrom(const grpc::ServerContextBase& context, absl::string_view run,
+                                absl::string_view agent) {
   replayer::CallInfo call;
   for (const auto& [key, value] : context.client_metadata()) {
     if (key == "understudy-run") {
@@ -21,8 +26,8 @@ replayer::CallInfo CallInfoFrom(const grpc::ServerContextBase& context,
                                         std::string(value.data(), value.size()));
     }
   }
-  if (!request.run().empty()) call.run = request.run();
-  if (!request.agent().empty()) call.agent = request.agent();
+  if (!run.empty()) call.run = std::string(run);
+  if (!agent.empty()) call.agent = std::string(agent);
   auto deadline = context.deadline();
   if (deadline != std::chrono::system_clock::time_point::max()) {
     call.deadline = absl::FromChrono(deadline);

@@ -15,6 +15,10 @@ namespace service {
 // deadline is the call's.
 replayer::CallInfo CallInfoFrom(const grpc::ServerContextBase& context,
                                 const v1::CompletionRequest& request);
+// The same for calls whose request carries `run` and `agent` fields of its
+// own (Tools, Ui); empty fields fall back to the metadata.
+replayer::CallInfo CallInfoFrom(const grpc::ServerContextBase& context, absl::string_view run,
+                                absl::string_view agent);
 
 }  // namespace service
 }  // namespace understudy

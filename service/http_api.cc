@@ -1,5 +1,7 @@
 #include "service/http_api.h"
 
+#include <cmath>
+#include <cstdint>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -11,13 +13,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "base/http_status.h"
+#include "base/scheduler.h"
 #include "base/log.h"
 #include "nlohmann/json.hpp"
 #include "provider/anthropic.h"
 #include "provider/openai.h"
 #include "provider/sse.h"
 #include "recorder/stream.h"
-#include "service/http_status.h"
 
 namespace understudy {
 namespace service {
@@ -129,9 +132,21 @@ absl::Time NotBefore(absl::Time start, int64_t offset_micros, double speed) {
   return start + absl::Microseconds(static_cast<int64_t>(static_cast<double>(offset_micros) / speed));
 }
 
-// Answers from a recorded exchange, in the caller's shape.
+// Answers from a recorded (or scripted) exchange, in the caller's shape.
+// `disconnect_after` >= 0 drops the connection after that many stream
+// events (a whole response is never sent).
 void RenderRecorded(Api api, const v1::Exchange& ex, bool stream, bool include_usage,
-                    double speed, absl::Time start, HttpResponder& out) {
+                    double speed, absl::Time start, int64_t disconnect_after,
+                    HttpResponder& out) {
+  if (disconnect_after == 0 || (disconnect_after > 0 && !stream)) return out.Abort();
+  const auto finish = [&] {
+    if (disconnect_after >= 0) {
+      out.Abort();
+    } else {
+      out.End();
+    }
+  };
+  const size_t limit = disconnect_after < 0 ? SIZE_MAX : static_cast<size_t>(disconnect_after);
   const v1::NativeExchange& native = ex.native();
   const bool same_api = ex.has_native() && native.provider() == ProviderName(api);
   const std::string content_type =
@@ -142,11 +157,12 @@ void RenderRecorded(Api api, const v1::Exchange& ex, bool stream, bool include_u
   // this form (streamed or not).
   if (same_api && stream && native.chunks_size() > 0) {
     out.StartStream(native.status() == 0 ? 200 : native.status(), std::move(headers));
+    size_t sent = 0;
     for (const v1::NativeChunk& chunk : native.chunks()) {
+      if (sent++ >= limit) break;
       out.Write(chunk.data(), NotBefore(start, chunk.offset_micros(), speed));
     }
-    out.End();
-    return;
+    return finish();
   }
   if (same_api && native.chunks_size() == 0 && (!stream || native.status() >= 300)) {
     out.Respond(native.status() == 0 ? 200 : native.status(), std::move(headers),
@@ -182,14 +198,14 @@ void RenderRecorded(Api api, const v1::Exchange& ex, bool stream, bool include_u
   // Rendered events follow the chunks one to one only for OpenAI; pace by
   // chunk where that holds, else send as they are.
   const bool one_to_one = api == Api::kOpenAI;
-  for (size_t i = 0; i < events.size(); ++i) {
+  for (size_t i = 0; i < events.size() && i < limit; ++i) {
     absl::Time when = absl::InfinitePast();
     if (one_to_one && i < static_cast<size_t>(chunks.size())) {
       when = NotBefore(start, chunks[static_cast<int>(i)].offset_micros(), speed);
     }
     out.Write(std::move(events[i]), when);
   }
-  out.End();
+  finish();
 }
 
 // Relays one forwarded request's response to the client as it arrives and
@@ -474,17 +490,54 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   replayer::CallInfo call;
   call.run = !route.run.empty() ? route.run : std::string(request.Header("x-understudy-run"));
   call.agent = !route.agent.empty() ? route.agent : std::string(request.Header("x-understudy-agent"));
-  const absl::Time start = options_.clock->Now();
-  absl::StatusOr<replayer::Decision> decision =
+  absl::StatusOr<replayer::Decision> decided =
       options_.engine->Decide(call, parsed->canonical, parsed->stream);
-  if (!decision.ok()) return RespondError(api, decision.status(), *out);
+  if (!decided.ok()) return RespondError(api, decided.status(), *out);
+  auto decision = std::make_shared<replayer::Decision>(*std::move(decided));
+  auto answer = [this, api, decision, out,
+                 parsed = std::make_shared<provider::ParsedRequest>(*std::move(parsed)),
+                 path = std::move(route.path), stored_body = std::move(stored_body),
+                 request = std::make_shared<HttpRequest>(std::move(request))]() mutable {
+    Answer(static_cast<int>(api), *decision, *parsed, path, std::move(stored_body), std::move(*request), out);
+  };
+  if (decision->delay <= absl::ZeroDuration()) return answer();
+  // A scripted delay: the answer (or the forwarding) starts afterwards.
+  Scheduler::Shared()->RunAt(absl::Now() + decision->delay, std::move(answer));
+}
 
-  if (decision->recorded != nullptr) {
+void HttpApi::Answer(int api_index, replayer::Decision& decision,
+                     const provider::ParsedRequest& parsed, const std::string& path,
+                     std::string stored_body, HttpRequest request,
+                     std::shared_ptr<HttpResponder> out) {
+  const Api api = static_cast<Api>(api_index);
+  if (decision.error.has_value()) {
+    // A scripted error: the HTTP status and body a provider would send.
+    const absl::Status shown(StatusCodeForHttp(decision.http_status),
+                             decision.error->message());
+    HttpHeaders headers = {{"content-type", kJson}};
+    if (decision.retry_after_seconds >= 0) {
+      headers.emplace_back("retry-after",
+                           absl::StrCat(static_cast<int64_t>(std::ceil(decision.retry_after_seconds))));
+      headers.emplace_back("retry-after-ms", absl::StrCat(static_cast<int64_t>(
+                                                 std::llround(decision.retry_after_seconds * 1000))));
+    }
+    return out->Respond(decision.http_status, std::move(headers),
+                        ErrorBodyFor(api, shown.ok() ? absl::UnknownError(shown.message()) : shown,
+                                     ErrorCodeFor(shown)));
+  }
+  if (decision.hang != nullptr) {
+    std::shared_ptr<replayer::Hang> hang = decision.hang;
+    out->OnCancel([hang] { hang->Release(absl::CancelledError("the client went away")); });
+    hang->Wait([api, out](absl::Status status) { RespondError(api, status, *out); });
+    return;
+  }
+  if (decision.recorded != nullptr) {
     // `decision` (and its keepalive) lives until the answer is queued; the
     // responder copies what it sends.
-    return RenderRecorded(api, *decision->recorded, parsed->stream, parsed->include_usage,
-                          decision->speed, start, *out);
+    return RenderRecorded(api, *decision.recorded, parsed.stream, parsed.include_usage,
+                          decision.speed, options_.clock->Now(), decision.disconnect_after, *out);
   }
+  if (decision.disconnect_after >= 0) return out->Abort();
 
   recorder::UpstreamHttpInterface* upstream =
       api == Api::kOpenAI ? options_.openai_upstream : options_.anthropic_upstream;
@@ -496,16 +549,16 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
             ProviderName(api), "=URL")),
         *out);
   }
-  auto relay = std::make_shared<Relay>(api, parsed->stream, options_.engine,
-                                       std::move(decision->forward), out, options_.clock);
+  auto relay = std::make_shared<Relay>(api, parsed.stream, options_.engine,
+                                       std::move(decision.forward), out, options_.clock);
   v1::NativeExchange* native = relay->native();
   native->set_provider(ProviderName(api));
-  native->set_path(route.path);
+  native->set_path(path);
   native->set_request_body(std::move(stored_body));
 
   recorder::UpstreamHttpRequest forward;
   forward.method = "POST";
-  forward.path = route.path;
+  forward.path = path;
   forward.headers = ForwardHeaders(request);
   forward.body = std::move(request.body);
   std::shared_ptr<recorder::UpstreamHttpCall> transfer = upstream->Send(std::move(forward), relay);

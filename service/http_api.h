@@ -25,6 +25,7 @@
 #include <string>
 
 #include "base/clock.h"
+#include "provider/parsed_request.h"
 #include "recorder/http_upstream.h"
 #include "recorder/redact.h"
 #include "replayer/engine.h"
@@ -55,6 +56,12 @@ class HttpApi {
   static std::string ServerErrorBody(int status, absl::string_view message);
 
  private:
+  // Answers a decided request (after any scripted delay). `api` is the
+  // internal Api enum.
+  void Answer(int api, replayer::Decision& decision, const provider::ParsedRequest& parsed,
+              const std::string& path, std::string stored_body, HttpRequest request,
+              std::shared_ptr<HttpResponder> out);
+
   HttpApiOptions options_;
   recorder::Redactor default_redactor_;
 };

@@ -220,7 +220,7 @@ class Connection final : public std::enable_shared_from_this<Connection> {
     kClosed,
   };
   // What to do once a Piece has been written.
-  enum class After { kNothing, kAnswerDone, kHalfClose };
+  enum class After { kNothing, kAnswerDone, kHalfClose, kClose };
   enum class Framing { kNone, kContentLength, kChunked, kCloseDelimited };
   struct Piece {
     std::string head;
@@ -658,7 +658,14 @@ void Connection::DoEnd(uint64_t id) {
 }
 
 void Connection::DoAbort(uint64_t id) {
-  if (IsCurrent(id)) Close();
+  if (!IsCurrent(id)) return;
+  if (out_.empty() && !writing_) return Close();
+  // What was queued before the abort goes out first, as it would have
+  // before a network failure.
+  answer_ending_ = true;
+  Piece piece;
+  piece.after = After::kClose;
+  Queue(std::move(piece));
 }
 
 void Connection::DoAbandon(uint64_t id) {
@@ -722,6 +729,7 @@ void Connection::OnWrite(beast::error_code ec) {
   for (After after : actions) {
     if (state_ == State::kClosed) return;
     if (after == After::kAnswerDone) AnswerDone();
+    if (after == After::kClose) return Close();
     if (after == After::kHalfClose) {
       beast::error_code ignored;
       socket_.shutdown(tcp::socket::shutdown_send, ignored);

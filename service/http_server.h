@@ -67,8 +67,8 @@ class HttpResponder {
   virtual void Write(std::string data, absl::Time not_before = absl::InfinitePast()) = 0;
   // Ends the stream once everything queued is sent.
   virtual void End() = 0;
-  // Closes the connection at once, without ending the stream: what a client
-  // sees when the network fails mid-answer.
+  // Closes the connection, without ending the stream, once what was queued
+  // before is sent: what a client sees when the network fails mid-answer.
   virtual void Abort() = 0;
 
   // True once the client has gone away (the connection closed or failed).

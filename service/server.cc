@@ -43,6 +43,8 @@ struct Server::Parts {
   std::unique_ptr<RecorderService> recorder;
   std::unique_ptr<SessionsService> sessions;
   std::unique_ptr<TracesService> traces;
+  std::unique_ptr<ToolsService> tools;
+  std::unique_ptr<UiService> ui;
   std::unique_ptr<grpc::Server> grpc_server;
   std::string address;
   std::string default_run;
@@ -102,6 +104,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   US_ASSIGN_OR_RETURN(recorder::Redactor redactor,
                       recorder::Redactor::Create(options.redact_headers, options.redact_json_paths));
   parts->redactor = std::make_unique<recorder::Redactor>(std::move(redactor));
+  if (!options.scenario.empty()) {
+    absl::StatusOr<std::shared_ptr<const replayer::Script>> script =
+        replayer::Script::Load(options.scenario, "");
+    if (!script.ok()) {
+      return absl::Status(script.status().code(),
+                          absl::StrCat("--scenario: ", script.status().message()));
+    }
+    engine_options.scenario = *std::move(script);
+  }
   US_ASSIGN_OR_RETURN(parts->engine, replayer::Engine::Create(engine_options));
 
   CallTracker* tracker = &parts->tracker;
@@ -112,6 +123,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   parts->sessions = std::make_unique<SessionsService>(parts->store.get(), tracker);
   parts->traces =
       std::make_unique<TracesService>(parts->engine.get(), parts->store.get(), tracker);
+  parts->tools = std::make_unique<ToolsService>(parts->engine.get(), tracker);
+  parts->ui = std::make_unique<UiService>(parts->engine.get(), tracker);
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -128,6 +141,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   builder.RegisterService(parts->recorder.get());
   builder.RegisterService(parts->sessions.get());
   builder.RegisterService(parts->traces.get());
+  builder.RegisterService(parts->tools.get());
+  builder.RegisterService(parts->ui.get());
   parts->grpc_server = builder.BuildAndStart();
   if (parts->grpc_server == nullptr || port == 0) {
     return absl::UnavailableError(
@@ -207,6 +222,8 @@ absl::Status Server::Shutdown() {
   if (grpc::HealthCheckServiceInterface* health = parts_->grpc_server->GetHealthCheckService()) {
     health->Shutdown();
   }
+  // Calls held by `hang` actions would otherwise hold the drain open.
+  parts_->engine->ReleaseHangs();
   const absl::Time deadline = absl::Now() + parts_->options.drain_timeout;
   if (parts_->http_server != nullptr) parts_->http_server->Shutdown(deadline);
   const bool drained = parts_->tracker.Drain(deadline);

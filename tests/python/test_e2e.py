@@ -167,7 +167,12 @@ def test_replay_after_restart_is_identical_with_upstream_stopped(golden, start_s
     assert [e.attributes["understudy.answer.source"] for e in exchanges] == ["recording"] * 6
     assert [e.attributes["understudy.exchange.seq"] for e in exchanges] == [
         str(i) for i in range(1, 7)]
-    kinds = [e.kind for e in query(server, run.id)]
+    events = query(server, run.id)
+    # Every tool call in the replayed answers is traced after its exchange.
+    tool_calls = [e for e in events if e.kind == "tool_call"]
+    assert [e.attributes["gen_ai.tool.name"] for e in tool_calls] == [
+        c.name for e in exchanges for c in e.response.message.tool_calls]
+    kinds = [e.kind for e in events if e.kind != "tool_call"]
     assert kinds == ["run_started"] + ["exchange"] * 6 + ["run_ended"]
     assert server.terminate() == 0, server.stderr()
 

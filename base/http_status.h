@@ -1,11 +1,10 @@
 // The one place where absl::Status becomes an HTTP status.
-#ifndef UNDERSTUDY_SERVICE_HTTP_STATUS_H_
-#define UNDERSTUDY_SERVICE_HTTP_STATUS_H_
+#ifndef UNDERSTUDY_BASE_HTTP_STATUS_H_
+#define UNDERSTUDY_BASE_HTTP_STATUS_H_
 
 #include "absl/status/status.h"
 
 namespace understudy {
-namespace service {
 
 // INVALID_ARGUMENT 400, UNAUTHENTICATED 401, PERMISSION_DENIED 403,
 // NOT_FOUND 404, ALREADY_EXISTS / ABORTED 409, FAILED_PRECONDITION 412,
@@ -18,7 +17,6 @@ int HttpStatusFor(absl::StatusCode code);
 // RESOURCE_EXHAUSTED, 5xx UNAVAILABLE/INTERNAL, …; 2xx is OK.
 absl::StatusCode StatusCodeForHttp(int status);
 
-}  // namespace service
 }  // namespace understudy
 
-#endif  // UNDERSTUDY_SERVICE_HTTP_STATUS_H_
+#endif  // UNDERSTUDY_BASE_HTTP_STATUS_H_

@@ -1,7 +1,6 @@
-#include "service/http_status.h"
+#include "base/http_status.h"
 
 namespace understudy {
-namespace service {
 
 int HttpStatusFor(absl::StatusCode code) {
   switch (code) {
@@ -70,5 +69,4 @@ absl::StatusCode StatusCodeForHttp(int status) {
   }
 }
 
-}  // namespace service
 }  // namespace understudy
