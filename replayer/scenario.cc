@@ -162,6 +162,35 @@ std::string CheckBounds(const YAML::Node& n, int depth, size_t* count, YAML::Mar
 
 // Plain YAML scalars take the JSON type they look like; quoted ones are
 // strings. Only called on documents CheckBounds accepted.
+// The first mapping key under `n` that is not a scalar: what an unquoted
+// `{{name}}` template becomes (YAML reads it as a nested flow mapping).
+std::optional<YAML::Node> NonScalarKey(const YAML::Node& n) {
+  if (n.IsMap()) {
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (!it->first.IsScalar()) return it->first;
+      if (std::optional<YAML::Node> inner = NonScalarKey(it->second)) return inner;
+    }
+  } else if (n.IsSequence()) {
+    for (const YAML::Node& item : n) {
+      if (std::optional<YAML::Node> inner = NonScalarKey(item)) return inner;
+    }
+  }
+  return std::nullopt;
+}
+
+// The `{{name}}` template names in every string of `value`.
+void TemplateNames(const nlohmann::json& value, std::vector<std::string>* out) {
+  static const RE2* const kName = new RE2(R"(\{\{\s*([A-Za-z_][A-Za-z0-9_.-]*)\s*\}\})");
+  if (value.is_string()) {
+    const std::string& text = value.get_ref<const std::string&>();
+    re2::StringPiece input(text.data(), text.size());
+    std::string name;
+    while (RE2::FindAndConsume(&input, *kName, &name)) out->push_back(name);
+  } else if (value.is_structured()) {
+    for (const nlohmann::json& item : value) TemplateNames(item, out);
+  }
+}
+
 nlohmann::json ToJson(const YAML::Node& n) {
   switch (n.Type()) {
     case YAML::NodeType::Map: {
@@ -913,6 +942,29 @@ class Checker {
       if (t["capture"].IsDefined()) ok = Captures(t["capture"], Join(p, "capture"), &turn) && ok;
       if (ok) s->playbook.push_back(std::move(turn));
     }
+    // A template naming no capture can only fail at request time.
+    std::vector<std::string> captured;
+    for (const PlaybookTurn& turn : s->playbook) {
+      for (const Capture& c : turn.captures) captured.push_back(c.name);
+    }
+    for (size_t i = 0; i < s->playbook.size(); ++i) {
+      for (size_t j = 0; j < s->playbook[i].actions.size(); ++j) {
+        const PlaybookStep& step = s->playbook[i].actions[j];
+        std::vector<std::string> names;
+        TemplateNames(step.kind == PlaybookStep::Kind::kCall ? step.args
+                                                             : nlohmann::json(step.text),
+                      &names);
+        for (const std::string& name : names) {
+          if (std::find(captured.begin(), captured.end(), name) != captured.end()) continue;
+          const YAML::Node& at = turns[i]["actions"][j];
+          std::string hint = Suggest(name, captured);
+          Warning(at, At(Join(At(tp, i), "actions"), j),
+                  absl::StrCat("{{", name, "}} is not captured by any turn; the request will fail "
+                               "when this action is taken"),
+                  hint.empty() ? "declare it under a turn's capture" : hint);
+        }
+      }
+    }
   }
 
   bool Step(const YAML::Node& n, const std::string& p, PlaybookStep* step) {
@@ -929,7 +981,12 @@ class Checker {
       if (!Map(c, cp, {"tool", "args"})) return false;
       bool ok = Require(c, cp, "tool") && NonEmptyString(c["tool"], Join(cp, "tool"), &step->tool);
       if (c["args"].IsDefined()) {
-        if (c["args"].IsMap()) {
+        if (std::optional<YAML::Node> key = NonScalarKey(c["args"])) {
+          Error(*key, Join(cp, "args"),
+                "a mapping key is itself a mapping: an unquoted {{name}} template is read as one",
+                "quote the template, e.g. id: \"{{plan_id}}\"");
+          ok = false;
+        } else if (c["args"].IsMap()) {
           step->args = ToJson(c["args"]);
         } else {
           Error(c["args"], Join(cp, "args"),

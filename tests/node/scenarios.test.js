@@ -17,8 +17,11 @@ const OPENAI_MODEL = 'gpt-4o-mini';
 const CLAUDE = 'claude-haiku-4-5';
 
 // `understudy serve --mode replay --scenario fixtures/FIXTURE` (plus `args`).
+// Scenario files shared with the other suites.
+const SHARED_SCENARIOS = path.resolve(FIXTURES, '..', '..', 'scenarios');
+
 function serveScenario(t, dir, fixture, { args = [], name = 'scenario' } = {}) {
-  return Server.start(t, dir, { name, args: ['--mode', 'replay', '--scenario', path.join(FIXTURES, fixture), ...args] });
+  return Server.start(t, dir, { name, args: ['--mode', 'replay', '--scenario', path.resolve(FIXTURES, fixture), ...args] });
 }
 
 // Stops the server (SIGTERM ends its default run and flushes the trace),
@@ -45,7 +48,7 @@ function traceUserText(event) {
 
 // ---------------------------------------------------------------------------
 // 1. The executor → reviewer → executor loop, scripted by
-//    fixtures/scenario_loop.yaml (8 rules).
+//    tests/scenarios/review-loop.yaml (8 rules; shared with the Python gRPC test).
 
 const TASK = 'Implement login(user, password) against the users table.';
 const PROMPTS = {
@@ -185,7 +188,7 @@ const LOOP_RULES = [
 for (const [provider, stream] of [['openai', false], ['openai', true], ['anthropic', false], ['anthropic', true]]) {
   test(`${provider}${stream ? ' (streamed)' : ''}: the executor → reviewer → executor loop runs on rules alone, and the trace tells it`, { timeout: 30000 }, async (t) => {
     const dir = tempDir(t);
-    const server = await serveScenario(t, dir, 'scenario_loop.yaml');
+    const server = await serveScenario(t, dir, path.join(SHARED_SCENARIOS, 'review-loop.yaml'));
     const client = provider === 'openai' ? await openaiClient(server.http) : await anthropicClient(server.http);
     const model = provider === 'openai' ? openaiAdapter(client, { stream }) : anthropicAdapter(client, { stream });
 
