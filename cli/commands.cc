@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
@@ -402,6 +404,81 @@ int Trace(const DbFlags& db, const std::string& run, const std::vector<std::stri
     query.after_seq = page->next_after_seq;
   }
   return 0;
+}
+
+int Show(const DbFlags& db, const std::string& ref, ColorMode color) {
+  // A read-only command: do not leave an empty database behind a typo.
+  if (::access(db.db.c_str(), F_OK) != 0) {
+    std::cerr << "understudy: cannot open database " << db.db << ": " << std::strerror(errno)
+              << std::endl;
+    return 3;
+  }
+  auto store = OpenStore(db);
+  if (!store.ok()) {
+    std::cerr << "understudy: " << db.db << ": " << store.status().message() << std::endl;
+    return 3;
+  }
+  TimelineOptions options;
+  options.color = ShouldColor(color, ::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR"));
+  auto unknown = [&] {
+    return Fail(
+        absl::NotFoundError(absl::StrCat("unknown run or session \"", ref, "\" in ", db.db)));
+  };
+  auto failed = [](const absl::Status& status) {
+    std::cerr << "understudy: " << status.message() << std::endl;
+    return 3;
+  };
+
+  absl::StatusOr<v1::Run> run = (*store)->GetRun(ref);
+  if (run.ok()) {
+    store::EventQuery query;
+    query.run = ref;
+    query.limit = 10000;
+    // Text: page by page, keeping back trailing answer effects for the page
+    // that may hold their answer (see FormatTimeline).
+    std::vector<v1::TraceEvent> pending;
+    while (true) {
+      auto page = (*store)->QueryEvents(query);
+      if (!page.ok()) return failed(page.status());
+      const bool last = page->next_after_seq == 0;
+      if (db.json) {
+        for (const v1::TraceEvent& e : page->events) std::cout << ToJson(e) << "\n";
+      } else {
+        for (v1::TraceEvent& e : page->events) pending.push_back(std::move(e));
+        size_t keep = pending.size();
+        while (!last && keep > 0 && IsAnswerEffect(pending[keep - 1])) --keep;
+        std::vector<v1::TraceEvent> later(std::make_move_iterator(pending.begin() + keep),
+                                          std::make_move_iterator(pending.end()));
+        pending.resize(keep);
+        for (const std::string& line : FormatTimeline(pending, options)) {
+          std::cout << line << "\n";
+        }
+        pending = std::move(later);
+      }
+      if (last) break;
+      query.after_seq = page->next_after_seq;
+    }
+    std::cout.flush();
+    return std::cout ? 0 : 3;
+  }
+  if (!absl::IsNotFound(run.status())) return failed(run.status());
+
+  auto parsed = replayer::ParseSessionRef(ref);
+  if (!parsed.ok()) return unknown();
+  auto session = (*store)->GetSession(parsed->first, parsed->second);
+  if (absl::IsNotFound(session.status())) return unknown();
+  if (!session.ok()) return failed(session.status());
+  auto exchanges = (*store)->LoadExchanges(session->name(), session->version());
+  if (!exchanges.ok()) return failed(exchanges.status());
+  if (db.json) {
+    for (const v1::Exchange& e : *exchanges) std::cout << ToJson(e) << "\n";
+  } else {
+    for (const std::string& line : FormatSessionTimeline(*session, *exchanges, options)) {
+      std::cout << line << "\n";
+    }
+  }
+  std::cout.flush();
+  return std::cout ? 0 : 3;
 }
 
 namespace {

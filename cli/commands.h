@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cli/timeline.h"
 #include "service/server.h"
 
 namespace understudy {
@@ -53,6 +54,17 @@ int Export(const DbFlags& db, const std::string& ref, const std::string& output)
 int Import(const DbFlags& db, const std::string& input, const std::string& name);
 int Trace(const DbFlags& db, const std::string& run, const std::vector<std::string>& kinds,
           const std::string& agent);
+
+// `understudy show RUN|SESSION`: what happened, one line per event, for
+// people (shapes in cli/timeline.h). `ref` is tried as a run id first (the
+// run's trace events, in seq order), then as a session NAME or NAME@N (its
+// exchanges). Colors per ShouldColor(color, isatty(stdout), $NO_COLOR).
+// With db.json, one JSON object per line instead: each TraceEvent exactly as
+// `trace --json` prints it, or each Exchange of the session. Returns 0; 1
+// when `ref` is neither a run nor a session ("unknown run or session"); 3
+// when the database file does not exist (it is never created) or cannot be
+// read.
+int Show(const DbFlags& db, const std::string& ref, ColorMode color);
 
 // `understudy validate FILE|NAME...`: checks scenario files (a path, or the
 // name of a shipped pack, see replayer::ResolveScenario) and prints every

@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
       "  understudy sessions ls\n"
       "  understudy export golden -o golden.jsonl\n"
       "  understudy trace run-1a2b3c4d5e6f7a8b\n"
+      "  understudy show run-1a2b3c4d5e6f7a8b\n"
       "Run `understudy COMMAND --help` for each command's flags.");
 
   std::string log_level = "info";
@@ -259,6 +260,25 @@ int main(int argc, char** argv) {
   trace_cmd->footer("Example: understudy trace run-1a2b3c4d5e6f7a8b --kind exchange");
   db_option(trace_cmd, true);
 
+  std::string timeline_ref;
+  std::string color = "auto";
+  CLI::App* timeline_cmd = app.add_subcommand(
+      "show", "Print what happened in a run (or a session's exchanges) as a timeline.");
+  timeline_cmd->add_option("ref", timeline_ref, "Run id, or session NAME or NAME@VERSION")
+      ->required();
+  timeline_cmd
+      ->add_option("--color", color,
+                   "auto (only on a terminal, and not when NO_COLOR is set), always or never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  timeline_cmd->footer(
+      "One line per event: answers, routing decisions, tool calls, phase changes, misses.\n"
+      "A name that is not a run id is looked up as a session. --json prints the events as\n"
+      "`trace --json` does (or the session's exchanges).\n"
+      "Examples:\n"
+      "  understudy show run-1a2b3c4d5e6f7a8b\n"
+      "  understudy show golden@2 --color never");
+  db_option(timeline_cmd, true);
+
   std::vector<std::string> scenario_files;
   bool validate_json = false;
   CLI::App* validate_cmd = app.add_subcommand(
@@ -299,6 +319,13 @@ int main(int argc, char** argv) {
   if (*export_cmd) return understudy::cli::Export(db, ref, output);
   if (*import_cmd) return understudy::cli::Import(db, input, import_name);
   if (*trace_cmd) return understudy::cli::Trace(db, run, kinds, agent);
+  if (*timeline_cmd) {
+    using understudy::cli::ColorMode;
+    return understudy::cli::Show(db, timeline_ref,
+                                 color == "always"  ? ColorMode::kAlways
+                                 : color == "never" ? ColorMode::kNever
+                                                    : ColorMode::kAuto);
+  }
   if (*validate_cmd) return understudy::cli::Validate(scenario_files, validate_json);
   return 2;
 }

@@ -4,6 +4,7 @@
 #include <random>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
@@ -83,6 +84,12 @@ class RunState {
   void ObserveAnswer(const std::string& agent, const v1::CompletionResponse& response)
       ABSL_LOCKS_EXCLUDED(mu_);
 
+  // Traces what a request says before it is answered: agent_execution when
+  // the speaking agent changes, and tool_result for each tool result the
+  // request carries that no earlier request of the run carried.
+  void TraceRequest(const std::string& agent, const v1::CompletionRequest& request,
+                    const Selection& selection) ABSL_LOCKS_EXCLUDED(mu_);
+
   // A call held by a `hang` action, released at `deadline` (when finite) or
   // when the run ends.
   std::shared_ptr<Hang> NewHang(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
@@ -114,6 +121,15 @@ class RunState {
   void Emit(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
     EmitLocked(std::move(event));
+  }
+  v1::TraceEvent EmitAndReturn(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    event.set_run(id_);
+    event.set_seq(next_event_seq_);
+    event.set_time_micros(clock_->NowMicros());
+    v1::TraceEvent copy = event;
+    EmitLocked(std::move(event));
+    return copy;
   }
 
   // Replay: the exchange that answers `request` (consumed by this call), or
@@ -174,10 +190,34 @@ class RunState {
     return absl::FailedPreconditionError(absl::StrCat("run \"", id_, "\" is ending or has ended"));
   }
 
+  struct Subscriber {
+    std::function<void(const v1::TraceEvent&)> on_event;
+    std::function<void()> on_end;
+  };
+
+  // Registers a live feed; `first_seq` is the next event's seq.
+  // FAILED_PRECONDITION once the run is ending.
+  absl::StatusOr<uint64_t> Subscribe(Subscriber subscriber, int64_t* first_seq)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (ended_) {
+      return absl::FailedPreconditionError(absl::StrCat("run \"", id_, "\" has ended"));
+    }
+    const uint64_t id = ++next_subscriber_;
+    subscribers_.emplace(id, std::move(subscriber));
+    *first_seq = next_event_seq_;
+    return id;
+  }
+  void Unsubscribe(uint64_t id) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    subscribers_.erase(id);
+  }
+
   void EmitLocked(v1::TraceEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     event.set_run(id_);
     event.set_seq(next_event_seq_++);
-    event.set_time_micros(clock_->NowMicros());
+    if (event.time_micros() == 0) event.set_time_micros(clock_->NowMicros());
+    for (const auto& [id, subscriber] : subscribers_) subscriber.on_event(event);
     std::vector<v1::TraceEvent> batch;
     batch.push_back(std::move(event));
     store_->AppendEvents(std::move(batch));
@@ -210,8 +250,14 @@ class RunState {
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   bool ending_ ABSL_GUARDED_BY(mu_) = false;
   int64_t default_uses_ ABSL_GUARDED_BY(mu_) = 0;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_subscriber_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<uint64_t, Subscriber> subscribers_ ABSL_GUARDED_BY(mu_);
+
+  friend class EventSubscription;
   // Held here until released: the adapter may keep no reference.
   std::vector<std::shared_ptr<Hang>> hangs_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_set<std::string> seen_tool_results_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, SourceSession> sources_ ABSL_GUARDED_BY(mu_);
 
   friend class Engine;
@@ -287,6 +333,10 @@ std::vector<const FromSessionAction*> FromSessionActions(const Scenario& scenari
   for (const Rule& rule : scenario.rules) CollectFromSession(rule.action, &out);
   if (scenario.default_action.has_value()) CollectFromSession(*scenario.default_action, &out);
   return out;
+}
+
+absl::Status DisconnectStatus() {
+  return absl::UnavailableError("connection dropped by the scenario (disconnect action)");
 }
 
 absl::Status StatusFromRecorded(const v1::ErrorStatus& error) {
@@ -458,6 +508,55 @@ void RunState::ObserveAnswer(const std::string& agent, const v1::CompletionRespo
   if (seen.ended) EmitLocked(base("workflow_end"));
 }
 
+void RunState::TraceRequest(const std::string& agent, const v1::CompletionRequest& request,
+                            const Selection& selection) {
+  const bool new_execution =
+      !selection.previous_agent.has_value() || *selection.previous_agent != agent;
+  bool has_results = false;
+  for (const v1::Message& m : request.messages()) has_results |= m.role() == "tool";
+  if (!new_execution && !has_results) return;
+  absl::MutexLock lock(&mu_);
+  if (new_execution) {
+    v1::TraceEvent event;
+    event.set_kind("agent_execution");
+    event.set_agent(agent);
+    auto& attrs = *event.mutable_attributes();
+    if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
+    attrs["understudy.agent.iteration"] = absl::StrCat(selection.agent_iteration);
+    if (selection.previous_agent.has_value()) {
+      attrs["understudy.previous_agent"] = *selection.previous_agent;
+    }
+    if (!selection.phase.empty()) attrs["understudy.phase"] = selection.phase;
+    EmitLocked(std::move(event));
+  }
+  if (!has_results) return;
+  // Tool names by call id, from the assistant messages before the results.
+  absl::flat_hash_map<absl::string_view, absl::string_view> names;
+  for (const v1::Message& m : request.messages()) {
+    if (m.role() == "assistant") {
+      for (const v1::ToolCall& call : m.tool_calls()) names[call.id()] = call.name();
+      continue;
+    }
+    if (m.role() != "tool") continue;
+    // Agents resend the conversation: each result is traced once per run.
+    const std::string key = absl::StrCat(agent, "\x1f", m.tool_call_id(), "\x1f", m.content().size());
+    if (!seen_tool_results_.insert(key).second) continue;
+    v1::TraceEvent event;
+    event.set_kind("tool_result");
+    event.set_agent(agent);
+    auto& attrs = *event.mutable_attributes();
+    if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
+    auto name = names.find(m.tool_call_id());
+    const absl::string_view tool = !m.name().empty() ? absl::string_view(m.name())
+                                   : name != names.end() ? name->second
+                                                         : absl::string_view();
+    if (!tool.empty()) attrs["gen_ai.tool.name"] = std::string(tool);
+    if (!m.tool_call_id().empty()) attrs["gen_ai.tool.call.id"] = m.tool_call_id();
+    attrs["gen_ai.tool.call.result"] = m.content().substr(0, 64 << 10);
+    EmitLocked(std::move(event));
+  }
+}
+
 std::shared_ptr<Hang> RunState::NewHang(absl::Time deadline) {
   auto hang = std::make_shared<Hang>();
   {
@@ -581,6 +680,11 @@ v1::RunSummary RunState::Finish(v1::RunSummary summary) {
     attrs["understudy.run.failures"] = absl::StrJoin(summary.failures(), "\n");
   }
   EmitLocked(std::move(event));
+  ended_ = true;
+  for (const auto& [id, subscriber] : subscribers_) {
+    if (subscriber.on_end) subscriber.on_end();
+  }
+  subscribers_.clear();
   *summary.mutable_run() = run_;
   return summary;
 }
@@ -964,8 +1068,13 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
                                      const v1::CompletionRequest& request, bool streamed,
                                      const Step& step, const char* origin, int overall_iteration,
                                      TraceAttributes* attrs, Decision* decision) {
-  attrs->emplace_back("understudy.action", StepName(step.kind));
-  if (!step.path.empty()) attrs->emplace_back("understudy.action.path", step.path);
+  // Effects (delay, disconnect) let the next source answer: they are named
+  // apart from the action that answers.
+  const bool effect = step.kind == Step::Kind::kDelay || step.kind == Step::Kind::kDisconnect;
+  attrs->emplace_back(effect ? "understudy.effect" : "understudy.action", StepName(step.kind));
+  if (!step.path.empty()) {
+    attrs->emplace_back(effect ? "understudy.effect.path" : "understudy.action.path", step.path);
+  }
   switch (step.kind) {
     case Step::Kind::kDelay:
       decision->delay += absl::Milliseconds(step.delay->ms);
@@ -975,6 +1084,7 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
       decision->disconnect_after = step.disconnect->after_chunks;
       attrs->emplace_back("understudy.disconnect.after_chunks",
                           absl::StrCat(step.disconnect->after_chunks));
+      attrs->emplace_back("error.type", "UNAVAILABLE");
       return false;
     case Step::Kind::kRespond: {
       auto exchange = std::make_shared<v1::Exchange>();
@@ -1005,6 +1115,7 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
       return true;
     }
     case Step::Kind::kHang: {
+      attrs->emplace_back("error.type", "DEADLINE_EXCEEDED");
       US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, nullptr,
                                                      absl::OkStatus(), origin, 0, streamed,
                                                      *attrs)));
@@ -1014,7 +1125,12 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
     }
     case Step::Kind::kFromSession: {
       std::shared_ptr<const void> keepalive;
-      US_ASSIGN_OR_RETURN(const v1::Exchange* ex, run->FromSession(*step.from_session, &keepalive));
+      absl::StatusOr<const v1::Exchange*> served = run->FromSession(*step.from_session, &keepalive);
+      if (!served.ok()) {
+        // Counted and traced as a miss, with the reason.
+        return run->BareMiss(call, request, std::string(served.status().message()));
+      }
+      const v1::Exchange* ex = *served;
       attrs->emplace_back("understudy.from_session", step.from_session->session);
       absl::Status status = ex->has_error() ? StatusFromRecorded(ex->error()) : absl::OkStatus();
       US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, &ex->response(), status,
@@ -1051,6 +1167,7 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
   if (selection.previous_agent.has_value()) {
     attrs.emplace_back("understudy.previous_agent", *selection.previous_agent);
   }
+  if (!selection.phase.empty()) attrs.emplace_back("understudy.phase", selection.phase);
 
   // 1. Rules.
   if (selection.rule != nullptr) {
@@ -1065,7 +1182,13 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
 
   // 2. The playbook.
   absl::Status playbook_failure;
-  if (PlaybookRun* playbook = run->playbook()) {
+  const std::optional<Action>& fallback = script.scenario().default_action;
+  PlaybookRun* playbook = run->playbook();
+  // A finished playbook leaves later requests to the default, if any.
+  if (playbook != nullptr && fallback.has_value() && playbook->remaining() == 0) {
+    playbook = nullptr;
+  }
+  if (playbook != nullptr) {
     absl::StatusOr<v1::CompletionResponse> next = playbook->Next(request, run->context());
     if (next.ok()) {
       auto exchange = std::make_shared<v1::Exchange>();
@@ -1088,7 +1211,6 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
   }
 
   // 3. The recording, or the upstream.
-  const std::optional<Action>& fallback = script.scenario().default_action;
   const v1::RunMode mode = run->mode();
   if ((mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) && run->has_index()) {
     const bool forward_misses = mode == v1::RUN_MODE_NEW;
@@ -1104,6 +1226,13 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
       decision.source = "recording";
       return decision;
     }
+  }
+  if (mode != v1::RUN_MODE_REPLAY && decision.disconnect_after >= 0) {
+    // Nothing is forwarded: the connection drops before the upstream is asked.
+    US_RETURN_IF_ERROR(run->Answered(
+        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), "rule", 0, streamed, attrs)));
+    decision.source = "rule";
+    return decision;
   }
   if (mode != v1::RUN_MODE_REPLAY) {
     US_ASSIGN_OR_RETURN(decision.forward, NewTicket(run, call, request, streamed));
@@ -1121,33 +1250,58 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
     if (answered) return decision;
   }
 
-  // 5. A miss.
-  if (!playbook_failure.ok()) {
-    return run->BareMiss(call, request, std::string(playbook_failure.message()));
+  // 5. A miss; a scripted disconnect still drops the connection, and a
+  // scripted delay comes first.
+  if (decision.disconnect_after >= 0) {
+    US_RETURN_IF_ERROR(run->Answered(
+        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), "rule", 0, streamed, attrs)));
+    decision.source = "rule";
+    return decision;
   }
-  return run->BareMiss(
-      call, request,
-      absl::StrCat("no rule, playbook action", run->has_index() ? ", recording" : "",
-                   " or default answers this request",
-                   call.agent.empty() ? "" : absl::StrCat(" (agent \"", call.agent, "\")"),
-                   run->has_index() ? "" : "; the run replays no session"));
+  absl::Status miss =
+      !playbook_failure.ok()
+          ? run->BareMiss(call, request, std::string(playbook_failure.message()))
+          : run->BareMiss(
+                call, request,
+                absl::StrCat("no rule, playbook action", run->has_index() ? ", recording" : "",
+                             " or default answers this request",
+                             call.agent.empty() ? "" : absl::StrCat(" (agent \"", call.agent, "\")"),
+                             run->has_index() ? "" : "; the run replays no session"));
+  if (decision.delay <= absl::ZeroDuration() || absl::IsFailedPrecondition(miss)) return miss;
+  decision.error = std::move(miss);
+  return decision;
 }
 
 absl::StatusOr<std::pair<std::shared_ptr<const Script>, std::string>> Engine::RunScript(
     const CallInfo& call) {
   US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
   if (run->script_.get() == EmptyScript().get()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "run \"", run->id(), "\" has no scenario: start it with StartRun{scenario} or the "
-        "server with --scenario"));
+    return std::make_pair(std::shared_ptr<const Script>(), run->id());
   }
   return std::make_pair(run->script_, run->id());
 }
 
-absl::Status Engine::Emit(const CallInfo& call, v1::TraceEvent event) {
+absl::StatusOr<v1::TraceEvent> Engine::Emit(const CallInfo& call, v1::TraceEvent event) {
   US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
-  run->Emit(std::move(event));
-  return absl::OkStatus();
+  return run->EmitAndReturn(std::move(event));
+}
+
+EventSubscription::~EventSubscription() {
+  if (std::shared_ptr<RunState> run = run_.lock()) run->Unsubscribe(id_);
+}
+
+absl::StatusOr<std::unique_ptr<EventSubscription>> Engine::Subscribe(
+    absl::string_view run_id, std::function<void(const v1::TraceEvent&)> on_event,
+    std::function<void()> on_end) {
+  CallInfo call;
+  call.run = std::string(run_id);
+  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
+  std::unique_ptr<EventSubscription> subscription(new EventSubscription());
+  US_ASSIGN_OR_RETURN(subscription->id_,
+                      run->Subscribe({std::move(on_event), std::move(on_end)},
+                                     &subscription->first_seq_));
+  subscription->run_ = run;
+  return subscription;
 }
 
 void Engine::ReleaseHangs() {
@@ -1226,10 +1380,6 @@ absl::Status NoGrpcUpstream() {
 void RunAfter(absl::Duration delay, std::function<void()> f) {
   if (delay <= absl::ZeroDuration()) return f();
   Scheduler::Shared()->RunAt(absl::Now() + delay, std::move(f));
-}
-
-absl::Status DisconnectStatus() {
-  return absl::UnavailableError("connection dropped by the scenario (disconnect action)");
 }
 
 }  // namespace

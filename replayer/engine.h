@@ -184,6 +184,28 @@ class Hang {
   std::function<void(absl::Status)> answer_ ABSL_GUARDED_BY(mu_);
 };
 
+// A live feed of a run's trace events (Engine::Subscribe). Destroying it
+// stops the feed; no callback runs after the destructor returns. It must not
+// be destroyed from inside one of its own callbacks.
+class EventSubscription {
+ public:
+  ~EventSubscription();
+  EventSubscription(const EventSubscription&) = delete;
+  EventSubscription& operator=(const EventSubscription&) = delete;
+
+  // The seq of the first event the feed delivers: every earlier event is
+  // already queued for the store.
+  int64_t first_seq() const { return first_seq_; }
+
+ private:
+  friend class Engine;
+  EventSubscription() = default;
+
+  std::weak_ptr<RunState> run_;
+  uint64_t id_ = 0;
+  int64_t first_seq_ = 0;
+};
+
 // How to answer a request. Adapters apply, in order: `delay` (wait first);
 // then exactly one of `error`, `hang`, `recorded` (render it), `forward`
 // (send upstream); `disconnect_after` >= 0 cuts the answer after that many
@@ -254,14 +276,23 @@ class Engine {
   // shutdown, before draining calls).
   void ReleaseHangs();
 
-  // The scenario of `call`'s run (its own, or the server's), and the run's
-  // id; FAILED_PRECONDITION when the run has none. Errors as for Decide.
+  // The scenario of `call`'s run (its own, or the server's; null when it
+  // has none), and the run's id. Errors as for Decide.
   absl::StatusOr<std::pair<std::shared_ptr<const Script>, std::string>> RunScript(
       const CallInfo& call);
 
   // Appends `event` to the trace of `call`'s run (run, seq and time are
-  // set here). Errors as for Decide.
-  absl::Status Emit(const CallInfo& call, v1::TraceEvent event);
+  // set here) and returns it as stored. Errors as for Decide.
+  absl::StatusOr<v1::TraceEvent> Emit(const CallInfo& call, v1::TraceEvent event);
+
+  // Feeds the active run's events, from the next one on, to `on_event`, and
+  // calls `on_end` once after its run_ended event. Both run under the run's
+  // lock: they must not block or call the engine. NOT_FOUND for an unknown
+  // run, FAILED_PRECONDITION for one that has ended (its trace is complete
+  // in the store).
+  absl::StatusOr<std::unique_ptr<EventSubscription>> Subscribe(
+      absl::string_view run_id, std::function<void(const v1::TraceEvent&)> on_event,
+      std::function<void()> on_end);
 
   // Decides how to answer `request` from `call`: a recording (replay, and
   // recorded requests in new mode) or forwarding (record, passthrough, and

@@ -196,6 +196,7 @@ Selection RuleSet::Select(RunContext& context, const v1::CompletionRequest& requ
   int64_t agent_iteration = ++context.agent_iterations_[agent];
   selection.agent_iteration = static_cast<int>(agent_iteration);
   selection.previous_agent = context.previous_agent_;
+  selection.phase = context.phase_;
 
   const Facts facts{request,         agent,          agent_iteration, context.previous_agent_,
                     context.phase_, context.tool_calls_};

@@ -112,6 +112,8 @@ struct Selection {
   // The agent of the request counted just before this one; nullopt for the
   // run's first request.
   std::optional<std::string> previous_agent;
+  // The workflow phase when the request came ("" before any).
+  std::string phase;
 };
 
 // A scenario's rules in evaluation order: priority, higher first; ties in

@@ -874,9 +874,9 @@ class Checker {
     if (n["http_status"].IsDefined()) {
       int64_t status;
       if (Int(n["http_status"], Join(p, "http_status"), &status, INT32_MIN)) {
-        if (status < 100 || status > 599) {
+        if (status < 400 || status > 599) {
           Error(n["http_status"], Join(p, "http_status"),
-                absl::StrCat("must be an HTTP status between 100 and 599, got ", status));
+                absl::StrCat("must be an HTTP error status between 400 and 599, got ", status));
           ok = false;
         } else {
           a->http_status = static_cast<int>(status);
@@ -889,7 +889,16 @@ class Checker {
     if (n["retry_after_seconds"].IsDefined()) {
       double seconds;
       if (Number(n["retry_after_seconds"], Join(p, "retry_after_seconds"), &seconds)) {
-        a->retry_after_seconds = seconds;
+        // A day is more than any provider asks for; more (or inf) would not
+        // fit the header.
+        if (!(seconds <= 86400)) {
+          Error(n["retry_after_seconds"], Join(p, "retry_after_seconds"),
+                absl::StrCat("must be at most 86400 (a day), got ",
+                             n["retry_after_seconds"].Scalar()));
+          ok = false;
+        } else {
+          a->retry_after_seconds = seconds;
+        }
       } else {
         ok = false;
       }

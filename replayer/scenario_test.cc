@@ -293,8 +293,8 @@ TEST(ScenarioTest, ReportsEveryProblemAtOnce) {
             "many.yaml:8:24: error: rules[1].error.grpc_code: unknown gRPC code "
             "\"RESOURCE_EXHUSTED\" (did you mean \"RESOURCE_EXHAUSTED\"?)\n"
             "many.yaml:9:5: error: rules[2]: 2 actions (delay, hang); expected exactly one\n"
-            "many.yaml:12:32: error: default.error.http_status: must be an HTTP status between "
-            "100 and 599, got 700");
+            "many.yaml:12:32: error: default.error.http_status: must be an HTTP error status "
+            "between 400 and 599, got 700");
 }
 
 TEST(ScenarioTest, LoadFailsWithTheFormattedReport) {

@@ -162,16 +162,13 @@ std::vector<v1::CompletionChunk> ChunksFor(const v1::CompletionResponse& respons
 absl::Status ErrorStatusFor(const ErrorAction& error) {
   absl::StatusCode code =
       error.grpc_code.has_value() ? *error.grpc_code : StatusCodeForHttp(*error.http_status);
-  // An "error" with a success status is still an error to the caller.
+  // Defensive: the validator admits only 400-599.
   if (code == absl::StatusCode::kOk) code = absl::StatusCode::kUnknown;
   std::string message = error.message;
   if (message.empty()) {
     message = error.http_status.has_value()
                   ? absl::StrCat("scripted error: HTTP ", *error.http_status)
                   : absl::StrCat("scripted error: ", absl::StatusCodeToString(code));
-  }
-  if (error.retry_after_seconds.has_value()) {
-    absl::StrAppend(&message, absl::StrFormat(" (retry after %gs)", *error.retry_after_seconds));
   }
   return absl::Status(code, message);
 }

@@ -94,8 +94,8 @@ v1::CompletionResponse RespondWith(const RespondAction& respond,
 std::vector<v1::CompletionChunk> ChunksFor(const v1::CompletionResponse& response);
 
 // The status an `error` action answers gRPC callers with: its grpc_code, or
-// the code for its http_status; the message (a default naming the code when
-// empty) notes the retry delay when one is set.
+// the code for its http_status, with its message (a default naming the code
+// when empty). The retry delay travels separately (Decision).
 absl::Status ErrorStatusFor(const ErrorAction& error);
 
 // The HTTP status an `error` action answers HTTP callers with: its

@@ -166,32 +166,6 @@ grpc::Status SessionsService::ImportSession(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status TracesService::Query(grpc::ServerContext*, const v1::QueryRequest* request,
-                                  v1::QueryResponse* response) {
-  TrackedCall call(tracker_);
-  if (!call.admitted()) return ShuttingDown();
-  if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
-  if (request->limit() < 0 || request->limit() > 10000) {
-    return ToGrpcStatus(absl::InvalidArgumentError(
-        absl::StrCat("limit: must be 0 (default 1000) to 10000, got ", request->limit())));
-  }
-  absl::StatusOr<v1::Run> run = engine_->GetRun(request->run());
-  if (!run.ok()) return ToGrpcStatus(run.status());
-  absl::Status flushed = store_->Flush();
-  if (!flushed.ok()) return ToGrpcStatus(flushed);
-  store::EventQuery query;
-  query.run = request->run();
-  query.kinds.assign(request->kinds().begin(), request->kinds().end());
-  query.agent = request->agent();
-  query.after_seq = request->after_seq();
-  query.limit = request->limit() == 0 ? 1000 : request->limit();
-  absl::StatusOr<store::EventPage> page = store_->QueryEvents(query);
-  if (!page.ok()) return ToGrpcStatus(page.status());
-  for (v1::TraceEvent& e : page->events) *response->add_events() = std::move(e);
-  response->set_next_after_seq(page->next_after_seq);
-  return grpc::Status::OK;
-}
-
 namespace {
 
 v1::TraceEvent MockEvent(const char* kind, const std::string& agent) {
@@ -230,6 +204,11 @@ grpc::Status ToolsService::Invoke(grpc::ServerContext* context,
   auto script = engine_->RunScript(info);
   if (!script.ok()) return ToGrpcStatus(script.status());
   info.run = script->second;
+  if (script->first == nullptr) {
+    return ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
+        "run \"", script->second, "\" has no scenario, so no mock_tools: start it with "
+        "StartRun{scenario} or the server with --scenario")));
+  }
   absl::StatusOr<v1::InvokeToolResponse> answer =
       replayer::InvokeMockTool(script->first->scenario(), *request);
   v1::TraceEvent event = MockEvent("tool_result", info.agent);
@@ -243,7 +222,7 @@ grpc::Status ToolsService::Invoke(grpc::ServerContext* context,
     attrs["error.type"] = absl::StatusCodeToString(answer.status().code());
     attrs["understudy.error"] = std::string(answer.status().message());
   }
-  engine_->Emit(info, std::move(event)).IgnoreError();
+  engine_->Emit(info, std::move(event)).status().IgnoreError();
   if (!answer.ok()) return ToGrpcStatus(answer.status());
   *response = *std::move(answer);
   return grpc::Status::OK;
@@ -256,11 +235,10 @@ grpc::Status UiService::Ask(grpc::ServerContext* context, const v1::AskRequest* 
   replayer::CallInfo info = CallInfoFrom(*context, request->run(), request->agent());
   // A run without a scenario answers with mock_ui's defaults.
   auto script = engine_->RunScript(info);
-  if (!script.ok() && !absl::IsFailedPrecondition(script.status())) {
-    return ToGrpcStatus(script.status());
-  }
+  if (!script.ok()) return ToGrpcStatus(script.status());
+  info.run = script->second;
   absl::StatusOr<v1::AskResponse> answer = replayer::AnswerMockUi(
-      script.ok() ? &script->first->scenario() : nullptr, *request);
+      script->first != nullptr ? &script->first->scenario() : nullptr, *request);
   v1::TraceEvent event = MockEvent("ui_call", info.agent);
   auto& attrs = *event.mutable_attributes();
   attrs["understudy.ui.kind"] = UiKindName(request->kind());
@@ -280,7 +258,7 @@ grpc::Status UiService::Ask(grpc::ServerContext* context, const v1::AskRequest* 
     attrs["error.type"] = absl::StatusCodeToString(answer.status().code());
     attrs["understudy.error"] = std::string(answer.status().message());
   }
-  engine_->Emit(info, std::move(event)).IgnoreError();
+  engine_->Emit(info, std::move(event)).status().IgnoreError();
   if (!answer.ok()) return ToGrpcStatus(answer.status());
   *response = *std::move(answer);
   return grpc::Status::OK;

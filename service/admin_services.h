@@ -65,19 +65,6 @@ class SessionsService final : public v1::Sessions::Service {
   CallTracker* const tracker_;
 };
 
-class TracesService final : public v1::Traces::Service {
- public:
-  TracesService(replayer::Engine* engine, store::Store* store, CallTracker* tracker)
-      : engine_(engine), store_(store), tracker_(tracker) {}
-  grpc::Status Query(grpc::ServerContext*, const v1::QueryRequest* request,
-                     v1::QueryResponse* response) override;
-
- private:
-  replayer::Engine* const engine_;
-  store::Store* const store_;
-  CallTracker* const tracker_;
-};
-
 // Tools.Invoke and Ui.Ask, answered from the run's scenario (mock_tools,
 // mock_ui) and traced as tool_call / tool_result / ui_call events with
 // understudy.mocked = "true".

@@ -24,6 +24,11 @@ class CallTracker {
     absl::MutexLock lock(&mu_);
     --in_flight_;
   }
+  // True once Drain was called: long waits (WaitFor, Watch) end early.
+  bool draining() {
+    absl::MutexLock lock(&mu_);
+    return draining_;
+  }
   // Refuses new calls from now on and waits until none is in flight or
   // `deadline` passes; true when none is left.
   bool Drain(absl::Time deadline) {

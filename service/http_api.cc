@@ -510,6 +510,10 @@ void HttpApi::Answer(int api_index, replayer::Decision& decision,
                      std::string stored_body, HttpRequest request,
                      std::shared_ptr<HttpResponder> out) {
   const Api api = static_cast<Api>(api_index);
+  if (decision.error.has_value() && decision.http_status == 0) {
+    // A miss after a scripted delay.
+    return RespondError(api, *decision.error, *out);
+  }
   if (decision.error.has_value()) {
     // A scripted error: the HTTP status and body a provider would send.
     const absl::Status shown(StatusCodeForHttp(decision.http_status),
@@ -523,7 +527,7 @@ void HttpApi::Answer(int api_index, replayer::Decision& decision,
     }
     return out->Respond(decision.http_status, std::move(headers),
                         ErrorBodyFor(api, shown.ok() ? absl::UnknownError(shown.message()) : shown,
-                                     ErrorCodeFor(shown)));
+                                     /*code=*/""));
   }
   if (decision.hang != nullptr) {
     std::shared_ptr<replayer::Hang> hang = decision.hang;

@@ -19,6 +19,7 @@
 #include "replayer/engine.h"
 #include "service/admin_services.h"
 #include "service/model_service.h"
+#include "service/traces_service.h"
 #include "store/store.h"
 
 namespace understudy {

@@ -1,5 +1,6 @@
 #include "store/store.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -617,6 +618,34 @@ absl::StatusOr<v1::Run> Store::GetRun(absl::string_view id) {
   }
   US_RETURN_IF_ERROR(s->Reset());
   return run;
+}
+
+absl::StatusOr<std::vector<v1::Run>> Store::ListRunsOfSession(absl::string_view name,
+                                                             int64_t version) {
+  ReaderPool::Lease lease = impl_->readers().Acquire();
+  sql::Database& db = lease.db();
+  US_ASSIGN_OR_RETURN(sql::Statement * s, db.GetCachedStatement("SELECT id, body FROM runs"));
+  std::vector<v1::Run> runs;
+  while (true) {
+    US_ASSIGN_OR_RETURN(bool row, s->Step());
+    if (!row) break;
+    v1::Run run;
+    absl::string_view body = s->ColumnBlobView(1);
+    if (!run.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+      US_RETURN_IF_ERROR(s->Reset());
+      return absl::DataLossError("a stored run record does not parse");
+    }
+    if (run.session() != name || (version != 0 && run.session_version() != version)) continue;
+    runs.push_back(std::move(run));
+  }
+  US_RETURN_IF_ERROR(s->Reset());
+  std::sort(runs.begin(), runs.end(), [](const v1::Run& a, const v1::Run& b) {
+    if (a.started_at_micros() != b.started_at_micros()) {
+      return a.started_at_micros() < b.started_at_micros();
+    }
+    return a.id() < b.id();
+  });
+  return runs;
 }
 
 absl::Status Store::SaveRunSummary(const v1::RunSummary& summary) {

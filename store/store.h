@@ -147,6 +147,9 @@ class Store {
   absl::Status SaveRun(const v1::Run& run);
   // NOT_FOUND for an unknown id.
   absl::StatusOr<v1::Run> GetRun(absl::string_view id);
+  // Runs of session `name` (any version when `version` is 0), in order of
+  // start. Reads every run record: for queries, not the request path.
+  absl::StatusOr<std::vector<v1::Run>> ListRunsOfSession(absl::string_view name, int64_t version);
   // Stores the run's final summary (and its run record, summary.run);
   // durable on return. INVALID_ARGUMENT if summary.run.id is empty.
   absl::Status SaveRunSummary(const v1::RunSummary& summary);

@@ -1,0 +1,431 @@
+#include "service/traces_service.h"
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "base/status_macros.h"
+#include "replayer/engine.h"
+#include "service/grpc_status.h"
+#include "trace/assertions.h"
+#include "trace/filter.h"
+
+namespace understudy {
+namespace service {
+namespace {
+
+constexpr int kPage = 10000;
+// How often waits look at the client's cancel and the server's drain.
+constexpr absl::Duration kTick = absl::Milliseconds(50);
+
+grpc::Status ShuttingDown() {
+  return ToGrpcStatus(absl::UnavailableError("the server is shutting down"));
+}
+
+// Calls `fn` for each stored event of `run` with after_seq < seq < before_seq
+// (0: no bound) that `filter` matches, in seq order, until it returns false.
+absl::Status ForEachStored(store::Store* store, const std::string& run, int64_t after_seq,
+                           int64_t before_seq, const trace::EventFilter& filter,
+                           const std::function<bool(v1::TraceEvent&)>& fn) {
+  store::EventQuery query;
+  query.run = run;
+  query.after_seq = after_seq;
+  query.limit = kPage;
+  while (true) {
+    US_ASSIGN_OR_RETURN(store::EventPage page, store->QueryEvents(query));
+    for (v1::TraceEvent& e : page.events) {
+      if (before_seq > 0 && e.seq() >= before_seq) return absl::OkStatus();
+      if (filter.Matches(e) && !fn(e)) return absl::OkStatus();
+    }
+    if (page.next_after_seq == 0) return absl::OkStatus();
+    query.after_seq = page.next_after_seq;
+  }
+}
+
+// The filter of a query: its own fields ANDed with `filter`.
+absl::StatusOr<trace::EventFilter> QueryFilter(const v1::QueryRequest& request) {
+  v1::EventFilter f = request.filter();
+  if (!request.kinds().empty()) {
+    if (!f.kinds().empty()) {
+      return absl::InvalidArgumentError("kinds, filter.kinds: give the kinds once");
+    }
+    *f.mutable_kinds() = request.kinds();
+  }
+  if (!request.agent().empty()) {
+    if (!f.agent().empty() && f.agent() != request.agent()) {
+      return absl::InvalidArgumentError("agent, filter.agent: they differ");
+    }
+    f.set_agent(request.agent());
+  }
+  return trace::EventFilter::Create(f, "filter");
+}
+
+// The runs a query reads: the run, or every run of the session.
+absl::StatusOr<std::vector<std::string>> QueryRuns(replayer::Engine* engine, store::Store* store,
+                                                   const v1::QueryRequest& request) {
+  if (request.run().empty() == request.session().empty()) {
+    return absl::InvalidArgumentError("run, session: give exactly one");
+  }
+  if (!request.run().empty()) {
+    US_RETURN_IF_ERROR(engine->GetRun(request.run()).status());
+    return std::vector<std::string>{request.run()};
+  }
+  US_ASSIGN_OR_RETURN(auto ref, replayer::ParseSessionRef(request.session()));
+  US_ASSIGN_OR_RETURN(std::vector<v1::Run> runs, store->ListRunsOfSession(ref.first, ref.second));
+  std::vector<std::string> ids;
+  for (const v1::Run& r : runs) ids.push_back(r.id());
+  return ids;
+}
+
+std::string DescribeRun(replayer::Engine* engine, store::Store* store, const std::string& run) {
+  absl::StatusOr<v1::Run> r = engine->GetRun(run);
+  if (!r.ok()) return std::string(r.status().message());
+  std::string last;
+  store::EventQuery query;
+  query.run = run;
+  query.after_seq = 0;
+  query.limit = kPage;
+  int64_t count = 0;
+  // Only the tail matters; runs in a wait are small enough to page through.
+  while (true) {
+    absl::StatusOr<store::EventPage> page = store->QueryEvents(query);
+    if (!page.ok()) break;
+    count += static_cast<int64_t>(page->events.size());
+    if (!page->events.empty()) {
+      const v1::TraceEvent& e = page->events.back();
+      last = absl::StrCat("#", e.seq(), " ", e.kind(), e.agent().empty() ? "" : " ", e.agent());
+    }
+    if (page->next_after_seq == 0) break;
+    query.after_seq = page->next_after_seq;
+  }
+  return absl::StrCat("run \"", run, "\" is ",
+                      r->state() == v1::RUN_STATE_ACTIVE ? "active" : "ended", " with ", count,
+                      " events", last.empty() ? "" : absl::StrCat("; the last is ", last));
+}
+
+// Kinds understudy emits itself; a custom event may not pose as one.
+constexpr absl::string_view kReservedKinds[] = {
+    "run_started",    "run_ended", "exchange",         "miss",          "agent_execution",
+    "tool_call",      "tool_result", "routing_decision", "phase_transition", "workflow_end",
+    "ui_call"};
+
+absl::Status ValidateCustomKind(absl::string_view kind) {
+  if (kind.empty() || kind.size() > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("kind: must be 1 to 64 characters, got ", kind.size()));
+  }
+  const bool lower_start = kind[0] >= 'a' && kind[0] <= 'z';
+  const bool rest_ok = kind.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_.") ==
+                       absl::string_view::npos;
+  if (!lower_start || !rest_ok) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kind: \"", absl::CHexEscape(kind), "\" is not [a-z][a-z0-9_.]* (e.g. checkpoint, "
+        "custom.approval)"));
+  }
+  for (absl::string_view reserved : kReservedKinds) {
+    if (kind == reserved) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "kind: \"", kind, "\" is understudy's own; name custom events differently (e.g. "
+          "custom.", kind, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A live feed into a queue, for WaitFor and Watch.
+struct Feed {
+  absl::Mutex mu;
+  std::deque<v1::TraceEvent> events ABSL_GUARDED_BY(mu);
+  bool ended ABSL_GUARDED_BY(mu) = false;
+};
+
+}  // namespace
+
+grpc::Status TracesService::Query(grpc::ServerContext*, const v1::QueryRequest* request,
+                                  v1::QueryResponse* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
+  if (request->limit() < 0 || request->limit() > kPage) {
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        absl::StrCat("limit: must be 0 (default 1000) to 10000, got ", request->limit())));
+  }
+  absl::StatusOr<trace::EventFilter> filter = QueryFilter(*request);
+  if (!filter.ok()) return ToGrpcStatus(filter.status());
+  absl::StatusOr<std::vector<std::string>> runs = QueryRuns(engine_, store_, *request);
+  if (!runs.ok()) return ToGrpcStatus(runs.status());
+  absl::Status flushed = store_->Flush();
+  if (!flushed.ok()) return ToGrpcStatus(flushed);
+  const int limit = request->limit() == 0 ? 1000 : request->limit();
+  int64_t last_seq = 0;
+  bool more = false;
+  for (const std::string& run : *runs) {
+    absl::Status s = ForEachStored(store_, run, request->after_seq(), 0, *filter,
+                                   [&](v1::TraceEvent& e) {
+                                     if (response->events_size() == limit) {
+                                       more = true;
+                                       return false;
+                                     }
+                                     last_seq = e.seq();
+                                     *response->add_events() = std::move(e);
+                                     return true;
+                                   });
+    if (!s.ok()) return ToGrpcStatus(s);
+    if (more) break;
+  }
+  // Paging continues within one run; a session's events come whole up to the
+  // limit (QueryStream has no limit).
+  if (more && !request->run().empty()) response->set_next_after_seq(last_seq);
+  return grpc::Status::OK;
+}
+
+grpc::Status TracesService::QueryStream(grpc::ServerContext* context,
+                                        const v1::QueryRequest* request,
+                                        grpc::ServerWriter<v1::TraceEvent>* writer) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
+  absl::StatusOr<trace::EventFilter> filter = QueryFilter(*request);
+  if (!filter.ok()) return ToGrpcStatus(filter.status());
+  absl::StatusOr<std::vector<std::string>> runs = QueryRuns(engine_, store_, *request);
+  if (!runs.ok()) return ToGrpcStatus(runs.status());
+  absl::Status flushed = store_->Flush();
+  if (!flushed.ok()) return ToGrpcStatus(flushed);
+  bool broken = false;
+  for (const std::string& run : *runs) {
+    absl::Status s = ForEachStored(store_, run, request->after_seq(), 0, *filter,
+                                   [&](v1::TraceEvent& e) {
+                                     if (context->IsCancelled() || !writer->Write(e)) {
+                                       broken = true;
+                                       return false;
+                                     }
+                                     return true;
+                                   });
+    if (!s.ok()) return ToGrpcStatus(s);
+    if (broken) return ToGrpcStatus(absl::CancelledError("the client went away"));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status TracesService::Assert(grpc::ServerContext*, const v1::AssertRequest* request,
+                                   v1::AssertResponse* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
+  if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
+  if (request->assertions().empty()) {
+    return ToGrpcStatus(absl::InvalidArgumentError("assertions: give at least one"));
+  }
+  absl::StatusOr<v1::Run> run = engine_->GetRun(request->run());
+  if (!run.ok()) return ToGrpcStatus(run.status());
+  absl::Status flushed = store_->Flush();
+  if (!flushed.ok()) return ToGrpcStatus(flushed);
+  // One read of the run's events, by its (run, seq) index: the cost follows
+  // this run's size, not the store's.
+  std::vector<v1::TraceEvent> events;
+  absl::StatusOr<trace::EventFilter> all = trace::EventFilter::Create(v1::EventFilter(), "");
+  if (!all.ok()) return ToGrpcStatus(all.status());
+  absl::Status read = ForEachStored(store_, request->run(), 0, 0, *all, [&](v1::TraceEvent& e) {
+    events.push_back(std::move(e));
+    return true;
+  });
+  if (!read.ok()) return ToGrpcStatus(read);
+  std::optional<v1::RunSummary> summary;
+  if (run->state() != v1::RUN_STATE_ACTIVE) {
+    absl::StatusOr<v1::RunSummary> stored = store_->GetRunSummary(request->run());
+    if (stored.ok()) summary = *std::move(stored);
+  }
+  trace::TraceView view{&events, summary.has_value() ? &*summary : nullptr};
+  std::vector<v1::Assertion> assertions(request->assertions().begin(),
+                                        request->assertions().end());
+  absl::StatusOr<v1::AssertResponse> verdict = trace::EvaluateAll(assertions, view);
+  if (!verdict.ok()) return ToGrpcStatus(verdict.status());
+  *response = *std::move(verdict);
+  return grpc::Status::OK;
+}
+
+grpc::Status TracesService::WaitFor(grpc::ServerContext* context,
+                                    const v1::WaitForRequest* request, v1::TraceEvent* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
+  if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
+  if (request->timeout_ms() < 0) {
+    return ToGrpcStatus(absl::InvalidArgumentError("timeout_ms: must be 0 or more"));
+  }
+  absl::StatusOr<trace::EventFilter> filter = trace::EventFilter::Create(request->filter(), "filter");
+  if (!filter.ok()) return ToGrpcStatus(filter.status());
+  absl::Time deadline = absl::FromChrono(context->deadline());
+  if (request->timeout_ms() > 0) {
+    deadline = std::min(deadline, absl::Now() + absl::Milliseconds(request->timeout_ms()));
+  }
+
+  // Subscribe first, then read the past up to where the feed starts: no
+  // event falls between the two.
+  auto feed = std::make_shared<Feed>();
+  const trace::EventFilter* match = &*filter;
+  absl::StatusOr<std::unique_ptr<replayer::EventSubscription>> subscription = engine_->Subscribe(
+      request->run(),
+      [feed, match](const v1::TraceEvent& e) {
+        if (!match->Matches(e)) return;
+        absl::MutexLock lock(&feed->mu);
+        if (feed->events.empty()) feed->events.push_back(e);
+      },
+      [feed] {
+        absl::MutexLock lock(&feed->mu);
+        feed->ended = true;
+      });
+  if (!subscription.ok() && !absl::IsFailedPrecondition(subscription.status())) {
+    return ToGrpcStatus(subscription.status());
+  }
+  const int64_t before = subscription.ok() ? (*subscription)->first_seq() : 0;
+  absl::Status flushed = store_->Flush();
+  if (!flushed.ok()) return ToGrpcStatus(flushed);
+  std::optional<v1::TraceEvent> found;
+  absl::Status read = ForEachStored(store_, request->run(), 0, before, *filter,
+                                    [&](v1::TraceEvent& e) {
+                                      found = std::move(e);
+                                      return false;
+                                    });
+  if (!read.ok()) return ToGrpcStatus(read);
+  if (found.has_value()) {
+    *response = *std::move(found);
+    return grpc::Status::OK;
+  }
+  if (!subscription.ok()) {
+    return ToGrpcStatus(absl::FailedPreconditionError(
+        absl::StrCat("no event matches ", filter->Describe(), " and ",
+                     DescribeRun(engine_, store_, request->run()))));
+  }
+  while (true) {
+    bool ended = false;
+    {
+      absl::MutexLock lock(&feed->mu);
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(feed->mu) {
+        return !feed->events.empty() || feed->ended;
+      };
+      feed->mu.AwaitWithDeadline(absl::Condition(&ready), std::min(deadline, absl::Now() + kTick));
+      if (!feed->events.empty()) {
+        *response = std::move(feed->events.front());
+        return grpc::Status::OK;
+      }
+      ended = feed->ended;
+    }
+    if (ended) {
+      return ToGrpcStatus(absl::FailedPreconditionError(absl::StrCat(
+          "the run ended with no event matching ", filter->Describe(), "; ",
+          DescribeRun(engine_, store_, request->run()))));
+    }
+    if (context->IsCancelled()) return ToGrpcStatus(absl::CancelledError("the client went away"));
+    if (tracker_->draining()) return ShuttingDown();
+    if (absl::Now() >= deadline) {
+      (void)store_->Flush();
+      return ToGrpcStatus(absl::DeadlineExceededError(
+          absl::StrCat("no event matching ", filter->Describe(), " came in time; ",
+                       DescribeRun(engine_, store_, request->run()))));
+    }
+  }
+}
+
+grpc::Status TracesService::Watch(grpc::ServerContext* context, const v1::WatchRequest* request,
+                                  grpc::ServerWriter<v1::TraceEvent>* writer) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
+  if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
+  if (request->after_seq() < 0) {
+    return ToGrpcStatus(absl::InvalidArgumentError("after_seq: must be 0 or more"));
+  }
+  absl::StatusOr<trace::EventFilter> filter = trace::EventFilter::Create(request->filter(), "filter");
+  if (!filter.ok()) return ToGrpcStatus(filter.status());
+  auto feed = std::make_shared<Feed>();
+  const trace::EventFilter* match = &*filter;
+  absl::StatusOr<std::unique_ptr<replayer::EventSubscription>> subscription = engine_->Subscribe(
+      request->run(),
+      [feed, match](const v1::TraceEvent& e) {
+        if (!match->Matches(e)) return;
+        absl::MutexLock lock(&feed->mu);
+        feed->events.push_back(e);
+      },
+      [feed] {
+        absl::MutexLock lock(&feed->mu);
+        feed->ended = true;
+      });
+  if (!subscription.ok() && !absl::IsFailedPrecondition(subscription.status())) {
+    return ToGrpcStatus(subscription.status());
+  }
+  const int64_t before = subscription.ok() ? (*subscription)->first_seq() : 0;
+  absl::Status flushed = store_->Flush();
+  if (!flushed.ok()) return ToGrpcStatus(flushed);
+  bool broken = false;
+  absl::Status read = ForEachStored(store_, request->run(), request->after_seq(), before, *filter,
+                                    [&](v1::TraceEvent& e) {
+                                      broken = context->IsCancelled() || !writer->Write(e);
+                                      return !broken;
+                                    });
+  if (!read.ok()) return ToGrpcStatus(read);
+  if (broken) return ToGrpcStatus(absl::CancelledError("the client went away"));
+  // An ended run's trace is complete in the store.
+  if (!subscription.ok()) return grpc::Status::OK;
+  while (true) {
+    std::deque<v1::TraceEvent> batch;
+    bool ended = false;
+    {
+      absl::MutexLock lock(&feed->mu);
+      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(feed->mu) {
+        return !feed->events.empty() || feed->ended;
+      };
+      feed->mu.AwaitWithTimeout(absl::Condition(&ready), kTick);
+      batch.swap(feed->events);
+      ended = feed->ended;
+    }
+    for (v1::TraceEvent& e : batch) {
+      if (e.seq() <= request->after_seq()) continue;
+      if (context->IsCancelled() || !writer->Write(e)) {
+        return ToGrpcStatus(absl::CancelledError("the client went away"));
+      }
+    }
+    if (ended) return grpc::Status::OK;
+    if (context->IsCancelled()) return ToGrpcStatus(absl::CancelledError("the client went away"));
+    if (tracker_->draining()) return ShuttingDown();
+  }
+}
+
+grpc::Status TracesService::Emit(grpc::ServerContext*, const v1::EmitRequest* request,
+                                 v1::TraceEvent* response) {
+  TrackedCall call(tracker_);
+  if (!call.admitted()) return ShuttingDown();
+  if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
+  absl::Status kind = ValidateCustomKind(request->kind());
+  if (!kind.ok()) return ToGrpcStatus(kind);
+  size_t bytes = request->agent().size();
+  for (const auto& [name, value] : request->attributes()) {
+    if (name.empty() || name.size() > 256) {
+      return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+          "attributes: names must be 1 to 256 bytes, got ", name.size(), " (\"",
+          absl::CHexEscape(name.substr(0, 64)), "\")")));
+    }
+    bytes += name.size() + value.size();
+  }
+  if (bytes > (1 << 20)) {
+    return ToGrpcStatus(absl::InvalidArgumentError(
+        absl::StrCat("attributes: ", bytes, " bytes; a custom event holds at most 1 MiB")));
+  }
+  v1::TraceEvent event;
+  event.set_kind(request->kind());
+  event.set_agent(request->agent());
+  *event.mutable_attributes() = request->attributes();
+  if (!request->agent().empty()) (*event.mutable_attributes())["gen_ai.agent.name"] = request->agent();
+  replayer::CallInfo info;
+  info.run = request->run();
+  absl::StatusOr<v1::TraceEvent> emitted = engine_->Emit(info, std::move(event));
+  if (!emitted.ok()) return ToGrpcStatus(emitted.status());
+  *response = *std::move(emitted);
+  return grpc::Status::OK;
+}
+
+}  // namespace service
+}  // namespace understudy

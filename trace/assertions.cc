@@ -1,0 +1,687 @@
+#include "trace/assertions.h"
+
+#include <algorithm>
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "trace/filter.h"
+#include "trace/json_subset.h"
+#include "trace/render.h"
+#include "trace/spec.h"
+
+namespace understudy {
+namespace trace {
+namespace {
+
+using Events = std::vector<const v1::TraceEvent*>;
+
+std::string Field(absl::string_view where, absl::string_view field) {
+  return where.empty() ? std::string(field) : absl::StrCat(where, ".", field);
+}
+
+const std::string& Attr(const v1::TraceEvent& e, const std::string& name) {
+  static const std::string* const kEmpty = new std::string();
+  auto it = e.attributes().find(name);
+  return it == e.attributes().end() ? *kEmpty : it->second;
+}
+
+// The agent an event belongs to: its own field, else gen_ai.agent.name.
+const std::string& AgentOf(const v1::TraceEvent& e) {
+  return e.agent().empty() ? Attr(e, "gen_ai.agent.name") : e.agent();
+}
+
+// How an item shows in a list: agents and phases bare, "(none)" for "".
+std::string Bare(const std::string& s) { return s.empty() ? "(none)" : Shorten(s, 80); }
+
+// "[a, b]"; long lists keep their first kMaxListed items, so that the
+// explanation of a long run stays readable (the divergence is named apart).
+constexpr size_t kMaxListed = 40;
+std::string List(const std::vector<std::string>& items) {
+  if (items.size() <= kMaxListed) return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
+  return absl::StrCat("[",
+                      absl::StrJoin(items.begin(), items.begin() + kMaxListed, ", "), ", ... and ",
+                      items.size() - kMaxListed, " more]");
+}
+
+absl::string_view MatchName(v1::SequenceMatch m) {
+  switch (m) {
+    case v1::SEQUENCE_MATCH_EXACT:
+      return "exact";
+    case v1::SEQUENCE_MATCH_SUBSEQUENCE:
+      return "subsequence";
+    case v1::SEQUENCE_MATCH_PREFIX:
+      return "prefix";
+    default:
+      return "unknown";
+  }
+}
+
+absl::Status CheckMatch(v1::SequenceMatch m, absl::string_view path) {
+  if (v1::SequenceMatch_IsValid(m)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(path, ": unknown SequenceMatch value ",
+                                                 static_cast<int>(m),
+                                                 "; expected EXACT, SUBSEQUENCE or PREFIX"));
+}
+
+// ---------------------------------------------------------------------------
+// Sequence comparison, shared by agent_sequence, phase_transitions and
+// tool_calls.
+
+struct SequenceInput {
+  // Starts the explanation: "agent_sequence (exact)".
+  std::string label;
+  v1::SequenceMatch match = v1::SEQUENCE_MATCH_EXACT;
+  // As shown in lists.
+  std::vector<std::string> expected;
+  std::vector<std::string> actual;
+  // The event behind each actual item.
+  std::vector<int64_t> seqs;
+  // Quote items when naming one ("executor" rather than executor).
+  bool quote = true;
+  // Whether expected[e] is satisfied by actual[a].
+  std::function<bool(size_t e, size_t a)> matches;
+  // Optional: why actual[a] is close to expected[e] but not it, or "" when
+  // it is not close (a tool call of the right name with other arguments).
+  std::function<std::string(size_t e, size_t a)> near_miss;
+};
+
+v1::AssertionResult CompareSequences(const SequenceInput& in) {
+  v1::AssertionResult r;
+  r.set_expected(List(in.expected));
+  r.set_actual(List(in.actual));
+  r.set_divergence_index(-1);
+  auto item = [&](const std::string& s) { return in.quote ? Quote(s) : s; };
+  auto event = [&](size_t a) { return absl::StrCat("event #", in.seqs[a]); };
+  auto near_miss = [&](size_t e, size_t a) {
+    return in.near_miss ? in.near_miss(e, a) : std::string();
+  };
+  const std::string head =
+      absl::StrCat(in.label, ": expected ", r.expected(), " but the run had ", r.actual(), "; ");
+
+  if (in.match == v1::SEQUENCE_MATCH_SUBSEQUENCE) {
+    size_t a = 0;
+    for (size_t e = 0; e < in.expected.size(); ++e) {
+      const size_t start = a;
+      while (a < in.actual.size() && !in.matches(e, a)) ++a;
+      if (a < in.actual.size()) {
+        r.add_event_seqs(in.seqs[a]);
+        ++a;
+        continue;
+      }
+      // Expected item e occurs nowhere after the previous match.
+      r.set_passed(false);
+      r.set_divergence_index(static_cast<int64_t>(e));
+      std::string text = absl::StrCat(head, "the expected ", item(in.expected[e]), " (item ", e + 1,
+                                      ") does not occur ");
+      if (e == 0) {
+        absl::StrAppend(&text, "at all");
+      } else {
+        absl::StrAppend(&text, "after ", item(in.actual[start - 1]), " (position ", start, ", ",
+                        event(start - 1), ")");
+      }
+      for (size_t b = 0; b < start; ++b) {
+        if (in.matches(e, b)) {
+          absl::StrAppend(&text, "; it occurs only before that (position ", b + 1, ", ", event(b),
+                          ")");
+          break;
+        }
+      }
+      for (size_t b = start; b < in.actual.size(); ++b) {
+        std::string why = near_miss(e, b);
+        if (!why.empty()) {
+          absl::StrAppend(&text, start == 0 ? "; the closest is " : "; the closest after it is ",
+                          item(in.actual[b]), " (", event(b), "): ", why);
+          r.add_event_seqs(in.seqs[b]);
+          break;
+        }
+      }
+      r.set_explanation(std::move(text));
+      return r;
+    }
+    r.set_passed(true);
+    r.set_explanation(absl::StrCat(in.label, ": found ", r.expected(), " in that order in ",
+                                   r.actual(), " (events ",
+                                   SeqList({r.event_seqs().begin(), r.event_seqs().end()}), ")"));
+    if (in.expected.empty()) {
+      r.set_explanation(absl::StrCat(in.label, ": nothing was expected; the run had ", r.actual()));
+    }
+    return r;
+  }
+
+  // EXACT and PREFIX: position by position.
+  const bool exact = in.match == v1::SEQUENCE_MATCH_EXACT;
+  const size_t n = std::min(in.expected.size(), in.actual.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (in.matches(i, i)) {
+      r.add_event_seqs(in.seqs[i]);
+      continue;
+    }
+    r.set_passed(false);
+    r.set_divergence_index(static_cast<int64_t>(i));
+    r.add_event_seqs(in.seqs[i]);
+    std::string text =
+        absl::StrCat(head, "they first differ at position ", i + 1, ": expected ",
+                     item(in.expected[i]), ", got ", item(in.actual[i]), " (", event(i), ")");
+    std::string why = near_miss(i, i);
+    if (!why.empty()) absl::StrAppend(&text, ": ", why);
+    r.set_explanation(std::move(text));
+    return r;
+  }
+  if (in.actual.size() < in.expected.size()) {
+    r.set_passed(false);
+    r.set_divergence_index(static_cast<int64_t>(n));
+    r.set_explanation(absl::StrCat(
+        head, "they first differ at position ", n + 1, ": expected ", item(in.expected[n]),
+        n == 0 ? ", but the run had none"
+               : absl::StrCat(", but the run's sequence ended after ", Count(n, "item", "items"))));
+    return r;
+  }
+  if (exact && in.actual.size() > in.expected.size()) {
+    r.set_passed(false);
+    r.set_divergence_index(static_cast<int64_t>(n));
+    r.add_event_seqs(in.seqs[n]);
+    r.set_explanation(absl::StrCat(head, "they first differ at position ", n + 1,
+                                   ": expected the sequence to end, got ", item(in.actual[n]), " (",
+                                   event(n), ")"));
+    return r;
+  }
+  r.set_passed(true);
+  std::string seqs =
+      r.event_seqs().empty()
+          ? std::string()
+          : absl::StrCat(" (events ", SeqList({r.event_seqs().begin(), r.event_seqs().end()}), ")");
+  if (exact) {
+    r.set_explanation(absl::StrCat(in.label, ": the run had ", r.actual(), " as expected", seqs));
+  } else {
+    r.set_explanation(absl::StrCat(in.label, ": the run's ", r.actual(), " starts with ",
+                                   r.expected(), " as expected", seqs));
+  }
+  return r;
+}
+
+// ---------------------------------------------------------------------------
+// The checks.
+
+v1::AssertionResult AgentSequence(const v1::AgentSequenceAssertion& a, const Events& events) {
+  SequenceInput in;
+  in.label = absl::StrCat("agent_sequence (", MatchName(a.match()),
+                          a.collapse_repeats() ? ", repeats collapsed" : "", ")");
+  in.match = a.match();
+  std::vector<std::string> expected(a.agents().begin(), a.agents().end());
+  std::vector<std::string> actual;
+  for (const v1::TraceEvent* e : events) {
+    if (e->kind() != "exchange") continue;
+    const std::string& agent = AgentOf(*e);
+    if (a.collapse_repeats() && !actual.empty() && actual.back() == agent) continue;
+    actual.push_back(agent);
+    in.seqs.push_back(e->seq());
+  }
+  for (const std::string& s : expected) in.expected.push_back(Bare(s));
+  for (const std::string& s : actual) in.actual.push_back(Bare(s));
+  in.matches = [&](size_t e, size_t x) { return expected[e] == actual[x]; };
+  return CompareSequences(in);
+}
+
+v1::AssertionResult PhaseTransitions(const v1::PhaseTransitionsAssertion& a, const Events& events) {
+  SequenceInput in;
+  in.label = absl::StrCat("phase_transitions (", MatchName(a.match()), ")");
+  in.match = a.match();
+  std::vector<std::string> expected(a.phases().begin(), a.phases().end());
+  std::vector<std::string> actual;
+  for (const v1::TraceEvent* e : events) {
+    if (e->kind() != "phase_transition") continue;
+    actual.push_back(Attr(*e, "understudy.phase.to"));
+    in.seqs.push_back(e->seq());
+  }
+  for (const std::string& s : expected) in.expected.push_back(Bare(s));
+  for (const std::string& s : actual) in.actual.push_back(Bare(s));
+  in.matches = [&](size_t e, size_t x) { return expected[e] == actual[x]; };
+  return CompareSequences(in);
+}
+
+struct Call {
+  std::string name;
+  std::string arguments_text;
+  // Parsed arguments; discarded (is_discarded()) when not JSON.
+  nlohmann::json arguments;
+};
+
+std::string RenderCall(const std::string& name, const std::string& arguments_text,
+                       const nlohmann::json& arguments) {
+  if (arguments_text.empty()) return Bare(name);
+  std::string args = arguments.is_discarded()
+                         ? arguments_text
+                         : arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return absl::StrCat(Bare(name), "(", Shorten(args, 100), ")");
+}
+
+absl::StatusOr<v1::AssertionResult> ToolCalls(const v1::ToolCallsAssertion& a, const Events& events,
+                                              absl::string_view where) {
+  std::vector<Call> expected;
+  for (int i = 0; i < a.calls_size(); ++i) {
+    const v1::ExpectedToolCall& c = a.calls(i);
+    const std::string path = absl::StrCat(Field(where, "calls"), "[", i, "]");
+    if (c.name().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ".name: must not be empty"));
+    }
+    Call call{c.name(), c.arguments(), nlohmann::json::object()};
+    if (!c.arguments().empty()) {
+      call.arguments = nlohmann::json::parse(c.arguments(), nullptr, /*allow_exceptions=*/false);
+      if (!call.arguments.is_object()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ".arguments: not a JSON object: ", Quote(c.arguments()),
+            "; give a JSON object whose fields the call's arguments must contain, or \"\" for "
+            "any arguments"));
+      }
+    }
+    expected.push_back(std::move(call));
+  }
+
+  SequenceInput in;
+  in.label = a.agent().empty()
+                 ? absl::StrCat("tool_calls (", MatchName(a.match()), ")")
+                 : absl::StrCat("tool_calls by ", Bare(a.agent()), " (", MatchName(a.match()), ")");
+  in.match = a.match();
+  in.quote = false;
+  std::vector<Call> actual;
+  for (const v1::TraceEvent* e : events) {
+    if (e->kind() != "tool_call") continue;
+    if (!a.agent().empty() && AgentOf(*e) != a.agent()) continue;
+    Call call{Attr(*e, "gen_ai.tool.name"), Attr(*e, "gen_ai.tool.call.arguments"),
+              nlohmann::json()};
+    call.arguments = call.arguments_text.empty()
+                         ? nlohmann::json::object()
+                         : nlohmann::json::parse(call.arguments_text, nullptr, false);
+    actual.push_back(std::move(call));
+    in.seqs.push_back(e->seq());
+  }
+  for (const Call& c : expected)
+    in.expected.push_back(RenderCall(c.name, c.arguments_text, c.arguments));
+  for (const Call& c : actual)
+    in.actual.push_back(RenderCall(c.name, c.arguments_text, c.arguments));
+  // Why actual call x does not satisfy expected call e, or "" when it does.
+  auto mismatch = [&](size_t e, size_t x) -> std::string {
+    const Call& want = expected[e];
+    const Call& got = actual[x];
+    if (want.name != got.name) return absl::StrCat("a call of ", Bare(got.name));
+    if (want.arguments_text.empty()) return "";
+    if (got.arguments.is_discarded()) return "its arguments are not valid JSON";
+    std::string difference;
+    if (JsonSubset(want.arguments, got.arguments, &difference)) return "";
+    return absl::StrCat("arguments differ ", difference);
+  };
+  in.matches = [&](size_t e, size_t x) { return mismatch(e, x).empty(); };
+  in.near_miss = [&](size_t e, size_t x) -> std::string {
+    if (expected[e].name != actual[x].name) return "";
+    return mismatch(e, x);
+  };
+  return CompareSequences(in);
+}
+
+bool ResponseHas(const v1::TraceEvent& e, const std::string& keyword) {
+  const v1::Message& m = e.response().message();
+  if (absl::StrContains(m.content(), keyword)) return true;
+  for (const v1::ToolCall& c : m.tool_calls()) {
+    if (absl::StrContains(c.arguments(), keyword)) return true;
+  }
+  return false;
+}
+
+bool RequestHas(const v1::TraceEvent& e, const std::string& keyword) {
+  for (const v1::Message& m : e.request().messages()) {
+    if (absl::StrContains(m.content(), keyword)) return true;
+    for (const v1::ToolCall& c : m.tool_calls()) {
+      if (absl::StrContains(c.arguments(), keyword)) return true;
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<v1::AssertionResult> FeedbackPropagated(const v1::FeedbackPropagatedAssertion& a,
+                                                       const Events& events,
+                                                       absl::string_view where) {
+  for (const auto& [field, value] : {std::pair<const char*, const std::string*>{"from", &a.from()},
+                                     {"to", &a.to()},
+                                     {"keyword", &a.keyword()}}) {
+    if (value->empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(Field(where, field), ": must not be empty"));
+    }
+  }
+  const std::string from = Bare(a.from()), to = Bare(a.to()), keyword = Quote(a.keyword());
+  v1::AssertionResult r;
+  r.set_divergence_index(-1);
+  r.set_expected(
+      absl::StrCat(keyword, " in an answer of ", from, ", then in a later request of ", to));
+  std::vector<int64_t> had, lacked;
+  std::vector<std::string> agents;  // with exchanges, in order of appearance
+  for (const v1::TraceEvent* e : events) {
+    if (e->kind() != "exchange") continue;
+    const std::string& agent = AgentOf(*e);
+    if (std::find(agents.begin(), agents.end(), agent) == agents.end()) agents.push_back(agent);
+    if (agent != a.from()) continue;
+    (ResponseHas(*e, a.keyword()) ? had : lacked).push_back(e->seq());
+  }
+  const std::string head =
+      absl::StrCat("feedback_propagated: expected ", keyword, " to go from ", from, " to ", to);
+  if (had.empty()) {
+    r.set_passed(false);
+    r.set_actual(absl::StrCat("no answer of ", from, " has it"));
+    std::vector<std::string> shown;
+    for (const std::string& agent : agents) shown.push_back(Bare(agent));
+    if (lacked.empty()) {
+      r.set_explanation(absl::StrCat(head, ", but ", from,
+                                     " made no exchanges (agents with exchanges: ",
+                                     shown.empty() ? "none" : absl::StrJoin(shown, ", "), ")"));
+    } else {
+      r.set_explanation(absl::StrCat(
+          head, ", but no answer of ", from, " has it: ",
+          lacked.size() == 1 ? "its only exchange"
+                             : absl::StrCat("its ", lacked.size(), " exchanges"),
+          " (", SeqList(lacked), ") ", lacked.size() == 1 ? "lacks it in its" : "lack it in their",
+          " response content and tool call arguments"));
+      r.mutable_event_seqs()->Add(lacked.begin(), lacked.end());
+    }
+    return r;
+  }
+  // The earliest answer with the keyword leaves the most later requests.
+  const int64_t said = had.front();
+  std::vector<int64_t> checked;
+  for (const v1::TraceEvent* e : events) {
+    if (e->kind() != "exchange" || e->seq() <= said || AgentOf(*e) != a.to()) continue;
+    if (RequestHas(*e, a.keyword())) {
+      r.set_passed(true);
+      r.add_event_seqs(said);
+      r.add_event_seqs(e->seq());
+      r.set_actual(absl::StrCat("answer #", said, ", later request #", e->seq()));
+      r.set_explanation(absl::StrCat("feedback_propagated: ", from, "'s answer in exchange #", said,
+                                     " has ", keyword, " and ", to,
+                                     "'s later request in exchange #", e->seq(), " carries it"));
+      return r;
+    }
+    checked.push_back(e->seq());
+  }
+  r.set_passed(false);
+  r.mutable_event_seqs()->Add(had.begin(), had.end());
+  r.mutable_event_seqs()->Add(checked.begin(), checked.end());
+  std::string answered = absl::StrCat(from, "'s ", had.size() == 1 ? "answer" : "answers",
+                                      " in exchange", had.size() == 1 ? " " : "s ", SeqList(had),
+                                      had.size() == 1 ? " has" : " have", " it");
+  if (!lacked.empty()) {
+    absl::StrAppend(&answered, " (", SeqList(lacked), lacked.size() == 1 ? " lacks" : " lack",
+                    " it)");
+  }
+  if (checked.empty()) {
+    r.set_actual(absl::StrCat("answer #", said, ", no later exchange of ", to));
+    r.set_explanation(
+        absl::StrCat(head, ": ", answered, ", but ", to, " made no exchange after #", said));
+  } else {
+    r.set_actual(absl::StrCat("answer #", said, ", no later request of ", to, " has it"));
+    r.set_explanation(
+        absl::StrCat(head, ": ", answered, ", but ",
+                     checked.size() == 1
+                         ? absl::StrCat(to, "'s only exchange after #", said, " (",
+                                        SeqList(checked), ") does not carry it")
+                         : absl::StrCat("none of ", to, "'s ", checked.size(), " exchanges after #",
+                                        said, " (", SeqList(checked), ") carries it"),
+                     " in any message of its request"));
+  }
+  return r;
+}
+
+absl::StatusOr<v1::AssertionResult> CountCheck(const v1::CountAssertion& a, const Events& events,
+                                               absl::string_view where) {
+  if (!v1::Comparison_IsValid(a.comparison())) {
+    return absl::InvalidArgumentError(absl::StrCat(Field(where, "comparison"),
+                                                   ": unknown Comparison value ",
+                                                   static_cast<int>(a.comparison())));
+  }
+  US_ASSIGN_OR_RETURN(EventFilter filter, EventFilter::Create(a.filter(), Field(where, "filter")));
+  std::vector<int64_t> seqs;
+  for (const v1::TraceEvent* e : events) {
+    if (filter.Matches(*e)) seqs.push_back(e->seq());
+  }
+  const int64_t n = static_cast<int64_t>(seqs.size());
+  v1::AssertionResult r;
+  r.set_divergence_index(-1);
+  r.set_passed(Compare(a.comparison(), n, a.n()));
+  r.set_expected(absl::StrCat(ComparisonSymbol(a.comparison()), " ", a.n()));
+  r.set_actual(absl::StrCat(n));
+  r.mutable_event_seqs()->Add(seqs.begin(), seqs.end());
+  const std::string head = absl::StrCat("count (", filter.Describe(), "): ");
+  const std::string listed = seqs.empty() ? "" : absl::StrCat(" (", SeqList(seqs), ")");
+  if (r.passed()) {
+    r.set_explanation(absl::StrCat(head, Count(seqs.size(), "event", "events"), " matched", listed,
+                                   ", as expected (", ComparisonWords(a.comparison(), a.n()), ")"));
+  } else {
+    r.set_explanation(absl::StrCat(head, "expected ", ComparisonWords(a.comparison(), a.n()),
+                                   a.n() == 1 ? " event" : " events", " to match, but ",
+                                   seqs.empty() ? "none did" : absl::StrCat(n, listed, " did")));
+  }
+  return r;
+}
+
+v1::AssertionResult NoMisses(const Events& events) {
+  v1::AssertionResult r;
+  r.set_divergence_index(-1);
+  r.set_expected("0 misses");
+  std::vector<std::string> misses;
+  for (const v1::TraceEvent* e : events) {
+    if (e->kind() != "miss") continue;
+    r.add_event_seqs(e->seq());
+    std::string line = absl::StrCat("event #", e->seq());
+    if (!AgentOf(*e).empty()) absl::StrAppend(&line, " (agent ", AgentOf(*e), ")");
+    const std::string& report = Attr(*e, "understudy.miss.report");
+    if (!report.empty()) absl::StrAppend(&line, ": ", Shorten(report, 600));
+    misses.push_back(std::move(line));
+  }
+  r.set_actual(Count(misses.size(), "miss", "misses"));
+  r.set_passed(misses.empty());
+  if (misses.empty()) {
+    r.set_explanation("no_misses: the run had no misses");
+  } else {
+    r.set_explanation(absl::StrCat("no_misses: the run had ",
+                                   Count(misses.size(), "miss", "misses"), ": ",
+                                   absl::StrJoin(misses, "; ")));
+  }
+  return r;
+}
+
+absl::StatusOr<v1::AssertionResult> AllConsumed(const TraceView& view, absl::string_view where) {
+  if (view.summary == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        where.empty() ? "" : absl::StrCat(where, ": "),
+        "all_consumed: the run is still active; end it first (which recorded exchanges went "
+        "unused is known only then)"));
+  }
+  v1::AssertionResult r;
+  r.set_divergence_index(-1);
+  r.set_expected("[]");
+  std::vector<std::string> unused;
+  for (const v1::ExchangeRef& ref : view.summary->unconsumed()) {
+    unused.push_back(ref.agent().empty()
+                         ? absl::StrCat("#", ref.seq())
+                         : absl::StrCat("#", ref.seq(), " (agent ", ref.agent(), ")"));
+  }
+  r.set_actual(List(unused));
+  r.set_passed(unused.empty());
+  if (unused.empty()) {
+    r.set_explanation("all_consumed: every recorded exchange was used");
+  } else {
+    r.set_explanation(absl::StrCat(
+        "all_consumed: ", Count(unused.size(), "recorded exchange", "recorded exchanges"),
+        " of the session ", unused.size() == 1 ? "was" : "were",
+        " never used: ", absl::StrJoin(unused, ", ")));
+  }
+  return r;
+}
+
+absl::string_view KindName(const v1::Assertion& a) {
+  switch (a.check_case()) {
+    case v1::Assertion::kAgentSequence:
+      return "agent_sequence";
+    case v1::Assertion::kPhaseTransitions:
+      return "phase_transitions";
+    case v1::Assertion::kToolCalls:
+      return "tool_calls";
+    case v1::Assertion::kFeedbackPropagated:
+      return "feedback_propagated";
+    case v1::Assertion::kCount:
+      return "count";
+    case v1::Assertion::kNoMisses:
+      return "no_misses";
+    case v1::Assertion::kAllConsumed:
+      return "all_consumed";
+    case v1::Assertion::kSpec:
+      return "spec";
+    default:
+      return "";
+  }
+}
+
+// Evaluate, with `where` ("assertions[2]" or "") prefixed to field paths.
+// Results of a spec come back one per item.
+absl::StatusOr<std::vector<v1::AssertionResult>> EvaluateExpanded(const v1::Assertion& a,
+                                                                  const Events& events,
+                                                                  const TraceView& view,
+                                                                  absl::string_view where) {
+  const std::string path = Field(where, KindName(a));
+  absl::StatusOr<v1::AssertionResult> r;
+  switch (a.check_case()) {
+    case v1::Assertion::kAgentSequence:
+      US_RETURN_IF_ERROR(CheckMatch(a.agent_sequence().match(), Field(path, "match")));
+      r = AgentSequence(a.agent_sequence(), events);
+      break;
+    case v1::Assertion::kPhaseTransitions:
+      US_RETURN_IF_ERROR(CheckMatch(a.phase_transitions().match(), Field(path, "match")));
+      r = PhaseTransitions(a.phase_transitions(), events);
+      break;
+    case v1::Assertion::kToolCalls:
+      US_RETURN_IF_ERROR(CheckMatch(a.tool_calls().match(), Field(path, "match")));
+      r = ToolCalls(a.tool_calls(), events, path);
+      break;
+    case v1::Assertion::kFeedbackPropagated:
+      r = FeedbackPropagated(a.feedback_propagated(), events, path);
+      break;
+    case v1::Assertion::kCount:
+      r = CountCheck(a.count(), events, path);
+      break;
+    case v1::Assertion::kNoMisses:
+      if (!a.no_misses()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ": must be true (false checks nothing; to require misses, count kind=miss)"));
+      }
+      r = NoMisses(events);
+      break;
+    case v1::Assertion::kAllConsumed:
+      if (!a.all_consumed()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": must be true (false checks nothing)"));
+      }
+      r = AllConsumed(view, where);
+      break;
+    case v1::Assertion::kSpec: {
+      US_ASSIGN_OR_RETURN(std::vector<v1::AssertionResult> results,
+                          EvaluateSpec(a.spec(), path, view));
+      if (results.size() == 1 && !a.name().empty()) results[0].set_name(a.name());
+      return results;
+    }
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat(where.empty() ? "assertion" : std::string(where),
+                       ": no check set; set one of agent_sequence, phase_transitions, tool_calls, "
+                       "feedback_propagated, count, no_misses, all_consumed, spec"));
+  }
+  if (!r.ok()) return r.status();
+  r->set_name(a.name().empty() ? std::string(KindName(a)) : a.name());
+  return std::vector<v1::AssertionResult>{*std::move(r)};
+}
+
+template <typename Assertions>
+absl::StatusOr<v1::AssertResponse> EvaluateEach(const Assertions& assertions,
+                                                const TraceView& view) {
+  const Events events = OrderedEvents(view);
+  v1::AssertResponse out;
+  out.set_passed(true);
+  std::vector<std::string> lines;
+  int i = 0;
+  for (const v1::Assertion& a : assertions) {
+    US_ASSIGN_OR_RETURN(std::vector<v1::AssertionResult> results,
+                        EvaluateExpanded(a, events, view, absl::StrCat("assertions[", i++, "]")));
+    for (v1::AssertionResult& r : results) {
+      if (!r.passed()) out.set_passed(false);
+      lines.push_back(ReportLine(r));
+      *out.add_results() = std::move(r);
+    }
+  }
+  out.set_report(absl::StrJoin(lines, "\n"));
+  return out;
+}
+
+}  // namespace
+
+std::vector<const v1::TraceEvent*> OrderedEvents(const TraceView& view) {
+  std::vector<const v1::TraceEvent*> events;
+  if (view.events == nullptr) return events;
+  events.reserve(view.events->size());
+  for (const v1::TraceEvent& e : *view.events) events.push_back(&e);
+  auto by_seq = [](const v1::TraceEvent* a, const v1::TraceEvent* b) {
+    return a->seq() < b->seq();
+  };
+  if (!std::is_sorted(events.begin(), events.end(), by_seq)) {
+    std::stable_sort(events.begin(), events.end(), by_seq);
+  }
+  return events;
+}
+
+absl::StatusOr<v1::AssertionResult> Evaluate(const v1::Assertion& assertion,
+                                             const TraceView& view) {
+  US_ASSIGN_OR_RETURN(std::vector<v1::AssertionResult> results,
+                      EvaluateExpanded(assertion, OrderedEvents(view), view, ""));
+  if (results.size() == 1) return std::move(results[0]);
+  // A spec of several items (or none): one combined verdict.
+  v1::AssertionResult combined;
+  combined.set_name(assertion.name().empty() ? "spec" : assertion.name());
+  combined.set_divergence_index(-1);
+  combined.set_passed(true);
+  std::vector<std::string> lines;
+  size_t failed = 0;
+  for (const v1::AssertionResult& r : results) {
+    if (!r.passed()) {
+      combined.set_passed(false);
+      ++failed;
+      combined.mutable_event_seqs()->Add(r.event_seqs().begin(), r.event_seqs().end());
+    }
+    lines.push_back(ReportLine(r));
+  }
+  combined.set_expected(absl::StrCat(Count(results.size(), "check", "checks"), " pass"));
+  combined.set_actual(absl::StrCat(results.size() - failed, " passed, ", failed, " failed"));
+  combined.set_explanation(absl::StrCat("spec: ", combined.actual(), " of ",
+                                        Count(results.size(), "check", "checks"),
+                                        lines.empty() ? "" : "\n", absl::StrJoin(lines, "\n")));
+  return combined;
+}
+
+absl::StatusOr<v1::AssertResponse> EvaluateAll(const std::vector<v1::Assertion>& assertions,
+                                               const TraceView& view) {
+  return EvaluateEach(assertions, view);
+}
+
+absl::StatusOr<v1::AssertResponse> EvaluateAll(
+    const google::protobuf::RepeatedPtrField<v1::Assertion>& assertions, const TraceView& view) {
+  return EvaluateEach(assertions, view);
+}
+
+std::string ReportLine(const v1::AssertionResult& result) {
+  return result.passed() ? absl::StrCat("PASS ", result.name())
+                         : absl::StrCat("FAIL ", result.name(), ": ", result.explanation());
+}
+
+}  // namespace trace
+}  // namespace understudy

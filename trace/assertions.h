@@ -1,0 +1,107 @@
+// Assertions over a run's trace: did the agents run in the expected order,
+// did the workflow pass through the expected phases, were the expected tools
+// called, did one agent's feedback reach another.
+//
+//   std::vector<v1::TraceEvent> events = ...;  // the run's trace, by seq
+//   v1::Assertion a;
+//   a.mutable_agent_sequence()->add_agents("orchestrator");
+//   a.mutable_agent_sequence()->add_agents("executor");
+//   a.mutable_agent_sequence()->set_match(v1::SEQUENCE_MATCH_SUBSEQUENCE);
+//   absl::StatusOr<v1::AssertionResult> r = Evaluate(a, TraceView{&events, nullptr});
+//   if (!r.ok()) ...             // the assertion itself is malformed
+//   if (!r->passed()) std::cerr << r->explanation();
+//
+// A failed check is a result (passed = false), never an error status: the
+// error statuses are for assertions that cannot be evaluated at all.
+//
+// Every explanation is one paragraph a newcomer can act on: it starts with
+// the check's kind (`agent_sequence (exact): ...`), shows what was expected
+// and what the run did, and points at the trace events by seq (`event #5`).
+// In explanations positions in a sequence count from 1 ("position 2");
+// AssertionResult.divergence_index counts from 0.
+//
+// What each check reads (see v1::Assertion):
+//   agent_sequence       the agent of every `exchange` event
+//   phase_transitions    understudy.phase.to of every `phase_transition`
+//   tool_calls           `tool_call` events: gen_ai.tool.name and
+//                        gen_ai.tool.call.arguments
+//   feedback_propagated  the responses and requests of `exchange` events
+//   count                every event the filter matches
+//   no_misses            `miss` events (and their understudy.miss.report)
+//   all_consumed         RunSummary.unconsumed (only once the run ended)
+//   spec                 a selector-plus-checks document (trace/spec.h)
+//
+// Sequences compare in one of three ways (v1::SequenceMatch): EXACT (the
+// whole sequence, nothing else), PREFIX (the run's sequence starts with the
+// expected one) and SUBSEQUENCE (the expected items in order, others may
+// come between; the divergence is the first expected item that does not
+// occur after the previous one's match).
+#ifndef UNDERSTUDY_TRACE_ASSERTIONS_H_
+#define UNDERSTUDY_TRACE_ASSERTIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "google/protobuf/repeated_field.h"
+#include "understudy/v1/understudy.pb.h"
+
+namespace understudy {
+namespace trace {
+
+// A run's trace as the checks see it. Borrowed: both pointees must stay
+// alive and unchanged for the duration of the call they are passed to.
+struct TraceView {
+  // The run's events, in seq order (they are ordered by seq if not).
+  // Null reads as no events.
+  const std::vector<v1::TraceEvent>* events = nullptr;
+  // The run's summary; null while the run is active.
+  const v1::RunSummary* summary = nullptr;
+};
+
+// Evaluates one assertion against `view`.
+//
+// Returns the verdict with its explanation (see AssertionResult): name is
+// a.name(), or the check's kind ("agent_sequence", "count", ...) when empty.
+// A spec assertion (trace/spec.h) whose document holds one item gives that
+// item's result; with several items, one combined result (passed when every
+// item passed; the explanation lists each item's PASS/FAIL line).
+//
+// Errors:
+//   INVALID_ARGUMENT     the assertion is malformed; the message names the
+//                        field: no check set, an unknown SequenceMatch or
+//                        Comparison value, `tool_calls.calls[1].arguments:
+//                        not a JSON object: ...`, an invalid filter pattern,
+//                        empty feedback_propagated fields, no_misses or
+//                        all_consumed set to false, a spec that does not
+//                        validate (its whole report).
+//   FAILED_PRECONDITION  all_consumed while the run is still active
+//                        (view.summary is null).
+// Thread-safe; reads the view only.
+absl::StatusOr<v1::AssertionResult> Evaluate(const v1::Assertion& assertion, const TraceView& view);
+
+// Evaluates every assertion, in order, into one response:
+//   results  one per assertion, except that a spec assertion contributes one
+//            result per item of its document (spec.h: EvaluateSpec);
+//   passed   every result passed (true for no assertions);
+//   report   one line per result, "\n"-separated: "PASS <name>" or
+//            "FAIL <name>: <explanation>".
+// Errors are Evaluate's, for the first assertion that fails to evaluate,
+// with its path prefixed: `assertions[2].tool_calls.calls[0].arguments: ...`.
+absl::StatusOr<v1::AssertResponse> EvaluateAll(const std::vector<v1::Assertion>& assertions,
+                                               const TraceView& view);
+// The same for a request's repeated field (v1::AssertRequest::assertions()).
+absl::StatusOr<v1::AssertResponse> EvaluateAll(
+    const google::protobuf::RepeatedPtrField<v1::Assertion>& assertions, const TraceView& view);
+
+// The "PASS name" / "FAIL name: explanation" line of one result.
+std::string ReportLine(const v1::AssertionResult& result);
+
+// The view's events ordered by seq (stable), as pointers into *view.events;
+// valid as long as the view's events are. Empty when view.events is null.
+std::vector<const v1::TraceEvent*> OrderedEvents(const TraceView& view);
+
+}  // namespace trace
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_TRACE_ASSERTIONS_H_
