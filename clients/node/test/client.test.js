@@ -1,0 +1,194 @@
+// The client's own surface: starting and stopping the binary, runs,
+// useUnderstudy with a non-node:test context, errors, the proto directory.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+import { Client, UnderstudyError, assertions, connect, startServer, useUnderstudy } from '../index.js';
+import { BIN, cleanEnv, requireBinary, serve } from '../test_support/env.js';
+
+const SCENARIO = `schema: understudy.scenario/v1
+name: hello
+rules:
+  - name: hello
+    respond: {content: "hello"}
+`;
+
+test('startServer prints where it serves; stop() ends it with 0', async (t) => {
+  const server = await serve();
+  t.after(() => server.kill());
+  assert.match(server.grpc, /^127\.0\.0\.1:\d+$/);
+  assert.match(server.http, /^http:\/\/127\.0\.0\.1:\d+$/);
+  assert.ok(server.db.endsWith('understudy.db'));
+  const client = server.client();
+  assert.equal(server.client(), client, 'one client per server');
+  const run = await client.startRun({ scenarioText: SCENARIO, runId: 'client-test-1' });
+  assert.equal(run.id, 'client-test-1');
+  assert.equal((await client.getRun(run.id)).state, 'RUN_STATE_ACTIVE');
+  const summary = await client.endRun(run.id);
+  assert.equal(summary.run.state, 'RUN_STATE_ENDED');
+  assert.equal(await server.stop(), 0, server.stderr());
+  assert.ok(!fs.existsSync(path.dirname(server.db)), 'its temp database is removed');
+});
+
+test('startServer with a db keeps it, and passes extra args', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'understudy-client-test-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  requireBinary();
+  const db = path.join(dir, 'kept.db');
+  const ready = path.join(dir, 'ready.json');
+  const server = await startServer({ binary: BIN, db, args: ['--ready-file', ready], env: cleanEnv() });
+  t.after(() => server.kill());
+  assert.equal(server.db, db);
+  assert.equal(JSON.parse(fs.readFileSync(ready, 'utf8')).grpc, server.grpc);
+  assert.equal(await server.stop(), 0);
+  assert.ok(fs.existsSync(db));
+  assert.match(server.stderr(), /\S/, 'stderr is kept');
+});
+
+test('startServer fails fast and says why', async () => {
+  await assert.rejects(
+    startServer({ binary: '/nonexistent/understudy', timeoutMs: 5000 }),
+    /cannot start \/nonexistent\/understudy/,
+  );
+  requireBinary();
+  await assert.rejects(
+    startServer({ binary: BIN, args: ['--no-such-flag'], env: cleanEnv(), timeoutMs: 5000 }),
+    (e) => /exited \(\d+\) before serving/.test(e.message) && /no-such-flag/.test(e.message),
+  );
+});
+
+test('startServer stops waiting for a silent program', async () => {
+  // A program that never prints its address: the first-line wait is bounded.
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'understudy-client-test-'));
+  try {
+    const script = path.join(dir, 'silent.sh');
+    fs.writeFileSync(script, '#!/bin/sh\nexec sleep 30\n', { mode: 0o755 });
+    const started = Date.now();
+    await assert.rejects(startServer({ binary: script, timeoutMs: 300 }), /timed out after 300 ms/);
+    assert.ok(Date.now() - started < 5000);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('useUnderstudy works with any object that has after(), and ends the run', async () => {
+  const server = await serve();
+  try {
+    const hooks = [];
+    const ctx = { after: (fn) => hooks.push(fn) };
+    const us = await useUnderstudy(ctx, { server, scenarioText: SCENARIO });
+    assert.equal(hooks.length, 1);
+    assert.equal(us.env.OPENAI_BASE_URL, us.openaiBaseURL);
+    assert.equal(us.env.UNDERSTUDY_RUN, us.runId);
+    assert.equal(us.baseURL('executor'), `${server.http}/run/${us.runId}/agent/executor/v1`);
+
+    const r = await fetch(`${us.baseURL('executor')}/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    assert.equal(r.status, 200);
+    await us.assertAgentSequence(['executor']);
+    await us.assertCount('==', 1, { kind: 'exchange', agent: 'executor' });
+
+    for (const fn of hooks) await fn();
+    const run = await server.client().getRun(us.runId);
+    assert.equal(run.state, 'RUN_STATE_ENDED');
+    assert.equal(us.summary.run.id, us.runId);
+    // end() again is the same summary, not a second EndRun.
+    assert.equal(await us.end(), us.summary);
+  } finally {
+    assert.equal(await server.stop(), 0);
+  }
+});
+
+test('useUnderstudy reads UNDERSTUDY_ADDR / UNDERSTUDY_HTTP without a server', async (t) => {
+  const server = await serve();
+  t.after(() => server.stop());
+  const saved = { addr: process.env.UNDERSTUDY_ADDR, http: process.env.UNDERSTUDY_HTTP };
+  process.env.UNDERSTUDY_ADDR = server.grpc;
+  process.env.UNDERSTUDY_HTTP = server.http;
+  t.after(() => {
+    for (const [k, v] of [['UNDERSTUDY_ADDR', saved.addr], ['UNDERSTUDY_HTTP', saved.http]]) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  });
+  const us = await useUnderstudy(t, { scenarioText: SCENARIO });
+  assert.equal(us.openaiBaseURL, `${server.http}/run/${us.runId}/v1`);
+  assert.ok(us.client instanceof Client);
+  assert.equal((await us.query({ kind: 'run_started' })).length, 1);
+});
+
+test('useUnderstudy refuses a context without after()', async () => {
+  await assert.rejects(useUnderstudy({}, {}), /t needs an after\(fn\) method/);
+});
+
+test('startRun: modes, strict, and the server\'s refusals', async (t) => {
+  const server = await serve();
+  t.after(() => server.stop());
+  const c = server.client();
+  const run = await c.startRun({ mode: 'replay', scenarioText: SCENARIO, strict: false });
+  assert.equal(run.strict, false);
+  await c.endRun(run.id);
+
+  await assert.rejects(c.startRun({ mode: 'bogus' }), /mode: "bogus" is not one of record, replay/);
+  await assert.rejects(c.startRun({ scenarioText: 'schema: understudy.scenario/v1\nrules: [{name: x}]\n' }), (e) => {
+    assert.ok(e instanceof UnderstudyError);
+    assert.equal(e.codeName, 'INVALID_ARGUMENT');
+    assert.equal(e.rpc, 'StartRun');
+    assert.match(e.message, /rules\[0\]/);
+    return true;
+  });
+  await assert.rejects(c.startRun({ mode: 'record', session: 's' }), (e) =>
+    e.codeName === 'FAILED_PRECONDITION' && /^record mode needs an upstream model/.test(e.message));
+  await assert.rejects(c.endRun('no-such-run'), (e) => e.codeName === 'NOT_FOUND' && /no-such-run/.test(e.message));
+});
+
+test('a client of a server that is not there fails within its deadline', async () => {
+  const c = connect('127.0.0.1:1', { deadlineMs: 1000 });
+  try {
+    const started = Date.now();
+    await assert.rejects(c.startRun({ scenarioText: SCENARIO }), (e) =>
+      ['UNAVAILABLE', 'DEADLINE_EXCEEDED'].includes(e.codeName));
+    assert.ok(Date.now() - started < 5000);
+  } finally {
+    c.close();
+  }
+});
+
+test('assertion builders make the proto\'s messages', () => {
+  assert.deepEqual(assertions.agentSequence(['a', 'b'], { match: 'prefix', collapseRepeats: true, name: 'n' }), {
+    name: 'n', agentSequence: { agents: ['a', 'b'], match: 'SEQUENCE_MATCH_PREFIX', collapseRepeats: true },
+  });
+  assert.deepEqual(assertions.toolCalls(['read', { name: 'write', arguments: { path: 'x' } }], { agent: 'e' }).toolCalls, {
+    agent: 'e',
+    calls: [{ name: 'read', arguments: '' }, { name: 'write', arguments: '{"path":"x"}' }],
+    match: 'SEQUENCE_MATCH_EXACT',
+  });
+  assert.deepEqual(assertions.count('>=', 2, { kind: 'miss' }).count, {
+    filter: { kinds: ['miss'] }, comparison: 'COMPARISON_GE', n: 2,
+  });
+  assert.throws(() => assertions.phaseTransitions(['a'], { match: 'some' }), /match: "some" is not one of exact/);
+  assert.throws(() => assertions.toolCalls([{ name: 'x', arguments: [1] }]), /calls\[0\]\.arguments/);
+});
+
+test('the protos load from UNDERSTUDY_PROTO_DIR', () => {
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  const script = `import('${path.join(here, '..', 'index.js')}').then((m) => {
+    try { m.connect('127.0.0.1:1'); console.log('loaded'); } catch (e) { console.log(e.message); }
+  });`;
+  const bad = spawnSync(process.execPath, ['-e', script], {
+    env: { ...process.env, UNDERSTUDY_PROTO_DIR: '/nonexistent/proto' }, encoding: 'utf8', timeout: 20000,
+  });
+  assert.match(bad.stdout, /understudy proto not found at \/nonexistent\/proto\/understudy\/v1\/understudy\.proto/);
+  const good = spawnSync(process.execPath, ['-e', script], {
+    env: { ...process.env, UNDERSTUDY_PROTO_DIR: path.resolve(here, '..', '..', '..', 'proto') }, encoding: 'utf8', timeout: 20000,
+  });
+  assert.equal(good.stdout.trim(), 'loaded', good.stderr);
+});
