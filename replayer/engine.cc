@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
@@ -124,6 +125,7 @@ class RunState {
   }
   v1::TraceEvent EmitAndReturn(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
+    if (event.kind() == "tool_result") NoteToolResultLocked(event);
     event.set_run(id_);
     event.set_seq(next_event_seq_);
     event.set_time_micros(clock_->NowMicros());
@@ -223,6 +225,26 @@ class RunState {
     store_->AppendEvents(std::move(batch));
   }
 
+  // A tool_result traced before any request carried it (a mocked tool's
+  // answer, or a client's Emit): the request that later carries the same
+  // result to the model is not traced again.
+  void NoteToolResultLocked(const v1::TraceEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto attr = [&](const char* key) -> absl::string_view {
+      auto it = event.attributes().find(key);
+      return it == event.attributes().end() ? absl::string_view() : it->second;
+    };
+    const absl::string_view id = attr("gen_ai.tool.call.id");
+    const absl::string_view result = attr("gen_ai.tool.call.result");
+    if (!id.empty()) {
+      seen_tool_results_.insert(ToolResultKey(id, result));
+    } else if (!attr("gen_ai.tool.name").empty()) {
+      ++unkeyed_tool_results_[ToolResultKey(attr("gen_ai.tool.name"), result)];
+    }
+  }
+  static std::string ToolResultKey(absl::string_view id_or_name, absl::string_view result) {
+    return absl::StrCat(id_or_name, "\x1f", result.size(), "\x1f", absl::HashOf(result));
+  }
+
   const std::string id_;
   const std::shared_ptr<const Script> script_;  // never null
   RunContext context_;
@@ -257,7 +279,11 @@ class RunState {
   friend class EventSubscription;
   // Held here until released: the adapter may keep no reference.
   std::vector<std::shared_ptr<Hang>> hangs_ ABSL_GUARDED_BY(mu_);
+  // Tool results already traced, by call id and result (ToolResultKey).
   absl::flat_hash_set<std::string> seen_tool_results_ ABSL_GUARDED_BY(mu_);
+  // Results traced with a tool name but no call id, by name and result:
+  // each stands in for one later request's result.
+  absl::flat_hash_map<std::string, int> unkeyed_tool_results_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, SourceSession> sources_ ABSL_GUARDED_BY(mu_);
 
   friend class Engine;
@@ -510,8 +536,10 @@ void RunState::ObserveAnswer(const std::string& agent, const v1::CompletionRespo
 
 void RunState::TraceRequest(const std::string& agent, const v1::CompletionRequest& request,
                             const Selection& selection) {
+  // An execution is a run of requests by one named agent.
   const bool new_execution =
-      !selection.previous_agent.has_value() || *selection.previous_agent != agent;
+      !agent.empty() &&
+      (!selection.previous_agent.has_value() || *selection.previous_agent != agent);
   bool has_results = false;
   for (const v1::Message& m : request.messages()) has_results |= m.role() == "tool";
   if (!new_execution && !has_results) return;
@@ -539,20 +567,27 @@ void RunState::TraceRequest(const std::string& agent, const v1::CompletionReques
     }
     if (m.role() != "tool") continue;
     // Agents resend the conversation: each result is traced once per run.
-    const std::string key = absl::StrCat(agent, "\x1f", m.tool_call_id(), "\x1f", m.content().size());
-    if (!seen_tool_results_.insert(key).second) continue;
+    const absl::string_view result = absl::string_view(m.content()).substr(0, 64 << 10);
+    auto name = names.find(m.tool_call_id());
+    const absl::string_view tool = !m.name().empty() ? absl::string_view(m.name())
+                                   : name != names.end() ? name->second
+                                                         : absl::string_view();
+    if (!seen_tool_results_.insert(ToolResultKey(m.tool_call_id(), result)).second) continue;
+    if (!tool.empty()) {
+      auto unkeyed = unkeyed_tool_results_.find(ToolResultKey(tool, result));
+      if (unkeyed != unkeyed_tool_results_.end()) {
+        if (--unkeyed->second == 0) unkeyed_tool_results_.erase(unkeyed);
+        continue;
+      }
+    }
     v1::TraceEvent event;
     event.set_kind("tool_result");
     event.set_agent(agent);
     auto& attrs = *event.mutable_attributes();
     if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-    auto name = names.find(m.tool_call_id());
-    const absl::string_view tool = !m.name().empty() ? absl::string_view(m.name())
-                                   : name != names.end() ? name->second
-                                                         : absl::string_view();
     if (!tool.empty()) attrs["gen_ai.tool.name"] = std::string(tool);
     if (!m.tool_call_id().empty()) attrs["gen_ai.tool.call.id"] = m.tool_call_id();
-    attrs["gen_ai.tool.call.result"] = m.content().substr(0, 64 << 10);
+    attrs["gen_ai.tool.call.result"] = std::string(result);
     EmitLocked(std::move(event));
   }
 }
@@ -1161,6 +1196,7 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
   Decision decision;
   decision.speed = options_.speed;
   const Selection selection = script.rules().Select(run->context(), request, call.agent);
+  run->TraceRequest(call.agent, request, selection);
   Attributes attrs;
   attrs.emplace_back("understudy.iteration", absl::StrCat(selection.overall_iteration));
   attrs.emplace_back("understudy.agent.iteration", absl::StrCat(selection.agent_iteration));

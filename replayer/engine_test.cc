@@ -274,7 +274,7 @@ TEST_F(EngineTest, StrictMissIsNotFoundNamingTheDifferingField) {
   EXPECT_THAT(summary->unconsumed(), SizeIs(4));
   std::vector<std::string> kinds;
   for (const auto& e : Events(run.id())) kinds.push_back(e.kind());
-  EXPECT_THAT(kinds, ElementsAre("run_started", "miss", "run_ended"));
+  EXPECT_THAT(kinds, ElementsAre("run_started", "agent_execution", "miss", "run_ended"));
 }
 
 TEST_F(EngineTest, RepeatedRequestBeyondTheRecordedCopiesReportsConsumedOnly) {
@@ -479,11 +479,14 @@ TEST_F(EngineTest, TraceIsOrderedWithoutGapsUnderConcurrentRequests) {
   EXPECT_EQ(ok.load(), 20);
   ASSERT_TRUE(engine_->EndRun(run.id()).ok());
   std::vector<v1::TraceEvent> events = Events(run.id());
-  ASSERT_THAT(events, SizeIs(22));
+  // run_started, one agent_execution (one agent throughout), 20 exchanges,
+  // run_ended.
+  ASSERT_THAT(events, SizeIs(23));
   for (size_t i = 0; i < events.size(); ++i) EXPECT_EQ(events[i].seq(), static_cast<int64_t>(i + 1));
   EXPECT_EQ(events.front().kind(), "run_started");
+  EXPECT_EQ(events[1].kind(), "agent_execution");
   EXPECT_EQ(events.back().kind(), "run_ended");
-  EXPECT_EQ(events[1].attributes().at("understudy.answer.source"), "recording");
+  EXPECT_EQ(events[2].attributes().at("understudy.answer.source"), "recording");
 }
 
 TEST_F(EngineTest, ConcurrentRunsOnOneSessionDoNotSeeEachOthersConsumption) {
@@ -935,12 +938,56 @@ rules:
   std::vector<v1::TraceEvent> events = Events(run.id());
   std::vector<std::string> kinds;
   for (const auto& e : events) kinds.push_back(e.kind() + ":" + e.agent());
-  EXPECT_THAT(kinds, ElementsAre("run_started:", "exchange:executor", "tool_call:executor",
-                                 "phase_transition:executor", "exchange:reviewer",
-                                 "exchange:executor", "tool_call:executor",
-                                 "workflow_end:executor"));
-  EXPECT_EQ(Attr(events[3], "understudy.phase.from"), "");
-  EXPECT_EQ(Attr(events[3], "understudy.phase.to"), "review");
+  EXPECT_THAT(kinds,
+              ElementsAre("run_started:", "agent_execution:executor", "exchange:executor",
+                          "tool_call:executor", "phase_transition:executor",
+                          "agent_execution:reviewer", "exchange:reviewer",
+                          "agent_execution:executor", "exchange:executor", "tool_call:executor",
+                          "workflow_end:executor"));
+  EXPECT_EQ(Attr(events[4], "understudy.phase.from"), "");
+  EXPECT_EQ(Attr(events[4], "understudy.phase.to"), "review");
+  // Each execution says where it came from.
+  EXPECT_EQ(Attr(events[5], "understudy.previous_agent"), "executor");
+  EXPECT_EQ(Attr(events[5], "understudy.phase"), "review");
+  EXPECT_EQ(Attr(events[7], "understudy.agent.iteration"), "2");
+}
+
+TEST_F(ScriptedEngineTest, ToolResultsAreTracedOncePerRunThoughAgentsResendThem) {
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", R"(
+default:
+  respond: {content: ok}
+)");
+  v1::CompletionRequest r;
+  r.set_model("m");
+  auto* u = r.add_messages();
+  u->set_role("user");
+  u->set_content("look it up");
+  auto* a = r.add_messages();
+  a->set_role("assistant");
+  auto* call = a->add_tool_calls();
+  call->set_id("call_1");
+  call->set_name("search");
+  call->set_arguments(R"({"q":"x"})");
+  auto* t = r.add_messages();
+  t->set_role("tool");
+  t->set_tool_call_id("call_1");
+  t->set_content("found x");
+  ASSERT_TRUE(Complete(Call(run.id(), "finder"), r).ok());
+  // The agent resends the conversation with one more turn.
+  auto* u2 = r.add_messages();
+  u2->set_role("user");
+  u2->set_content("and y?");
+  ASSERT_TRUE(Complete(Call(run.id(), "finder"), r).ok());
+
+  std::vector<v1::TraceEvent> events = Events(run.id());
+  std::vector<std::string> kinds;
+  for (const auto& e : events) kinds.push_back(e.kind());
+  EXPECT_THAT(kinds, ElementsAre("run_started", "agent_execution", "tool_result", "exchange",
+                                 "exchange"));
+  EXPECT_EQ(Attr(events[2], "gen_ai.tool.name"), "search");
+  EXPECT_EQ(Attr(events[2], "gen_ai.tool.call.id"), "call_1");
+  EXPECT_EQ(Attr(events[2], "gen_ai.tool.call.result"), "found x");
+  EXPECT_EQ(events[2].agent(), "finder");
 }
 
 TEST_F(ScriptedEngineTest, ConcurrentRequestsNeverOveruseARule) {

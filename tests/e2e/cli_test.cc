@@ -129,8 +129,10 @@ TEST_F(CliTest, TracePrintsTheRunsEventsInOrder) {
     if (event["kind"] != "tool_call") kinds.push_back(event["kind"]);
     if (event["kind"] == "exchange") agents.push_back(event["agent"]);
   }
-  EXPECT_THAT(kinds, ElementsAre("run_started", "exchange", "exchange", "exchange", "exchange",
-                                 "exchange", "exchange", "run_ended"));
+  EXPECT_THAT(kinds, ElementsAre("run_started", "agent_execution", "exchange", "agent_execution",
+                                 "exchange", "agent_execution", "exchange", "agent_execution",
+                                 "tool_result", "exchange", "agent_execution", "exchange",
+                                 "agent_execution", "exchange", "run_ended"));
   EXPECT_THAT(agents, ElementsAre("orchestrator", "executor", "reviewer", "orchestrator",
                                   "executor", "reviewer"));
 

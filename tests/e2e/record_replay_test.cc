@@ -142,8 +142,12 @@ TEST_F(RecordReplayTest, ReplayAfterRestartIsByteIdenticalWithUpstreamStopped) {
   EXPECT_GT(tool_calls, 0);
   EXPECT_EQ(std::count(kinds.begin(), kinds.end(), "tool_call"), tool_calls);
   kinds.erase(std::remove(kinds.begin(), kinds.end(), "tool_call"), kinds.end());
-  EXPECT_THAT(kinds, ElementsAre("run_started", "exchange", "exchange", "exchange", "exchange",
-                                 "exchange", "exchange", "run_ended"));
+  // Every request of the loop comes from a new agent; the orchestrator's
+  // second request carries the result of its tool call.
+  EXPECT_THAT(kinds, ElementsAre("run_started", "agent_execution", "exchange", "agent_execution",
+                                 "exchange", "agent_execution", "exchange", "agent_execution",
+                                 "tool_result", "exchange", "agent_execution", "exchange",
+                                 "agent_execution", "exchange", "run_ended"));
   for (int i = 0; i < static_cast<int>(all.size()); ++i) EXPECT_EQ(all[i].seq(), i + 1);
 
   // The recording run's trace survived the restart too.
@@ -217,7 +221,8 @@ TEST_F(RecordReplayTest, ChangedPromptIsNotFoundNamingTheFieldWithBothValues) {
 
   // Both misses are trace events, in order with the answer between them.
   ASSERT_OK_AND_ASSIGN(std::vector<v1::TraceEvent> events, QueryTrace(c, run.id()));
-  EXPECT_THAT(KindsOf(events), ElementsAre("run_started", "miss", "exchange", "miss", "run_ended"));
+  EXPECT_THAT(KindsOf(events), ElementsAre("run_started", "agent_execution", "miss", "exchange",
+                                           "agent_execution", "miss", "run_ended"));
   ASSERT_OK_AND_ASSIGN(std::vector<v1::TraceEvent> misses, QueryTrace(c, run.id(), {"miss"}));
   ASSERT_THAT(misses, SizeIs(2));
   EXPECT_EQ(misses[0].agent(), "orchestrator");
@@ -284,8 +289,9 @@ TEST_F(RecordReplayTest, NonStrictReplayAnswersFromTheClosestRecordingAndReports
   ASSERT_THAT(summary.misses(0).diffs(), SizeIs(1));
   EXPECT_EQ(summary.misses(0).diffs(0).path(), "params.temperature");
   ASSERT_OK_AND_ASSIGN(std::vector<v1::TraceEvent> events, QueryTrace(c, run.id()));
-  EXPECT_THAT(KindsOf(events), ElementsAre("run_started", "miss", "exchange", "run_ended"));
-  EXPECT_EQ(Attr(events[2], "understudy.answer.source"), "closest_recording");
+  EXPECT_THAT(KindsOf(events),
+              ElementsAre("run_started", "agent_execution", "miss", "exchange", "run_ended"));
+  EXPECT_EQ(Attr(events[3], "understudy.answer.source"), "closest_recording");
 }
 
 TEST_F(RecordReplayTest, RecordedUpstreamErrorReplaysWithTheSameStatus) {
