@@ -109,7 +109,6 @@ test('useUnderstudy works with any object that has after(), and ends the run', a
 
 test('useUnderstudy reads UNDERSTUDY_ADDR / UNDERSTUDY_HTTP without a server', async (t) => {
   const server = await serve();
-  t.after(() => server.stop());
   const saved = { addr: process.env.UNDERSTUDY_ADDR, http: process.env.UNDERSTUDY_HTTP };
   process.env.UNDERSTUDY_ADDR = server.grpc;
   process.env.UNDERSTUDY_HTTP = server.http;
@@ -120,6 +119,9 @@ test('useUnderstudy reads UNDERSTUDY_ADDR / UNDERSTUDY_HTTP without a server', a
     }
   });
   const us = await useUnderstudy(t, { scenarioText: SCENARIO });
+  // after() hooks run in the order they were added: the run ends (the hook
+  // useUnderstudy added) before the server stops.
+  t.after(() => server.stop());
   assert.equal(us.openaiBaseURL, `${server.http}/run/${us.runId}/v1`);
   assert.ok(us.client instanceof Client);
   assert.equal((await us.query({ kind: 'run_started' })).length, 1);

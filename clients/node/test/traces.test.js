@@ -185,11 +185,12 @@ test('leaving a watch early cancels it', async (t) => {
 test('waitFor, watch and query name an unknown run', async (t) => {
   const us = await open(t);
   const c = us.client;
-  for (const p of [
-    c.waitFor('no-such-run', {}, { timeoutMs: 1000 }),
-    collect(c.watch('no-such-run')),
-    c.query('no-such-run'),
+  // One at a time: a rejection no one awaits yet would be unhandled.
+  for (const call of [
+    () => c.waitFor('no-such-run', {}, { timeoutMs: 1000 }),
+    () => collect(c.watch('no-such-run')),
+    () => c.query('no-such-run'),
   ]) {
-    await assert.rejects(within(5000, 'an unknown run', p), (e) => e.codeName === 'NOT_FOUND' && /no-such-run/.test(e.message));
+    await assert.rejects(within(5000, 'an unknown run', call()), (e) => e.codeName === 'NOT_FOUND' && /no-such-run/.test(e.message));
   }
 });
