@@ -6,23 +6,35 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <memory>
+#include <optional>
 #include <sstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/log.h"
+#include "base/status_macros.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/util/json_util.h"
+#include "google/protobuf/util/type_resolver_util.h"
+#include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "replayer/engine.h"
 #include "replayer/scenario.h"
 #include "store/store.h"
+#include "trace/assertions.h"
+#include "trace/spec.h"
+#include "understudy/v1/understudy.grpc.pb.h"
 
 namespace understudy {
 namespace cli {
@@ -35,11 +47,29 @@ absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const DbFlags& db) {
   return store::Store::Open(options);
 }
 
-std::string ToJson(const google::protobuf::Message& m) {
-  std::string out;
+// One line of JSON for `m`, the same bytes in every process: map fields
+// (attributes) in key order. MessageToJsonString would print them in the
+// map's iteration order, which differs from one process to the next.
+// With `all_fields`, fields at their default value (false, 0) are printed
+// too, for scripts that read them.
+std::string ToJson(const google::protobuf::Message& m, bool all_fields = false) {
+  static google::protobuf::util::TypeResolver* const resolver =
+      google::protobuf::util::NewTypeResolverForDescriptorPool(
+          "type.googleapis.com", google::protobuf::DescriptorPool::generated_pool());
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    m.SerializeToCodedStream(&coded);
+  }
   google::protobuf::util::JsonPrintOptions options;
   options.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, options);
+  options.always_print_primitive_fields = all_fields;
+  std::string out;
+  (void)google::protobuf::util::BinaryToJsonString(
+      resolver, absl::StrCat("type.googleapis.com/", m.GetDescriptor()->full_name()), bytes, &out,
+      options);
   return out;
 }
 
@@ -524,6 +554,133 @@ int Validate(const std::vector<std::string>& files, bool json) {
   std::cout.flush();
   if (unreadable) return 3;
   return errors > 0 ? 1 : 0;
+}
+
+namespace {
+
+// Reads a spec file, bounded: a larger file is refused before parsing.
+absl::StatusOr<std::string> ReadSpecFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::NotFoundError(absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::string text(trace::kMaxSpecBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return absl::DataLossError(absl::StrCat("cannot read ", path));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > trace::kMaxSpecBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": larger than ", trace::kMaxSpecBytes, " bytes; split it into smaller specs"));
+  }
+  return text;
+}
+
+// The run's whole trace and its summary (none while the run is active),
+// from the database.
+absl::StatusOr<v1::AssertResponse> AssertFromStore(const DbFlags& db, const std::string& run,
+                                                   const std::vector<v1::Assertion>& assertions) {
+  if (::access(db.db.c_str(), F_OK) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot open database ", db.db, ": ", std::strerror(errno)));
+  }
+  US_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, OpenStore(db));
+  absl::StatusOr<v1::Run> found = store->GetRun(run);
+  if (!found.ok()) {
+    return absl::NotFoundError(absl::StrCat("unknown run \"", run, "\" in ", db.db));
+  }
+  std::vector<v1::TraceEvent> events;
+  store::EventQuery query;
+  query.run = run;
+  query.limit = 10000;
+  while (true) {
+    US_ASSIGN_OR_RETURN(store::EventPage page, store->QueryEvents(query));
+    for (v1::TraceEvent& e : page.events) events.push_back(std::move(e));
+    if (page.next_after_seq == 0) break;
+    query.after_seq = page.next_after_seq;
+  }
+  std::optional<v1::RunSummary> summary;
+  if (found->state() != v1::RUN_STATE_ACTIVE) {
+    absl::StatusOr<v1::RunSummary> stored = store->GetRunSummary(run);
+    if (stored.ok()) summary = *std::move(stored);
+  }
+  return trace::EvaluateAll(assertions,
+                            trace::TraceView{&events, summary.has_value() ? &*summary : nullptr});
+}
+
+// The same through a running server's Traces.Assert.
+absl::StatusOr<v1::AssertResponse> AssertFromServer(const std::string& addr, const std::string& run,
+                                                    const std::vector<v1::Assertion>& assertions) {
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+  std::unique_ptr<v1::Traces::Stub> traces = v1::Traces::NewStub(channel);
+  v1::AssertRequest request;
+  request.set_run(run);
+  for (const v1::Assertion& a : assertions) *request.add_assertions() = a;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::AssertResponse response;
+  grpc::Status status = traces->Assert(&context, request, &response);
+  if (status.ok()) return response;
+  const std::string message = absl::StrCat(addr, ": ", status.error_message());
+  switch (status.error_code()) {
+    case grpc::StatusCode::NOT_FOUND:
+      return absl::NotFoundError(message);
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return absl::InvalidArgumentError(message);
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return absl::FailedPreconditionError(message);
+    default:
+      return absl::UnavailableError(message);
+  }
+}
+
+}  // namespace
+
+int Assert(const DbFlags& db, const std::string& addr, const std::string& run,
+           const std::vector<std::string>& spec_files) {
+  std::vector<v1::Assertion> assertions;
+  bool invalid = false;
+  for (const std::string& file : spec_files) {
+    absl::StatusOr<std::string> text = ReadSpecFile(file);
+    if (!text.ok()) {
+      std::cerr << "understudy: " << text.status().message() << std::endl;
+      if (!absl::IsInvalidArgument(text.status())) return 3;
+      invalid = true;
+      continue;
+    }
+    absl::StatusOr<std::vector<v1::Assertion>> parsed = trace::ParseSpec(*text, file);
+    if (!parsed.ok()) {
+      std::cerr << parsed.status().message() << std::endl;
+      invalid = true;
+      continue;
+    }
+    for (v1::Assertion& a : *parsed) assertions.push_back(std::move(a));
+  }
+  if (invalid) return 2;
+  if (assertions.empty()) {
+    std::cerr << "understudy: " << absl::StrJoin(spec_files, ", ")
+              << ": no assertions; list them under `assertions:`" << std::endl;
+    return 2;
+  }
+
+  absl::StatusOr<v1::AssertResponse> verdict = addr.empty()
+                                                   ? AssertFromStore(db, run, assertions)
+                                                   : AssertFromServer(addr, run, assertions);
+  if (!verdict.ok()) {
+    std::cerr << "understudy: " << verdict.status().message() << std::endl;
+    return absl::IsInvalidArgument(verdict.status()) ? 2 : 3;
+  }
+  if (db.json) {
+    std::cout << ToJson(*verdict, /*all_fields=*/true) << "\n";
+  } else {
+    int passed = 0;
+    for (const v1::AssertionResult& r : verdict->results()) {
+      std::cout << trace::ReportLine(r) << "\n";
+      passed += r.passed() ? 1 : 0;
+    }
+    std::cout << passed << " of " << Plural(verdict->results_size(), "check") << " passed\n";
+  }
+  return verdict->passed() ? 0 : 1;
 }
 
 }  // namespace cli

@@ -75,6 +75,21 @@ int Show(const DbFlags& db, const std::string& ref, ColorMode color);
 // 3 when a file cannot be found or read (the others are still checked).
 int Validate(const std::vector<std::string>& files, bool json);
 
+// `understudy assert --run RUN SPEC...`: checks a run's trace against
+// assertion specs (trace/spec.h; docs/assertions.md). Each spec file is
+// parsed and validated first; every problem is printed as
+// "FILE:LINE:COL: PATH: MESSAGE". Then the checks run, from the database
+// (`db.db`, read-only) or, when `addr` is set, through a running server's
+// Traces.Assert (which sees the live run, even before it is flushed).
+// Prints one "PASS name" / "FAIL name: explanation" line per check and
+// "N of M checks passed"; with db.json, the AssertResponse as one JSON
+// document instead.
+// Returns 0 when every check passed, 1 when one failed, 2 when a spec is
+// invalid (nothing is checked), 3 when a spec, the database or the server
+// cannot be read, or the run is unknown.
+int Assert(const DbFlags& db, const std::string& addr, const std::string& run,
+           const std::vector<std::string>& spec_files);
+
 }  // namespace cli
 }  // namespace understudy
 

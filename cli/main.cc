@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
       "  understudy export golden -o golden.jsonl\n"
       "  understudy trace run-1a2b3c4d5e6f7a8b\n"
       "  understudy show run-1a2b3c4d5e6f7a8b\n"
+      "  understudy assert --run run-1a2b3c4d5e6f7a8b checks.yaml\n"
       "Run `understudy COMMAND --help` for each command's flags.");
 
   std::string log_level = "info";
@@ -279,6 +280,27 @@ int main(int argc, char** argv) {
       "  understudy show golden@2 --color never");
   db_option(timeline_cmd, true);
 
+  std::string assert_run;
+  std::string assert_addr;
+  std::vector<std::string> spec_files;
+  CLI::App* assert_cmd = app.add_subcommand(
+      "assert", "Check a run's trace against assertion specs; print a verdict per check.");
+  assert_cmd->add_option("--run", assert_run, "Run id")->required();
+  assert_cmd->add_option("spec", spec_files, "Assertion spec file (YAML or JSON)")->required();
+  assert_cmd->add_option("--addr", assert_addr,
+                         "Ask a running server (HOST:PORT) instead of reading the database");
+  assert_cmd->footer(
+      "A spec lists checks under `assertions:` (docs/assertions.md): agent_sequence,\n"
+      "phase_transitions, tool_calls, feedback_propagated, count, no_misses, all_consumed,\n"
+      "and select/expect items. Each failure says what was expected, what the run did and\n"
+      "where they first differ.\n"
+      "Exit: 0 every check passed, 1 a check failed, 2 usage or an invalid spec,\n"
+      "3 unreadable spec or database, unknown run, or server unreachable.\n"
+      "Examples:\n"
+      "  understudy assert --run run-1a2b3c4d5e6f7a8b checks.yaml\n"
+      "  understudy assert --run my-run --addr 127.0.0.1:7000 checks.yaml --json");
+  db_option(assert_cmd, true);
+
   std::vector<std::string> scenario_files;
   bool validate_json = false;
   CLI::App* validate_cmd = app.add_subcommand(
@@ -327,5 +349,6 @@ int main(int argc, char** argv) {
                                                     : ColorMode::kAuto);
   }
   if (*validate_cmd) return understudy::cli::Validate(scenario_files, validate_json);
+  if (*assert_cmd) return understudy::cli::Assert(db, assert_addr, assert_run, spec_files);
   return 2;
 }
