@@ -147,6 +147,8 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(0.0, 1000.0));
     option("strict", serve.server.default_strict,
            "Default run: a request without a recording is an error (else: closest recording)");
+    option("repeat", serve.server.default_repeat,
+           "Default run: once a request's recordings are all used, answer it again from the last");
     option("max-message-bytes", serve.server.max_message_bytes, "Largest gRPC message accepted")
         ->check(CLI::Range(1024, 1 << 30));
     option("max-body-bytes", serve.server.max_body_bytes, "Largest HTTP request body accepted")

@@ -44,6 +44,7 @@ class RunState {
         script_(std::move(script)),
         mode_(run.mode()),
         strict_(run.strict()),
+        repeat_(run.repeat()),
         session_(run.session()),
         session_version_(run.session_version()),
         index_(std::move(index)),
@@ -251,6 +252,7 @@ class RunState {
   std::unique_ptr<PlaybookRun> playbook_;  // null without a playbook
   const v1::RunMode mode_;
   const bool strict_;
+  const bool repeat_;
   const std::string session_;
   const int64_t session_version_;
   const std::shared_ptr<const SessionIndex> index_;  // replay only
@@ -415,15 +417,32 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
   absl::MutexLock lock(&mu_);
   if (ending_) return EndingError();
   if (const std::vector<uint32_t>* candidates = index_->Find(canonical)) {
+    // The first unused identical recording; with repeat_, the last used one
+    // when all are used.
+    const v1::Exchange* repeat = nullptr;
     for (uint32_t i : *candidates) {
       const v1::Exchange& ex = index_->exchange(i);
-      if (consumed_[i] || ex.agent() != call.agent) continue;
+      if (ex.agent() != call.agent) continue;
+      if (consumed_[i]) {
+        if (repeat_) repeat = &ex;
+        continue;
+      }
       consumed_[i] = 1;
       run_.set_served(run_.served() + 1);
       absl::Status status = ex.has_error() ? StatusFromRecorded(ex.error()) : absl::OkStatus();
       EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status, "recording",
                                ex.seq(), streamed, extra));
       return &ex;
+    }
+    if (repeat != nullptr) {
+      run_.set_served(run_.served() + 1);
+      absl::Status status =
+          repeat->has_error() ? StatusFromRecorded(repeat->error()) : absl::OkStatus();
+      v1::TraceEvent event = ExchangeEvent(call.agent, request, &repeat->response(), status,
+                                           "recording", repeat->seq(), streamed, extra);
+      (*event.mutable_attributes())["understudy.answer.repeat"] = "true";
+      EmitLocked(std::move(event));
+      return repeat;
     }
   }
   if (quiet) return nullptr;
@@ -887,6 +906,7 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
                      ? true
                      : (request.has_strict() ? request.strict() : matching.strict.value_or(true)));
   if (scripted) run.set_scenario(script->label());
+  run.set_repeat(mode == v1::RUN_MODE_REPLAY && request.repeat());
   run.set_state(v1::RUN_STATE_ACTIVE);
   run.set_started_at_micros(options_.clock->NowMicros());
   std::shared_ptr<const SessionIndex> index;
@@ -936,6 +956,7 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
   attrs["understudy.run.mode"] = ModeName(mode);
   if (requested != mode) attrs["understudy.run.requested_mode"] = ModeName(requested);
   attrs["understudy.run.strict"] = run.strict() ? "true" : "false";
+  if (run.repeat()) attrs["understudy.run.repeat"] = "true";
   if (!run.scenario().empty()) attrs["understudy.scenario.name"] = run.scenario();
   if (!run.session().empty()) {
     attrs["understudy.session.name"] = run.session();

@@ -287,6 +287,44 @@ TEST_F(EngineTest, RepeatedRequestBeyondTheRecordedCopiesReportsConsumedOnly) {
                                         "already used it")));
 }
 
+TEST_F(EngineTest, RepeatAnswersAgainFromTheLastIdenticalRecordingOnceAllAreUsed) {
+  RecordGolden();
+  v1::StartRunRequest r;
+  r.set_mode(v1::RUN_MODE_REPLAY);
+  r.set_session("golden");
+  r.set_repeat(true);
+  auto run = engine_->StartRun(r);
+  ASSERT_TRUE(run.ok()) << run.status();
+  EXPECT_TRUE(run->repeat());
+  // The executor recorded "do" twice: both copies in order, then the last
+  // again, as often as asked.
+  std::vector<std::string> answers;
+  for (int i = 0; i < 4; ++i) {
+    auto a = Complete(Call(run->id(), "executor"), Ask("do"));
+    ASSERT_TRUE(a.ok()) << a.status();
+    answers.push_back(a->message().content());
+  }
+  EXPECT_THAT(answers, ElementsAre("executor:1", "executor:2", "executor:2", "executor:2"));
+  // Still a miss when nothing identical was recorded, and still per agent.
+  EXPECT_THAT(Complete(Call(run->id(), "executor"), Ask("never said")),
+              StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT(Complete(Call(run->id(), "reviewer"), Ask("do")),
+              StatusIs(absl::StatusCode::kNotFound));
+  auto summary = engine_->EndRun(run->id());
+  ASSERT_TRUE(summary.ok());
+  EXPECT_EQ(summary->run().served(), 4);
+  std::vector<std::string> repeats;
+  for (const auto& e : Events(run->id())) {
+    if (e.kind() != "exchange") continue;
+    auto it = e.attributes().find("understudy.answer.repeat");
+    repeats.push_back(it == e.attributes().end() ? "-" : it->second);
+  }
+  EXPECT_THAT(repeats, ElementsAre("-", "-", "true", "true"));
+  // Without repeat (the default) the third "do" is a miss.
+  v1::Run plain = Start(v1::RUN_MODE_REPLAY, "golden");
+  EXPECT_FALSE(plain.repeat());
+}
+
 TEST_F(EngineTest, AgentIsPartOfTheMatch) {
   RecordGolden();
   v1::Run run = Start(v1::RUN_MODE_REPLAY, "golden");

@@ -182,6 +182,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     request.set_mode(options.default_mode);
     request.set_session(options.default_session);
     request.set_strict(options.default_strict);
+    request.set_repeat(options.default_repeat);
     absl::StatusOr<v1::Run> run = parts->engine->StartRun(request);
     if (!run.ok()) {
       parts->grpc_server->Shutdown();

@@ -40,6 +40,9 @@ struct ServerOptions {
   v1::RunMode default_mode = v1::RUN_MODE_UNSPECIFIED;
   std::string default_session;
   bool default_strict = true;
+  // Default run: answer repeated requests again from their last recording
+  // (StartRunRequest.repeat).
+  bool default_repeat = false;
   // The scenario for runs that name none (a pack name or a file path); ""
   // for none. With one, the default run may replay without a session.
   std::string scenario;
