@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/strings/str_replace.h"
 #include "base/log.h"
 #include "cli/commands.h"
@@ -77,6 +78,12 @@ bool ApplyConfigFile(int argc, char** argv, const std::set<std::string>& keys) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Debian's Abseil is built with mutex deadlock detection on: it keeps a
+  // global lock-order graph and updates it on every contended lock, which
+  // cost about 3% of a replay's CPU (bench/run, perf). The lock order is
+  // checked by the unit tests (which keep detection on) and by Clang's
+  // thread-safety annotations.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   CLI::App app{
       "understudy: record LLM agent sessions once, replay them deterministically, and "
       "assert on what happened."};

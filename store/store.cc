@@ -324,10 +324,10 @@ class Store::Impl {
  public:
   Impl(const StoreOptions& options, std::vector<std::unique_ptr<sql::Database>> readers,
        std::unique_ptr<sql::Database> writer_db)
-      : clock_(options.clock), readers_(std::move(readers)) {
-    Writer::Options writer_options;
-    writer_options.max_pending_weight = options.max_pending_events;
-    writer_ = std::make_unique<Writer>(std::move(writer_db), writer_options);
+      : clock_(options.clock),
+        max_pending_events_(std::max<size_t>(options.max_pending_events, 1)),
+        readers_(std::move(readers)) {
+    writer_ = std::make_unique<Writer>(std::move(writer_db));
   }
 
   Clock& clock() { return *clock_; }
@@ -344,8 +344,38 @@ class Store::Impl {
     return std::exchange(event_error_, absl::OkStatus());
   }
 
+  // Trace events are coalesced: producers append to one in-memory queue,
+  // and a single writer op at a time takes everything queued and inserts it
+  // in one savepoint. Returns whether the caller must enqueue that op (none
+  // is queued yet). Blocks while the queue holds max_pending_events_ (unless
+  // it is empty), so memory stays bounded and nothing is dropped.
+  bool QueueEvents(std::vector<v1::TraceEvent>& events) ABSL_LOCKS_EXCLUDED(events_mu_) {
+    absl::MutexLock lock(&events_mu_);
+    const size_t n = events.size();
+    auto room = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
+      return pending_events_.empty() || pending_events_.size() + n <= max_pending_events_;
+    };
+    if (!room()) events_mu_.Await(absl::Condition(&room));
+    if (pending_events_.empty()) {
+      pending_events_.swap(events);
+    } else {
+      for (v1::TraceEvent& e : events) pending_events_.push_back(std::move(e));
+    }
+    return !std::exchange(drain_queued_, true);
+  }
+  // The writer op's half: everything queued so far, in order.
+  std::vector<v1::TraceEvent> TakeEvents() ABSL_LOCKS_EXCLUDED(events_mu_) {
+    absl::MutexLock lock(&events_mu_);
+    drain_queued_ = false;
+    return std::exchange(pending_events_, {});
+  }
+
  private:
   Clock* const clock_;  // Not owned.
+  const size_t max_pending_events_;
+  absl::Mutex events_mu_;
+  std::vector<v1::TraceEvent> pending_events_ ABSL_GUARDED_BY(events_mu_);
+  bool drain_queued_ ABSL_GUARDED_BY(events_mu_) = false;
   absl::Mutex event_error_mu_;
   absl::Status event_error_ ABSL_GUARDED_BY(event_error_mu_);
   ReaderPool readers_;
@@ -691,9 +721,10 @@ absl::StatusOr<v1::RunSummary> Store::GetRunSummary(absl::string_view id) {
 
 void Store::AppendEvents(std::vector<v1::TraceEvent> events) {
   if (events.empty()) return;
-  const size_t weight = events.size();
   Impl* impl = impl_.get();
-  auto op = [events = std::move(events), impl](sql::Database& db) -> absl::Status {
+  if (!impl->QueueEvents(events)) return;  // the queued op will take them
+  auto op = [impl](sql::Database& db) -> absl::Status {
+    const std::vector<v1::TraceEvent> events = impl->TakeEvents();
     US_ASSIGN_OR_RETURN(sql::Statement * s,
                         db.GetCachedStatement("INSERT INTO events (run, seq, kind, agent, body) "
                                               "VALUES (?1, ?2, ?3, ?4, ?5)"));
@@ -725,15 +756,12 @@ void Store::AppendEvents(std::vector<v1::TraceEvent> events) {
     }
     return absl::OkStatus();
   };
-  impl->writer().Enqueue(
-      std::move(op),
-      [impl](absl::Status status) {
-        if (!status.ok()) {
-          impl->RecordEventError(
-              absl::Status(status.code(), absl::StrCat("trace events lost: ", status.message())));
-        }
-      },
-      weight);
+  impl->writer().Enqueue(std::move(op), [impl](absl::Status status) {
+    if (!status.ok()) {
+      impl->RecordEventError(
+          absl::Status(status.code(), absl::StrCat("trace events lost: ", status.message())));
+    }
+  });
 }
 
 absl::Status Store::Flush() {
