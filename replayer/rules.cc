@@ -37,9 +37,19 @@ struct Facts {
   const std::optional<std::string>& previous_agent;
   const std::string& phase;
   const std::vector<std::string>& tool_calls;
+  // What the RuleSet's pattern sets found (see RuleSet::Hits), per rule
+  // position; empty when no set decided.
+  const std::vector<int8_t>& system_hits;
+  const std::vector<int8_t>& user_hits;
+  const std::vector<int8_t>& contains_hits;
 };
 
-bool Holds(const When& when, const Facts& f) {
+// 1 found, 0 not found, -1 undecided (check the rule's own RE2).
+int Hit(const std::vector<int8_t>& hits, size_t position) {
+  return hits.empty() ? -1 : hits[position];
+}
+
+bool Holds(const When& when, const Facts& f, size_t position) {
   const v1::CompletionRequest& request = f.request;
   if (when.agent.has_value() && *when.agent != f.agent) return false;
   if (when.previous_agent.has_value() &&
@@ -72,7 +82,10 @@ bool Holds(const When& when, const Facts& f) {
     if (!offered) return false;
   }
   // Regexes last: the cheap checks above usually decide.
-  if (when.system_prompt.has_value()) {
+  if (when.system_prompt.has_value() && Hit(f.system_hits, position) == 0) return false;
+  if (when.user_message.has_value() && Hit(f.user_hits, position) == 0) return false;
+  if (when.message_contains.has_value() && Hit(f.contains_hits, position) == 0) return false;
+  if (when.system_prompt.has_value() && Hit(f.system_hits, position) < 0) {
     const v1::Message* system = nullptr;
     for (const v1::Message& m : request.messages()) {
       if (m.role() == "system") {
@@ -82,7 +95,7 @@ bool Holds(const When& when, const Facts& f) {
     }
     if (system == nullptr || !Found(*when.system_prompt, system->content())) return false;
   }
-  if (when.user_message.has_value()) {
+  if (when.user_message.has_value() && Hit(f.user_hits, position) < 0) {
     const v1::Message* user = nullptr;
     for (int i = request.messages_size() - 1; i >= 0; --i) {
       if (request.messages(i).role() == "user") {
@@ -92,7 +105,7 @@ bool Holds(const When& when, const Facts& f) {
     }
     if (user == nullptr || !Found(*when.user_message, user->content())) return false;
   }
-  if (when.message_contains.has_value()) {
+  if (when.message_contains.has_value() && Hit(f.contains_hits, position) < 0) {
     bool any = std::any_of(request.messages().begin(), request.messages().end(),
                            [&](const v1::Message& m) {
                              return Found(*when.message_contains, m.content());
@@ -188,8 +201,81 @@ absl::StatusOr<RuleSet> RuleSet::Create(const Scenario& scenario) {
   return RuleSet(std::move(rules));
 }
 
+RuleSet::RuleSet(std::vector<Rule> rules)
+    : rules_(std::move(rules)),
+      system_prompts_(BuildIndex(rules_, &When::system_prompt)),
+      user_messages_(BuildIndex(rules_, &When::user_message)),
+      message_contains_(BuildIndex(rules_, &When::message_contains)) {}
+
+RuleSet::PatternIndex RuleSet::BuildIndex(const std::vector<Rule>& rules,
+                                          const std::optional<Pattern> When::*field) {
+  PatternIndex index;
+  RE2::Options options;
+  options.set_log_errors(false);
+  // Room for the DFA of many patterns; past it, Match reports an error and
+  // the rules' own RE2s decide.
+  options.set_max_mem(32 << 20);
+  auto set = std::make_shared<RE2::Set>(options, RE2::UNANCHORED);
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const std::optional<Pattern>& pattern = rules[i].when.*field;
+    if (!pattern.has_value()) continue;
+    std::string error;
+    if (set->Add(pattern->text, &error) < 0) return PatternIndex();
+    index.rule_of.push_back(static_cast<int>(i));
+  }
+  // A set pays off from a few patterns on; below that, each rule's RE2.
+  if (index.rule_of.size() < 4 || !set->Compile()) return PatternIndex();
+  index.set = std::move(set);
+  return index;
+}
+
+void RuleSet::Scan(const PatternIndex& index, const std::vector<absl::string_view>& texts,
+                   Hits* hits) const {
+  if (index.set == nullptr) return;
+  hits->assign(rules_.size(), -1);
+  for (int position : index.rule_of) (*hits)[position] = 0;
+  std::vector<int> found;
+  for (absl::string_view text : texts) {
+    RE2::Set::ErrorInfo error;
+    if (!index.set->Match(re2::StringPiece(text.data(), text.size()), &found, &error) &&
+        error.kind != RE2::Set::kNoError) {
+      hits->clear();  // undecided: the rules' own RE2s decide
+      return;
+    }
+    for (int i : found) (*hits)[index.rule_of[i]] = 1;
+  }
+}
+
 Selection RuleSet::Select(RunContext& context, const v1::CompletionRequest& request,
                           absl::string_view agent) const {
+  // The regex conditions read the request only: scanned before the lock.
+  Hits system_hits, user_hits, contains_hits;
+  if (system_prompts_.set != nullptr) {
+    std::vector<absl::string_view> texts;
+    for (const v1::Message& m : request.messages()) {
+      if (m.role() == "system") {
+        texts.push_back(m.content());
+        break;
+      }
+    }
+    Scan(system_prompts_, texts, &system_hits);
+  }
+  if (user_messages_.set != nullptr) {
+    std::vector<absl::string_view> texts;
+    for (int i = request.messages_size() - 1; i >= 0; --i) {
+      if (request.messages(i).role() == "user") {
+        texts.push_back(request.messages(i).content());
+        break;
+      }
+    }
+    Scan(user_messages_, texts, &user_hits);
+  }
+  if (message_contains_.set != nullptr) {
+    std::vector<absl::string_view> texts;
+    for (const v1::Message& m : request.messages()) texts.push_back(m.content());
+    Scan(message_contains_, texts, &contains_hits);
+  }
+
   Selection selection;
   absl::MutexLock lock(&context.mu_);
   selection.overall_iteration = static_cast<int>(++context.overall_iteration_);
@@ -198,12 +284,16 @@ Selection RuleSet::Select(RunContext& context, const v1::CompletionRequest& requ
   selection.previous_agent = context.previous_agent_;
   selection.phase = context.phase_;
 
-  const Facts facts{request,         agent,          agent_iteration, context.previous_agent_,
-                    context.phase_, context.tool_calls_};
-  for (const Rule& rule : rules_) {
+  const Facts facts{request,        agent,       agent_iteration, context.previous_agent_,
+                    context.phase_, context.tool_calls_, system_hits, user_hits, contains_hits};
+  for (size_t position = 0; position < rules_.size(); ++position) {
+    const Rule& rule = rules_[position];
+    if (rule.times.has_value()) {
+      auto used = context.rule_uses_.find(rule.index);
+      if (used != context.rule_uses_.end() && used->second >= *rule.times) continue;
+    }
+    if (!Holds(rule.when, facts, position)) continue;
     int64_t& uses = context.rule_uses_[rule.index];
-    if (rule.times.has_value() && uses >= *rule.times) continue;
-    if (!Holds(rule.when, facts)) continue;
     selection.rule_use = ++uses;
     selection.rule_index = static_cast<int>(rule.index);
     selection.rule = &rule;

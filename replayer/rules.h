@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "re2/re2.h"
+#include "re2/set.h"
 #include "replayer/scenario.h"
 #include "understudy/v1/completion.pb.h"
 
@@ -138,9 +141,30 @@ class RuleSet {
   const std::vector<Rule>& rules() const { return rules_; }
 
  private:
-  explicit RuleSet(std::vector<Rule> rules) : rules_(std::move(rules)) {}
+  // One regex condition (system_prompt, user_message or message_contains)
+  // of every rule that has it, compiled into one RE2::Set: a request's text
+  // is scanned once for all the rules instead of once per rule (1,000 rules:
+  // see bench/run). `set` is null when no rule has the condition or the set
+  // cannot be built; rules then run their own RE2.
+  struct PatternIndex {
+    std::shared_ptr<const RE2::Set> set;
+    std::vector<int> rule_of;  // set pattern index -> position in rules_
+  };
+  // For each rule position: 1 the condition's pattern is found, 0 it is
+  // not, -1 not decided by a set (the rule's own RE2 decides).
+  using Hits = std::vector<int8_t>;
+
+  explicit RuleSet(std::vector<Rule> rules);
+  static PatternIndex BuildIndex(const std::vector<Rule>& rules,
+                                 const std::optional<Pattern> When::*field);
+  // Fills `hits` from `index` for the texts (all -1 when the set fails).
+  void Scan(const PatternIndex& index, const std::vector<absl::string_view>& texts,
+            Hits* hits) const;
 
   std::vector<Rule> rules_;
+  PatternIndex system_prompts_;
+  PatternIndex user_messages_;
+  PatternIndex message_contains_;
 };
 
 // What Observe learned from one answer.

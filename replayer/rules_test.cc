@@ -169,6 +169,69 @@ TEST(RuleSetTest, MessageContainsSearchesEveryMessage) {
   EXPECT_EQ(Pick(rules, context, Request({{"system", "s"}, {"user", "u"}})), "");
 }
 
+// Many regex rules are matched through one RE2::Set per condition; the
+// choices must be exactly those of checking each rule's own pattern.
+TEST(RuleSetTest, ManyRegexRulesChooseAsEachRuleAlone) {
+  std::string body = "rules:\n";
+  for (int i = 0; i < 40; ++i) {
+    const char* field = i % 3 == 0 ? "system_prompt" : i % 3 == 1 ? "user_message" : "message_contains";
+    absl::StrAppend(&body, "  - name: r", i, "\n    when: {", field, ": '(?i)ticket-", i,
+                    "\\b'", i % 5 == 0 ? ", agent: executor" : "", "}\n    respond: {content: c}\n");
+  }
+  RuleSet rules = MustBuild(body);
+  Scenario scenario = MustLoad(body);
+  // The reference: the first rule (file order, equal priorities) whose own
+  // pattern holds on the condition's text.
+  auto reference = [&](const v1::CompletionRequest& request, const std::string& agent) {
+    for (int i = 0; i < 40; ++i) {
+      const When& when = scenario.rules[i].when;
+      if (when.agent.has_value() && *when.agent != agent) continue;
+      std::vector<std::string> texts;
+      if (when.system_prompt.has_value()) {
+        for (const auto& m : request.messages()) {
+          if (m.role() == "system") {
+            texts.push_back(m.content());
+            break;
+          }
+        }
+      } else if (when.user_message.has_value()) {
+        for (int k = request.messages_size() - 1; k >= 0; --k) {
+          if (request.messages(k).role() == "user") {
+            texts.push_back(request.messages(k).content());
+            break;
+          }
+        }
+      } else {
+        for (const auto& m : request.messages()) texts.push_back(m.content());
+      }
+      const Pattern& p = when.system_prompt.has_value()  ? *when.system_prompt
+                         : when.user_message.has_value() ? *when.user_message
+                                                         : *when.message_contains;
+      for (const std::string& t : texts) {
+        if (RE2::PartialMatch(t, *p.re)) return absl::StrCat("r", i);
+      }
+    }
+    return std::string();
+  };
+  int chosen = 0;
+  for (int a = 0; a < 40; ++a) {
+    for (int b : {a, (a + 7) % 40, (a + 13) % 40}) {
+      for (const std::string agent : {"executor", "reviewer"}) {
+        v1::CompletionRequest request =
+            Request({{"system", absl::StrCat("You handle TICKET-", a, ".")},
+                     {"user", absl::StrCat("first about ticket-", b)},
+                     {"assistant", absl::StrCat("noted ticket-", (a + 1) % 40, "x")},
+                     {"user", absl::StrCat("now ticket-", b, " and ticket-", (b + 2) % 40)}});
+        RunContext context;
+        const std::string got = Pick(rules, context, request, agent);
+        EXPECT_EQ(got, reference(request, agent)) << "a=" << a << " b=" << b << " " << agent;
+        chosen += !got.empty();
+      }
+    }
+  }
+  EXPECT_GT(chosen, 100);  // the cases exercise matches, not only misses
+}
+
 TEST(RuleSetTest, AgentMustBeTheSpeakingAgent) {
   RuleSet rules = OneCondition("{agent: reviewer}");
   RunContext context;
