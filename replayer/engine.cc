@@ -412,11 +412,17 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
                                                     const v1::CompletionRequest& request,
                                                     bool streamed, bool forward_misses, bool quiet,
                                                     const Attributes& extra) {
-  nlohmann::json got = index_->CanonicalOf(request);
-  const std::string canonical = SessionIndex::TextOf(got);
+  // A request recorded byte for byte needs no canonical form; others (and
+  // misses, whose report compares canonical forms) build it.
+  std::optional<nlohmann::json> got;
+  const std::vector<uint32_t>* candidates = index_->FindExact(request);
+  if (candidates == nullptr) {
+    got = index_->CanonicalOf(request);
+    candidates = index_->Find(SessionIndex::TextOf(*got));
+  }
   absl::MutexLock lock(&mu_);
   if (ending_) return EndingError();
-  if (const std::vector<uint32_t>* candidates = index_->Find(canonical)) {
+  if (candidates != nullptr) {
     // The first unused identical recording; with repeat_, the last used one
     // when all are used.
     const v1::Exchange* repeat = nullptr;
@@ -449,10 +455,11 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
 
   // A miss: report it, and in non-strict mode answer from the closest
   // unused recording.
-  v1::MissReport report = BuildMissReport(*index_, consumed_, call.agent, got);
+  if (!got.has_value()) got = index_->CanonicalOf(request);
+  v1::MissReport report = BuildMissReport(*index_, consumed_, call.agent, *got);
   const v1::Exchange* fallback = nullptr;
   if (!strict_ && !forward_misses) {
-    size_t i = FindClosest(*index_, consumed_, call.agent, got, /*unconsumed_only=*/true);
+    size_t i = FindClosest(*index_, consumed_, call.agent, *got, /*unconsumed_only=*/true);
     if (i < index_->size()) {
       consumed_[i] = 1;
       fallback = &index_->exchange(i);

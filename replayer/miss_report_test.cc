@@ -36,6 +36,33 @@ nlohmann::json Got(const std::string& text) {
   return recorder::CanonicalJson(r);
 }
 
+TEST(SessionIndexTest, FindExactAgreesWithTheCanonicalPathOrDefersToIt) {
+  auto index = Index();
+  auto request = [](const std::string& text) {
+    v1::CompletionRequest r;
+    auto* m = r.add_messages();
+    m->set_role("user");
+    m->set_content(text);
+    return r;
+  };
+  // Byte for byte a recorded request: the same positions as Find.
+  const std::vector<uint32_t>* exact = index->FindExact(request("alpha"));
+  ASSERT_NE(exact, nullptr);
+  EXPECT_EQ(exact, index->Find(SessionIndex::TextOf(index->CanonicalOf(request("alpha")))));
+  EXPECT_THAT(*exact, ::testing::ElementsAre(0, 2));
+  // Unknown, or carrying routing fields: no answer from the fast path.
+  EXPECT_EQ(index->FindExact(request("gamma")), nullptr);
+  v1::CompletionRequest routed = request("alpha");
+  routed.set_run("run-1");
+  EXPECT_EQ(index->FindExact(routed), nullptr);
+  // A field the canonical form ignores (an empty params message) changes the
+  // bytes but not the canonical text: the canonical path still finds it.
+  v1::CompletionRequest with_params = request("beta");
+  with_params.mutable_params();
+  EXPECT_EQ(index->FindExact(with_params), nullptr);
+  ASSERT_NE(index->Find(SessionIndex::TextOf(index->CanonicalOf(with_params))), nullptr);
+}
+
 TEST(SessionIndexTest, FindsIdenticalRequestsInSeqOrder) {
   auto index = Index();
   v1::CompletionRequest r;

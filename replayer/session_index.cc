@@ -2,10 +2,28 @@
 
 #include <utility>
 
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "recorder/canonical.h"
 
 namespace understudy {
 namespace replayer {
+namespace {
+
+// `request` serialized deterministically (map fields in key order) without
+// its routing fields; "" when it has them set (the caller then falls back).
+std::string BytesOf(const v1::CompletionRequest& request) {
+  std::string out;
+  if (!request.run().empty() || !request.agent().empty()) return out;
+  google::protobuf::io::StringOutputStream stream(&out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.SetSerializationDeterministic(true);
+  request.SerializeToCodedStream(&coded);
+  coded.Trim();
+  return out;
+}
+
+}  // namespace
 
 std::shared_ptr<const SessionIndex> SessionIndex::Build(
     v1::Session session, std::vector<v1::Exchange> exchanges,
@@ -20,6 +38,12 @@ std::shared_ptr<const SessionIndex> SessionIndex::Build(
     index->by_canonical_[TextOf(canonical)].push_back(i);
     index->canonical_json_.push_back(std::move(canonical));
   }
+  for (uint32_t i = 0; i < index->exchanges_.size(); ++i) {
+    std::string bytes = BytesOf(recorder::WithoutRouting(index->exchanges_[i].request()));
+    if (bytes.empty() || index->by_bytes_.contains(bytes)) continue;
+    index->by_bytes_.emplace(std::move(bytes),
+                             index->Find(TextOf(index->canonical_json_[i])));
+  }
   return index;
 }
 
@@ -31,6 +55,14 @@ nlohmann::json SessionIndex::CanonicalOf(const v1::CompletionRequest& request) c
 
 std::string SessionIndex::TextOf(const nlohmann::json& canonical) {
   return canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+const std::vector<uint32_t>* SessionIndex::FindExact(const v1::CompletionRequest& request) const {
+  if (by_bytes_.empty()) return nullptr;
+  const std::string bytes = BytesOf(request);
+  if (bytes.empty()) return nullptr;
+  auto it = by_bytes_.find(bytes);
+  return it == by_bytes_.end() ? nullptr : it->second;
 }
 
 const std::vector<uint32_t>* SessionIndex::Find(absl::string_view canonical) const {

@@ -42,6 +42,16 @@ class SessionIndex {
   // in seq order; nullptr when there is none.
   const std::vector<uint32_t>* Find(absl::string_view canonical) const;
 
+  // The fast path of matching: the positions Find(TextOf(CanonicalOf(
+  // request))) would give, when `request` (routing fields aside) is byte for
+  // byte a recorded request — the canonical form is a function of the
+  // request, so equal bytes have equal canonical text. nullptr otherwise,
+  // which proves nothing: the caller then builds the canonical form (fields
+  // the canonical form ignores or normalizes, or a different encoding, may
+  // still match). Costs one deterministic serialization and one hash lookup
+  // instead of building and printing the canonical JSON.
+  const std::vector<uint32_t>* FindExact(const v1::CompletionRequest& request) const;
+
  private:
   SessionIndex() = default;
 
@@ -50,6 +60,10 @@ class SessionIndex {
   std::vector<v1::Exchange> exchanges_;
   std::vector<nlohmann::json> canonical_json_;
   absl::flat_hash_map<std::string, std::vector<uint32_t>> by_canonical_;
+  // Deterministic serialization of each distinct recorded request (routing
+  // fields cleared) -> its by_canonical_ entry. Filled after by_canonical_
+  // is complete, so the pointers stay valid.
+  absl::flat_hash_map<std::string, const std::vector<uint32_t>*> by_bytes_;
 };
 
 }  // namespace replayer
