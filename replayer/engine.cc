@@ -402,7 +402,10 @@ v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionReque
     *event.mutable_response() = *response;
   }
   for (const auto& [name, value] : extra) attrs[name] = value;
-  *event.mutable_request() = recorder::WithoutRouting(request);
+  v1::CompletionRequest* copy = event.mutable_request();
+  *copy = request;  // one copy; the routing fields are dropped from it
+  copy->clear_run();
+  copy->clear_agent();
   return event;
 }
 
