@@ -20,7 +20,8 @@
 //   ttfc_p99_us (time to first chunk).
 // Exits 0 when the run completed (errors are results, not failures), 1 when
 // no call succeeded, 2 on bad flags. Every call has a 30 s deadline and the
-// run ends within --duration + --warmup + 35 s.
+// run ends within --duration + --warmup + 35 s (a --count run within an
+// hour).
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -138,13 +139,19 @@ class Load {
       stopping_.store(true);
     }
     {
+      // A counted run lasts as long as its calls take (bounded at an hour);
+      // a timed one ends within the 30 s call deadline after its window.
       absl::MutexLock lock(&mu_);
       auto idle = [this] { return active_.load() == 0; };
-      mu_.AwaitWithTimeout(absl::Condition(&idle), absl::Seconds(35));
+      mu_.AwaitWithTimeout(absl::Condition(&idle),
+                           counted ? absl::Hours(1) : absl::Seconds(35));
     }
     if (counted) window_end = Clock::now();
     if (active_.load() != 0) {
-      std::fprintf(stderr, "grpc_load: %d calls still in flight after 35 s\n", active_.load());
+      // Calls still hold the slots: leave without destroying them.
+      std::fprintf(stderr, "grpc_load: %d calls still in flight; giving up\n", active_.load());
+      std::fflush(stderr);
+      std::_Exit(1);
     }
     return Report(std::chrono::duration<double>(window_end - window_start).count());
   }

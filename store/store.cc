@@ -861,6 +861,7 @@ absl::StatusOr<EventPage> Store::QueryEvents(const EventQuery& query) {
   US_RETURN_IF_ERROR(s.BindInt64(next_param, static_cast<int64_t>(limit) + 1));
 
   EventPage page;
+  page.events.reserve(static_cast<size_t>(std::min(limit, 1024)));
   for (;;) {
     US_ASSIGN_OR_RETURN(bool more, s.Step());
     if (!more) break;
