@@ -359,8 +359,12 @@ Observation Observe(RunContext& context, const v1::CompletionResponse& response,
 
   absl::MutexLock lock(&context.mu_);
   observation.previous_phase = context.phase_;
-  context.tool_calls_.insert(context.tool_calls_.end(), observation.tool_calls.begin(),
-                             observation.tool_calls.end());
+  for (const std::string& name : observation.tool_calls) {
+    if (std::find(context.tool_calls_.begin(), context.tool_calls_.end(), name) ==
+        context.tool_calls_.end()) {
+      context.tool_calls_.push_back(name);
+    }
+  }
   if (phase.has_value()) context.phase_ = *phase;
   if (observation.ended) context.ended_ = true;
   return observation;

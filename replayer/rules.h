@@ -68,7 +68,9 @@ class RunContext {
   std::string phase() const;
   // Whether an end signal (extractors.end) has been observed.
   bool ended() const;
-  // Names of the tools the model has called in this run, in order.
+  // Names of the tools the model has called in this run, each once, in the
+  // order of their first call. (Distinct names only: a long run calling the
+  // same tools keeps a bounded context; previous_tool_calls needs no more.)
   std::vector<std::string> tool_calls() const;
   // Times the rule at `rule_index` (its position in Scenario::rules) was chosen.
   int64_t rule_uses(size_t rule_index) const;
