@@ -157,7 +157,7 @@ int Serve(const ServeFlags& flags) {
   if (!(*server)->http_address().empty()) absl::StrAppend(&line, " http=", (*server)->http_address());
   absl::StrAppend(&line, " db=", options.db_path);
   if (!(*server)->default_run().empty()) absl::StrAppend(&line, " run=", (*server)->default_run());
-  std::cout << line << std::endl;
+  // The ready file first: whoever sees the serving line may read it at once.
   if (!flags.ready_file.empty()) {
     nlohmann::ordered_json ready;
     ready["grpc"] = (*server)->grpc_address();
@@ -171,6 +171,7 @@ int Serve(const ServeFlags& flags) {
       return Fail(s);
     }
   }
+  std::cout << line << std::endl;
   int received = 0;
   sigwait(&signals, &received);
   Log(LogLevel::kInfo, "signal", {{"signal", received == SIGINT ? "SIGINT" : "SIGTERM"}});
