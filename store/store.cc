@@ -254,6 +254,33 @@ absl::Status InsertExchange(sql::Database& db, int64_t session_id, const v1::Exc
   return s->Run();
 }
 
+// Appends `exchanges` to the OPEN version `row` after its last seq; fills
+// *result.
+absl::Status AppendRows(sql::Database& db, const SessionRow& row,
+                        std::vector<v1::Exchange>& exchanges, AppendResult* result) {
+  result->version = row.session.version();
+  if (exchanges.empty()) return absl::OkStatus();  // first_seq = last_seq = 0.
+  const int64_t count = row.session.exchange_count();
+  for (size_t i = 0; i < exchanges.size(); ++i) {
+    exchanges[i].set_seq(count + static_cast<int64_t>(i) + 1);
+    US_RETURN_IF_ERROR(InsertExchange(db, row.id, exchanges[i]));
+  }
+  const int64_t last = count + static_cast<int64_t>(exchanges.size());
+  US_ASSIGN_OR_RETURN(
+      sql::Statement * s,
+      db.GetCachedStatement("UPDATE sessions SET exchange_count = ?1 WHERE id = ?2"));
+  US_RETURN_IF_ERROR(s->BindInt64(1, last));
+  US_RETURN_IF_ERROR(s->BindInt64(2, row.id));
+  US_RETURN_IF_ERROR(s->Run());
+  result->first_seq = count + 1;
+  result->last_seq = last;
+  return absl::OkStatus();
+}
+
+// The latest OPEN version of `name` (without its agents), or a new one.
+absl::StatusOr<SessionRow> FindOrCreateOpen(sql::Database& db, absl::string_view name,
+                                            int64_t now);
+
 // The op behind AppendExchanges: fills *result on success.
 Writer::Op MakeAppendOp(std::string name, int64_t version, std::vector<v1::Exchange> exchanges,
                         std::shared_ptr<AppendResult> result) {
@@ -265,23 +292,7 @@ Writer::Op MakeAppendOp(std::string name, int64_t version, std::vector<v1::Excha
                                                         SessionLabel(name, row.session.version()),
                                                         " is closed; record into a new version"));
     }
-    result->version = row.session.version();
-    if (exchanges.empty()) return absl::OkStatus();  // first_seq = last_seq = 0.
-    const int64_t count = row.session.exchange_count();
-    for (size_t i = 0; i < exchanges.size(); ++i) {
-      exchanges[i].set_seq(count + static_cast<int64_t>(i) + 1);
-      US_RETURN_IF_ERROR(InsertExchange(db, row.id, exchanges[i]));
-    }
-    const int64_t last = count + static_cast<int64_t>(exchanges.size());
-    US_ASSIGN_OR_RETURN(
-        sql::Statement * s,
-        db.GetCachedStatement("UPDATE sessions SET exchange_count = ?1 WHERE id = ?2"));
-    US_RETURN_IF_ERROR(s->BindInt64(1, last));
-    US_RETURN_IF_ERROR(s->BindInt64(2, row.id));
-    US_RETURN_IF_ERROR(s->Run());
-    result->first_seq = count + 1;
-    result->last_seq = last;
-    return absl::OkStatus();
+    return AppendRows(db, row, exchanges, result.get());
   };
 }
 
@@ -545,27 +556,49 @@ absl::StatusOr<v1::Session> Store::OpenSessionForAppend(absl::string_view name) 
   const int64_t now = impl_->clock().NowMicros();
   // One op, so two callers racing both get the same version.
   US_RETURN_IF_ERROR(impl_->writer().RunAndWait([&](sql::Database& db) -> absl::Status {
-    US_ASSIGN_OR_RETURN(sql::Statement * s, db.GetCachedStatement(absl::StrCat(
-                                                "SELECT ", kSessionColumns,
-                                                " FROM sessions WHERE name = ?1 AND state = ?2 "
-                                                "ORDER BY version DESC LIMIT 1")));
-    US_RETURN_IF_ERROR(s->BindText(1, name));
-    US_RETURN_IF_ERROR(s->BindInt64(2, v1::SESSION_STATE_OPEN));
-    US_ASSIGN_OR_RETURN(bool found, s->Step());
-    SessionRow row;
-    if (found) {
-      row = ReadSessionRow(*s);
-      US_RETURN_IF_ERROR(s->Reset());
+    US_ASSIGN_OR_RETURN(SessionRow row, FindOrCreateOpen(db, name, now));
+    if (row.session.exchange_count() > 0) {
       US_RETURN_IF_ERROR(FillAgents(db, row.id, &row.session));
-    } else {
-      US_RETURN_IF_ERROR(s->Reset());
-      US_ASSIGN_OR_RETURN(row, InsertSessionVersion(db, name, v1::SESSION_STATE_OPEN, now, 0));
     }
     session = std::move(row.session);
     return absl::OkStatus();
   }));
   return session;
 }
+
+absl::StatusOr<AppendResult> Store::AppendToOpenSessionAndWait(
+    absl::string_view name, std::vector<v1::Exchange> exchanges) {
+  US_RETURN_IF_ERROR(ValidateSessionName(name));
+  const int64_t now = impl_->clock().NowMicros();
+  AppendResult result;
+  US_RETURN_IF_ERROR(impl_->writer().RunAndWait([&](sql::Database& db) -> absl::Status {
+    US_ASSIGN_OR_RETURN(SessionRow row, FindOrCreateOpen(db, name, now));
+    return AppendRows(db, row, exchanges, &result);
+  }));
+  return result;
+}
+
+namespace {
+
+absl::StatusOr<SessionRow> FindOrCreateOpen(sql::Database& db, absl::string_view name,
+                                            int64_t now) {
+  US_ASSIGN_OR_RETURN(sql::Statement * s, db.GetCachedStatement(absl::StrCat(
+                                              "SELECT ", kSessionColumns,
+                                              " FROM sessions WHERE name = ?1 AND state = ?2 "
+                                              "ORDER BY version DESC LIMIT 1")));
+  US_RETURN_IF_ERROR(s->BindText(1, name));
+  US_RETURN_IF_ERROR(s->BindInt64(2, v1::SESSION_STATE_OPEN));
+  US_ASSIGN_OR_RETURN(bool found, s->Step());
+  if (found) {
+    SessionRow row = ReadSessionRow(*s);
+    US_RETURN_IF_ERROR(s->Reset());
+    return row;
+  }
+  US_RETURN_IF_ERROR(s->Reset());
+  return InsertSessionVersion(db, name, v1::SESSION_STATE_OPEN, now, 0);
+}
+
+}  // namespace
 
 void Store::AppendExchanges(std::string name, int64_t version, std::vector<v1::Exchange> exchanges,
                             std::function<void(absl::StatusOr<AppendResult>)> done) {

@@ -105,6 +105,11 @@ class Store {
   // The latest OPEN version of `name`, or a new one when there is none
   // (atomically: concurrent callers get the same version). Same name rules.
   absl::StatusOr<v1::Session> OpenSessionForAppend(absl::string_view name);
+  // OpenSessionForAppend and AppendExchangesAndWait as one transaction (one
+  // commit): appends `exchanges` to the latest OPEN version of `name`, or to
+  // a new one. Same name rules; the version is in AppendResult.
+  absl::StatusOr<AppendResult> AppendToOpenSessionAndWait(absl::string_view name,
+                                                          std::vector<v1::Exchange> exchanges);
   // Appends `exchanges` to OPEN version `version` of `name`, all in one
   // transaction, assigning consecutive seqs after the last one (their `seq`
   // fields are overwritten). `done` runs exactly once, on the writer thread,

@@ -347,6 +347,34 @@ TEST_F(StoreTest, OpenSessionForAppendReusesTheLatestOpenVersion) {
               StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
+TEST_F(StoreTest, AppendToOpenSessionCreatesOrReusesTheOpenVersionInOneCommit) {
+  auto first = store_->AppendToOpenSessionAndWait(
+      "golden", {MakeExchange("a", "one"), MakeExchange("b", "two")});
+  ASSERT_THAT(first, IsOk());
+  EXPECT_EQ(first->version, 1);
+  EXPECT_EQ(first->first_seq, 1);
+  EXPECT_EQ(first->last_seq, 2);
+  auto second = store_->AppendToOpenSessionAndWait("golden", {MakeExchange("a", "three")});
+  ASSERT_THAT(second, IsOk());
+  EXPECT_EQ(second->version, 1);
+  EXPECT_EQ(second->first_seq, 3);
+  EXPECT_EQ(second->last_seq, 3);
+  auto loaded = store_->LoadExchanges("golden", 1);
+  ASSERT_THAT(loaded, IsOk());
+  ASSERT_EQ(loaded->size(), 3u);
+  EXPECT_EQ((*loaded)[2].seq(), 3);
+  EXPECT_EQ((*loaded)[2].agent(), "a");
+
+  // A closed version is never appended to: the next call opens version 2.
+  ASSERT_THAT(store_->CloseSession("golden", 1), IsOk());
+  auto fresh = store_->AppendToOpenSessionAndWait("golden", {MakeExchange("c", "four")});
+  ASSERT_THAT(fresh, IsOk());
+  EXPECT_EQ(fresh->version, 2);
+  EXPECT_EQ(fresh->first_seq, 1);
+  EXPECT_THAT(store_->AppendToOpenSessionAndWait("bad@name", {MakeExchange("a", "x")}),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 TEST_F(StoreTest, CloseSessionIsIdempotent) {
   Record("golden", {"a"});
   ASSERT_THAT(store_->CloseSession("golden", 1), IsOk());
