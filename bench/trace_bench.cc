@@ -1,9 +1,10 @@
 // trace_bench: the trace and ingest cases of bench/run.
 //
-//   trace_bench assert --target HOST:PORT --run ID [--repeat 20]
+//   trace_bench assert --target HOST:PORT --run ID [--repeat 20] [--queries N]
 //       Times Traces.Assert (agent_sequence prefix, a count of tool_call
-//       events, no_misses) and a full Traces.Query of the run's tool_call
-//       events (every page), --repeat times each, one after the other.
+//       events, no_misses) --repeat times, then a full Traces.Query of the
+//       run's tool_call events (every page) --queries times (default: as
+//       many; 0 skips them and reports query_p50_ms=0).
 //       Prints "RESULT label=assert events=N assert_p50_ms=.. assert_max_ms=..
 //       query_p50_ms=.. query_events=..". Fails (exit 1) unless every Assert
 //       passes: a fast error is not a result.
@@ -60,6 +61,7 @@ int Fail(const std::string& what) {
 struct Flags {
   std::string mode, target, run, session, db;
   int repeat = 20;
+  int queries = -1;  // -1: as many as repeat
   int64_t count = 0;
   int batch = 1000;
 };
@@ -87,7 +89,8 @@ int Assert(const Flags& f) {
     asserts.push_back(Ms(Clock::now() - t0));
     if (!status.ok()) return Fail(absl::StrCat("Assert: ", status.error_message()));
     if (!response.passed()) return Fail(absl::StrCat("Assert failed: ", response.report()));
-
+  }
+  for (int i = 0; i < f.queries; ++i) {
     v1::QueryRequest query;
     query.set_run(f.run);
     query.mutable_filter()->add_kinds("tool_call");
@@ -96,7 +99,7 @@ int Assert(const Flags& f) {
     const auto q0 = Clock::now();
     while (true) {
       v1::QueryResponse page;
-      status = traces->Query(Context().get(), query, &page);
+      grpc::Status status = traces->Query(Context().get(), query, &page);
       if (!status.ok()) return Fail(absl::StrCat("Query: ", status.error_message()));
       seen += page.events_size();
       if (page.next_after_seq() == 0) break;
@@ -105,6 +108,7 @@ int Assert(const Flags& f) {
     queries.push_back(Ms(Clock::now() - q0));
     query_events = seen;
   }
+  if (queries.empty()) queries.push_back(0);
   std::sort(asserts.begin(), asserts.end());
   std::sort(queries.begin(), queries.end());
   std::printf("RESULT label=assert assert_p50_ms=%.2f assert_max_ms=%.2f query_p50_ms=%.2f "
@@ -205,7 +209,7 @@ int Raw(const Flags& f) {
 int Usage(const std::string& why) {
   std::fprintf(stderr,
                "trace_bench: %s\n"
-               "usage: trace_bench assert --target HOST:PORT --run ID [--repeat N]\n"
+               "usage: trace_bench assert --target HOST:PORT --run ID [--repeat N] [--queries N]\n"
                "       trace_bench ingest --target HOST:PORT --session NAME --count N [--batch N]\n"
                "       trace_bench raw --db PATH --count N [--batch N]\n",
                why.c_str());
@@ -236,6 +240,8 @@ int main(int argc, char** argv) {
       f.db = v;
     } else if (flag == "--repeat") {
       ok = absl::SimpleAtoi(v, &f.repeat) && f.repeat >= 1;
+    } else if (flag == "--queries") {
+      ok = absl::SimpleAtoi(v, &f.queries) && f.queries >= 0;
     } else if (flag == "--count") {
       ok = absl::SimpleAtoi(v, &f.count) && f.count >= 1;
     } else if (flag == "--batch") {
@@ -250,6 +256,7 @@ int main(int argc, char** argv) {
   }
   if (f.mode == "assert") {
     if (f.run.empty()) return Usage("--run is required");
+    if (f.queries < 0) f.queries = f.repeat;
     return understudy::bench::Assert(f);
   }
   if (f.mode == "ingest") {

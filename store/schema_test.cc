@@ -46,7 +46,7 @@ TEST_F(SchemaTest, FreshDatabaseGetsTheCurrentVersionAndTables) {
   EXPECT_THAT(SchemaVersion(*db), IsOkAndHolds(0));
   ASSERT_THAT(Migrate(*db), IsOk());
   EXPECT_THAT(SchemaVersion(*db), IsOkAndHolds(CurrentSchemaVersion()));
-  EXPECT_EQ(CurrentSchemaVersion(), 1);
+  EXPECT_EQ(CurrentSchemaVersion(), 2);
   for (const char* table : {"sessions", "exchanges", "runs", "events", "exchanges_by_agent",
                             "events_by_kind", "events_by_agent"}) {
     EXPECT_TRUE(HasTable(*db, table)) << table;

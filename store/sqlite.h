@@ -138,8 +138,8 @@ class Statement {
   double ColumnDouble(int column) const;
   std::string ColumnText(int column) const;
   std::string ColumnBlob(int column) const;
-  // The blob without a copy; valid until the next Step, Reset or Column*
-  // call on this statement.
+  // The blob (or a TEXT column's bytes) without a copy; valid until the next
+  // Step or Reset, or another Column* call on the same column.
   absl::string_view ColumnBlobView(int column) const;
 
   // The SQL text this statement was prepared from.

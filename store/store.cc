@@ -862,12 +862,16 @@ absl::Status Store::Flush() {
   return impl_->TakeEventError();
 }
 
-absl::StatusOr<EventPage> Store::QueryEvents(const EventQuery& query) {
-  if (query.run.empty()) return absl::InvalidArgumentError("query.run is empty");
-  int limit = query.limit <= 0 ? kDefaultQueryLimit : query.limit;
-  if (limit > kMaxQueryLimit) limit = kMaxQueryLimit;
+namespace {
 
-  std::string sql = "SELECT seq, body FROM events WHERE run = ?1 AND seq > ?2";
+// The events `query` selects, in seq order, at most `limit` (-1: all).
+// `body_when_agent_empty`: the body column only for events without an agent
+// (SQLite then seeks the table row only for those).
+absl::StatusOr<sql::Statement> PrepareEventQuery(sql::Database& db, const EventQuery& query,
+                                                 int64_t limit, bool body_when_agent_empty = false) {
+  std::string sql = absl::StrCat(
+      "SELECT seq, ", body_when_agent_empty ? "CASE WHEN agent = '' THEN body END" : "body",
+      ", kind, agent FROM events WHERE run = ?1 AND seq > ?2");
   int next_param = 3;
   if (!query.agent.empty()) absl::StrAppend(&sql, " AND agent = ?", next_param++);
   const int first_kind = next_param;
@@ -879,9 +883,6 @@ absl::StatusOr<EventPage> Store::QueryEvents(const EventQuery& query) {
     absl::StrAppend(&sql, ")");
   }
   absl::StrAppend(&sql, " ORDER BY seq LIMIT ?", next_param);
-
-  ReaderPool::Lease lease = impl_->readers().Acquire();
-  sql::Database& db = lease.db();
   // Not cached: the SQL varies with the number of kinds.
   US_ASSIGN_OR_RETURN(sql::Statement s, db.Prepare(sql));
   US_RETURN_IF_ERROR(s.BindText(1, query.run));
@@ -890,8 +891,53 @@ absl::StatusOr<EventPage> Store::QueryEvents(const EventQuery& query) {
   for (size_t i = 0; i < query.kinds.size(); ++i) {
     US_RETURN_IF_ERROR(s.BindText(first_kind + static_cast<int>(i), query.kinds[i]));
   }
+  US_RETURN_IF_ERROR(s.BindInt64(next_param, limit));
+  return s;
+}
+
+}  // namespace
+
+absl::Status Store::ScanEvents(const EventQuery& query, Bodies bodies,
+                               const std::function<bool(const StoredEvent&)>& fn) {
+  return ScanEvents(std::vector<EventScan>{{query, bodies}}, fn);
+}
+
+absl::Status Store::ScanEvents(const std::vector<EventScan>& scans,
+                               const std::function<bool(const StoredEvent&)>& fn,
+                               const std::function<void()>& scan_done) {
+  for (const EventScan& scan : scans) {
+    if (scan.query.run.empty()) return absl::InvalidArgumentError("query.run is empty");
+  }
+  ReaderPool::Lease lease = impl_->readers().Acquire();
+  sql::Transaction snapshot(&lease.db());
+  if (scans.size() > 1) US_RETURN_IF_ERROR(snapshot.Begin());
+  for (const EventScan& scan : scans) {
+    US_ASSIGN_OR_RETURN(sql::Statement s, PrepareEventQuery(lease.db(), scan.query, -1,
+                                                            scan.bodies == Bodies::kWhenNoAgent));
+    for (;;) {
+      US_ASSIGN_OR_RETURN(bool more, s.Step());
+      if (!more) break;
+      StoredEvent row;
+      row.seq = s.ColumnInt64(0);
+      row.body = s.ColumnBlobView(1);
+      row.kind = s.ColumnBlobView(2);
+      row.agent = s.ColumnBlobView(3);
+      if (!fn(row)) return absl::OkStatus();
+    }
+    if (scan_done) scan_done();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<EventPage> Store::QueryEvents(const EventQuery& query) {
+  if (query.run.empty()) return absl::InvalidArgumentError("query.run is empty");
+  int limit = query.limit <= 0 ? kDefaultQueryLimit : query.limit;
+  if (limit > kMaxQueryLimit) limit = kMaxQueryLimit;
+
+  ReaderPool::Lease lease = impl_->readers().Acquire();
   // One more than asked: whether it exists says whether there is a next page.
-  US_RETURN_IF_ERROR(s.BindInt64(next_param, static_cast<int64_t>(limit) + 1));
+  US_ASSIGN_OR_RETURN(sql::Statement s,
+                      PrepareEventQuery(lease.db(), query, static_cast<int64_t>(limit) + 1));
 
   EventPage page;
   page.events.reserve(static_cast<size_t>(std::min(limit, 1024)));

@@ -58,6 +58,14 @@ struct EventQuery {
   int limit = 1000;                // <= 0: 1000; at most 10000
 };
 
+// One row of the events table, as ScanEvents lends it.
+struct StoredEvent {
+  int64_t seq = 0;
+  absl::string_view kind;
+  absl::string_view agent;  // the event's own agent field ("" when unset)
+  absl::string_view body;   // a serialized v1::TraceEvent
+};
+
 struct EventPage {
   std::vector<v1::TraceEvent> events;
   // Seq to pass as after_seq for the next page; 0 when there is no more.
@@ -178,6 +186,29 @@ class Store {
   // Committed events of one run matching the query. Does not flush. An
   // unknown run gives an empty page; an empty query.run is INVALID_ARGUMENT.
   absl::StatusOr<EventPage> QueryEvents(const EventQuery& query);
+  // Every committed event `query` selects (its limit is ignored), in seq
+  // order, as its indexed columns and the stored bytes of its
+  // v1::TraceEvent — for callers that parse only what they need, their own
+  // way (Traces.Assert reads whole runs into an arena). Stops when `fn`
+  // returns false. The views in the row are valid only during the call.
+  // One read transaction: the events are a consistent snapshot.
+  // With `bodies` kWhenNoAgent, row.body is empty for events whose agent
+  // field is set, and a scan of one kind reads only the (run, kind, seq,
+  // agent) index, not the events themselves.
+  enum class Bodies { kAll, kWhenNoAgent };
+  absl::Status ScanEvents(const EventQuery& query, Bodies bodies,
+                          const std::function<bool(const StoredEvent&)>& fn);
+  // Several scans, in order, in one read transaction: one snapshot for all
+  // (say, one per kind, each by its own index range). `fn` returning false
+  // ends them all; `scan_done`, when given, is called after each scan that
+  // ran to its end.
+  struct EventScan {
+    EventQuery query;
+    Bodies bodies = Bodies::kAll;
+  };
+  absl::Status ScanEvents(const std::vector<EventScan>& scans,
+                          const std::function<bool(const StoredEvent&)>& fn,
+                          const std::function<void()>& scan_done = nullptr);
 
  private:
   class Impl;

@@ -596,6 +596,83 @@ TEST_F(StoreTraceTest, FlushedEventsComeBackInSeqOrderWithTheirBodies) {
   EXPECT_THAT(Query(Q("run-3")).events, IsEmpty());
 }
 
+TEST_F(StoreTraceTest, ScanEventsGivesEveryMatchingRowInOrderAndStopsWhenAsked) {
+  std::vector<int64_t> seqs;
+  std::vector<std::string> agents, kinds;
+  EventQuery query = Q("run-1").Kinds({"exchange", "miss"});
+  query.limit = 1;  // ignored: a scan reads them all
+  ASSERT_THAT(store_->ScanEvents(query, Store::Bodies::kAll,
+                                 [&](const StoredEvent& row) {
+                                   v1::TraceEvent e;
+                                   EXPECT_TRUE(e.ParseFromArray(row.body.data(),
+                                                                static_cast<int>(row.body.size())));
+                                   EXPECT_EQ(e.seq(), row.seq);
+                                   EXPECT_EQ(e.kind(), row.kind);
+                                   EXPECT_EQ(e.agent(), row.agent);
+                                   seqs.push_back(row.seq);
+                                   agents.emplace_back(row.agent);
+                                   kinds.emplace_back(row.kind);
+                                   return true;
+                                 }),
+              IsOk());
+  EXPECT_THAT(seqs, ElementsAre(2, 3, 4, 5));
+  EXPECT_THAT(agents, ElementsAre("planner", "executor", "executor", "planner"));
+  EXPECT_THAT(kinds, ElementsAre("exchange", "exchange", "miss", "exchange"));
+  int calls = 0;
+  ASSERT_THAT(store_->ScanEvents(Q("run-1"), Store::Bodies::kAll,
+                                 [&](const StoredEvent&) { return ++calls < 2; }),
+              IsOk());
+  EXPECT_EQ(calls, 2);
+  EXPECT_THAT(store_->ScanEvents(Q(""), Store::Bodies::kAll, [](const StoredEvent&) { return true; }),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST_F(StoreTraceTest, ScanEventsWithoutBodiesKeepsThemOnlyForEventsWithoutAnAgent) {
+  std::vector<std::string> seen;
+  ASSERT_THAT(store_->ScanEvents(Q("run-1"), Store::Bodies::kWhenNoAgent,
+                                 [&](const StoredEvent& row) {
+                                   if (row.agent.empty()) {
+                                     v1::TraceEvent e;
+                                     EXPECT_TRUE(e.ParseFromArray(
+                                         row.body.data(), static_cast<int>(row.body.size())));
+                                     EXPECT_EQ(e.seq(), row.seq);
+                                   } else {
+                                     EXPECT_THAT(row.body, IsEmpty());
+                                   }
+                                   seen.push_back(absl::StrCat(row.seq, ":", row.kind, ":",
+                                                               row.agent, row.body.empty() ? "" : "+"));
+                                   return true;
+                                 }),
+              IsOk());
+  EXPECT_THAT(seen, ElementsAre("1:run_started:+", "2:exchange:planner", "3:exchange:executor",
+                                "4:miss:executor", "5:exchange:planner", "6:run_ended:+"));
+  seen.clear();
+  ASSERT_THAT(store_->ScanEvents(Q("run-1").Kinds({"exchange"}), Store::Bodies::kWhenNoAgent,
+                                 [&](const StoredEvent& row) {
+                                   seen.push_back(absl::StrCat(row.seq, ":", row.agent));
+                                   return true;
+                                 }),
+              IsOk());
+  EXPECT_THAT(seen, ElementsAre("2:planner", "3:executor", "5:planner"));
+
+  // Several scans run in order, each by its own range.
+  seen.clear();
+  std::vector<Store::EventScan> scans(2);
+  scans[0].query = Q("run-1").Kinds({"miss"});
+  scans[1].query = Q("run-1").Kinds({"exchange"});
+  scans[1].bodies = Store::Bodies::kWhenNoAgent;
+  ASSERT_THAT(store_->ScanEvents(scans,
+                                 [&](const StoredEvent& row) {
+                                   seen.push_back(absl::StrCat(row.seq, row.body.empty() ? "" : "+"));
+                                   return true;
+                                 }),
+              IsOk());
+  EXPECT_THAT(seen, ElementsAre("4+", "2", "3", "5"));
+  scans[1].query.run = "";
+  EXPECT_THAT(store_->ScanEvents(scans, [](const StoredEvent&) { return true; }),
+              StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
 TEST_F(StoreTraceTest, QueryFiltersByKind) {
   EXPECT_THAT(Seqs(Query(Q("run-1").Kinds({"exchange"})).events), ElementsAre(2, 3, 5));
   EXPECT_THAT(Seqs(Query(Q("run-1").Kinds({"miss", "run_ended"})).events), ElementsAre(4, 6));

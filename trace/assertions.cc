@@ -626,11 +626,76 @@ absl::StatusOr<v1::AssertResponse> EvaluateEach(const Assertions& assertions,
 
 }  // namespace
 
+ReadPlan ReadPlan::For(const google::protobuf::RepeatedPtrField<v1::Assertion>& assertions) {
+  ReadPlan plan;
+  for (const v1::Assertion& a : assertions) plan.Add(a);
+  return plan;
+}
+
+void ReadPlan::Need(absl::string_view kind, bool body) {
+  auto add = [&](std::vector<std::string>& v) {
+    if (std::find(v.begin(), v.end(), kind) == v.end()) v.emplace_back(kind);
+  };
+  add(kinds_);
+  if (body) add(body_kinds_);
+}
+
+// Keep in step with the checks above: each reads the kinds named here, and
+// of them only what is said.
+void ReadPlan::Add(const v1::Assertion& a) {
+  switch (a.check_case()) {
+    case v1::Assertion::kAgentSequence:
+      Need("exchange", /*body=*/false);  // AgentOf and seq only
+      break;
+    case v1::Assertion::kPhaseTransitions:
+      Need("phase_transition", true);
+      break;
+    case v1::Assertion::kToolCalls:
+      Need("tool_call", true);
+      break;
+    case v1::Assertion::kFeedbackPropagated:
+      Need("exchange", true);
+      break;
+    case v1::Assertion::kCount: {
+      const v1::EventFilter& f = a.count().filter();
+      // kinds and the seq range are the event's own columns; anything else
+      // reads attributes.
+      const bool body = !f.agent().empty() || !f.tool().empty() || !f.phase().empty() ||
+                        !f.attributes().empty() || !f.attribute_patterns().empty();
+      if (f.kinds().empty()) {
+        all_kinds_ = true;
+        all_bodies_ = all_bodies_ || body;
+      }
+      for (const std::string& kind : f.kinds()) Need(kind, body);
+      break;
+    }
+    case v1::Assertion::kNoMisses:
+      Need("miss", true);
+      break;
+    case v1::Assertion::kSpec:
+      all_kinds_ = all_bodies_ = true;
+      break;
+    default:  // all_consumed reads the summary; anything else fails
+      break;
+  }
+}
+
+bool ReadPlan::Reads(absl::string_view kind) const {
+  return all_kinds_ || std::find(kinds_.begin(), kinds_.end(), kind) != kinds_.end();
+}
+
+bool ReadPlan::ReadsBody(absl::string_view kind) const {
+  return all_bodies_ || std::find(body_kinds_.begin(), body_kinds_.end(), kind) != body_kinds_.end();
+}
+
 std::vector<const v1::TraceEvent*> OrderedEvents(const TraceView& view) {
   std::vector<const v1::TraceEvent*> events;
-  if (view.events == nullptr) return events;
-  events.reserve(view.events->size());
-  for (const v1::TraceEvent& e : *view.events) events.push_back(&e);
+  if (view.event_ptrs != nullptr) {
+    events = *view.event_ptrs;
+  } else if (view.events != nullptr) {
+    events.reserve(view.events->size());
+    for (const v1::TraceEvent& e : *view.events) events.push_back(&e);
+  }
   auto by_seq = [](const v1::TraceEvent* a, const v1::TraceEvent* b) {
     return a->seq() < b->seq();
   };

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_field.h"
 #include "understudy/v1/understudy.pb.h"
 
@@ -57,6 +58,9 @@ struct TraceView {
   const std::vector<v1::TraceEvent>* events = nullptr;
   // The run's summary; null while the run is active.
   const v1::RunSummary* summary = nullptr;
+  // Instead of `events`: pointers to the events (say, parsed into an arena);
+  // used when set.
+  const std::vector<const v1::TraceEvent*>* event_ptrs = nullptr;
 };
 
 // Evaluates one assertion against `view`.
@@ -97,8 +101,41 @@ absl::StatusOr<v1::AssertResponse> EvaluateAll(
 // The "PASS name" / "FAIL name: explanation" line of one result.
 std::string ReportLine(const v1::AssertionResult& result);
 
-// The view's events ordered by seq (stable), as pointers into *view.events;
-// valid as long as the view's events are. Empty when view.events is null.
+// What the checks of a request read of a run's events, so that a caller
+// holding a large stored trace reads no more: which kinds are read at all,
+// and of which a check reads more than the event's seq, kind and agent.
+// Evaluating the assertions on a view that holds only the kinds Reads()
+// accepts, where an event of a kind for which ReadsBody() is false carries
+// only seq, kind and its (non-empty) agent field, gives the same results as
+// on the whole trace. (An event whose agent field is empty must be whole:
+// the checks then read its gen_ai.agent.name attribute.)
+// Immutable once built; thread-compatible.
+class ReadPlan {
+ public:
+  // The plan for `assertions`. Malformed assertions plan no reads of their
+  // own (evaluating them fails anyway); a spec reads everything.
+  static ReadPlan For(const google::protobuf::RepeatedPtrField<v1::Assertion>& assertions);
+
+  bool Reads(absl::string_view kind) const;
+  bool ReadsBody(absl::string_view kind) const;
+  // Whether events of every kind are read (then kinds() is partial).
+  bool ReadsAllKinds() const { return all_kinds_; }
+  // The kinds read, in the order the assertions first name them.
+  const std::vector<std::string>& kinds() const { return kinds_; }
+
+ private:
+  void Add(const v1::Assertion& a);
+  void Need(absl::string_view kind, bool body);
+
+  bool all_kinds_ = false;   // every kind is read, at least its header
+  bool all_bodies_ = false;  // every event is read whole
+  std::vector<std::string> kinds_;       // read at least in part
+  std::vector<std::string> body_kinds_;  // read whole
+};
+
+// The view's events ordered by seq (stable), as pointers into *view.events
+// (or view.event_ptrs' pointees); valid as long as the view's events are.
+// Empty when both are null.
 std::vector<const v1::TraceEvent*> OrderedEvents(const TraceView& view);
 
 }  // namespace trace

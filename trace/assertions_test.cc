@@ -602,6 +602,110 @@ assertions:
                        "mean \"no_misses\"?"));
 }
 
+// The view a reader following `plan` builds: kinds no check reads are left
+// out; events of which a check reads only the header keep seq, kind and
+// agent (when the agent field is set, as the plan requires).
+std::vector<v1::TraceEvent> Planned(const std::vector<v1::TraceEvent>& events,
+                                    const ReadPlan& plan) {
+  std::vector<v1::TraceEvent> out;
+  for (const v1::TraceEvent& e : events) {
+    if (!plan.Reads(e.kind())) continue;
+    if (!e.agent().empty() && !plan.ReadsBody(e.kind())) {
+      v1::TraceEvent& header = out.emplace_back();
+      header.set_seq(e.seq());
+      header.set_kind(e.kind());
+      header.set_agent(e.agent());
+    } else {
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+TEST(ReadPlanTest, NamesWhatEachCheckReads) {
+  google::protobuf::RepeatedPtrField<v1::Assertion> a;
+  *a.Add() = Agents({"executor"}, v1::SEQUENCE_MATCH_PREFIX);
+  *a.Add() = CountOf("tool_call", v1::COMPARISON_GE, 1);
+  a.Add()->set_no_misses(true);
+  ReadPlan plan = ReadPlan::For(a);
+  EXPECT_TRUE(plan.Reads("exchange"));
+  EXPECT_FALSE(plan.ReadsBody("exchange"));
+  EXPECT_TRUE(plan.Reads("tool_call"));
+  EXPECT_FALSE(plan.ReadsBody("tool_call"));
+  EXPECT_TRUE(plan.ReadsBody("miss"));
+  EXPECT_FALSE(plan.Reads("phase_transition"));
+  EXPECT_FALSE(plan.Reads("run_started"));
+
+  *a.Add() = Feedback("reviewer", "executor", "validation");
+  plan = ReadPlan::For(a);
+  EXPECT_TRUE(plan.ReadsBody("exchange"));
+
+  v1::Assertion by_agent = CountOf("", v1::COMPARISON_GE, 1);
+  by_agent.mutable_count()->mutable_filter()->set_agent("executor");
+  google::protobuf::RepeatedPtrField<v1::Assertion> any;
+  *any.Add() = by_agent;
+  plan = ReadPlan::For(any);
+  EXPECT_TRUE(plan.Reads("custom"));
+  EXPECT_TRUE(plan.ReadsBody("custom"));
+}
+
+// Whatever the assertions, evaluating them on the events their plan reads
+// gives the same response, byte for byte, as on the whole trace: passing
+// and failing checks of every kind.
+TEST(ReadPlanTest, PlannedReadsGiveTheSameResponseAsTheWholeTrace) {
+  std::vector<v1::TraceEvent> events = ReviewLoop();
+  Add(&events, "miss", "executor", {{"understudy.miss.report", "messages[1].content differs"}});
+  Add(&events, "custom", "", {{"gen_ai.agent.name", "reviewer"}});
+  v1::Assertion by_agent = CountOf("", v1::COMPARISON_EQ, 3);
+  by_agent.mutable_count()->mutable_filter()->set_agent("reviewer");
+  v1::Assertion tool_by_attr = CountOf("tool_call", v1::COMPARISON_GE, 1);
+  (*tool_by_attr.mutable_count()->mutable_filter()->mutable_attribute_patterns())
+      ["gen_ai.tool.call.arguments"] = "verification";
+  v1::Assertion spec;
+  spec.set_spec("assertions:\n  - count: {select: {kind: custom}, eq: 1}\n");
+  v1::Assertion no_misses;
+  no_misses.set_no_misses(true);
+  const std::vector<v1::Assertion> checks = {
+      Agents({"orchestrator", "executor"}, v1::SEQUENCE_MATCH_PREFIX),
+      Agents({"reviewer", "orchestrator"}, v1::SEQUENCE_MATCH_EXACT, /*collapse=*/true),
+      Phases({"execute", "verification"}, v1::SEQUENCE_MATCH_SUBSEQUENCE),
+      Calls("", {{"continue", R"({"phase":"verification"})"}}, v1::SEQUENCE_MATCH_SUBSEQUENCE),
+      Calls("executor", {{"continue", ""}}, v1::SEQUENCE_MATCH_EXACT),
+      Feedback("reviewer", "executor", "validation"),
+      Feedback("executor", "reviewer", "no such words"),
+      CountOf("tool_call", v1::COMPARISON_GE, 1),
+      CountOf("", v1::COMPARISON_LT, 3),
+      CountOf("exchange", v1::COMPARISON_EQ, 6),
+      by_agent,
+      tool_by_attr,
+      no_misses,
+      spec,
+  };
+  int failed = 0;
+  for (size_t i = 0; i < checks.size(); ++i) {
+    SCOPED_TRACE(i);
+    google::protobuf::RepeatedPtrField<v1::Assertion> one;
+    *one.Add() = checks[i];
+    const std::vector<v1::TraceEvent> planned = Planned(events, ReadPlan::For(one));
+    absl::StatusOr<v1::AssertResponse> whole = EvaluateAll(one, TraceView{&events});
+    absl::StatusOr<v1::AssertResponse> part = EvaluateAll(one, TraceView{&planned});
+    ASSERT_THAT(whole, IsOk());
+    ASSERT_THAT(part, IsOk());
+    EXPECT_EQ(part->SerializeAsString(), whole->SerializeAsString())
+        << "planned: " << part->report() << "\nwhole: " << whole->report();
+    if (!whole->passed()) ++failed;
+  }
+  // The list holds both verdicts, so equal responses are not a given.
+  EXPECT_GT(failed, 2);
+  EXPECT_LT(failed, static_cast<int>(checks.size()) - 2);
+
+  // All at once: the plan is the union.
+  google::protobuf::RepeatedPtrField<v1::Assertion> all(checks.begin(), checks.end());
+  const std::vector<v1::TraceEvent> planned = Planned(events, ReadPlan::For(all));
+  EXPECT_EQ(EvaluateAll(all, TraceView{&planned})->SerializeAsString(),
+            EvaluateAll(all, TraceView{&events})->SerializeAsString());
+}
+
 }  // namespace
 }  // namespace trace
 }  // namespace understudy
