@@ -3,7 +3,7 @@
 // the figures compare the HTTP layer only.
 //
 // Contract:
-//   * kChatCompletionBody: the body of every 200 answer to
+//   * kChatCompletionBody: the body of every 200 answer to a non-streaming
 //     POST /v1/chat/completions (Content-Type: application/json). ~400 bytes,
 //     shaped like an OpenAI `chat.completion` object; its content never
 //     changes, so a client may compare it byte for byte.
@@ -15,6 +15,17 @@
 //     and the last one is "data: [DONE]\n\n". A server sends event 0 at once
 //     and each following event kSseEventInterval after the previous one, so a
 //     stream is held open for about (kSseEventCount-1) * kSseEventInterval.
+//   * kChatStreamRequestBody: the request body of the streaming case; it
+//     contains the substring "stream":true, which is how the servers tell it
+//     from kChatRequestBody (no JSON parsing on the baseline's request path).
+//   * SseChatEvent(i) for i in [0, kSseChatEventCount): the i-th Server-Sent
+//     Event of the streaming answer to POST /v1/chat/completions, each a
+//     complete "data: ...\n\n" frame shaped like OpenAI's stream: events
+//     0..198 are chat.completion.chunk objects whose delta.content pieces are
+//     "tok0 ", "tok1 ", ..., "tok198 " (event 0 also carries role
+//     "assistant"; event 198 carries finish_reason "stop", the others null),
+//     and event 199 is "data: [DONE]\n\n". The answer is sent at once, with
+//     no pacing, so it measures the streaming path and not a timer.
 //
 // Everything here is immutable and safe to use from any thread.
 #ifndef UNDERSTUDY_BENCH_HTTP_CHOICE_BENCH_BODIES_H_
@@ -57,6 +68,27 @@ inline std::string SseEvent(int i) {
              R"("model":"gpt-4o-mini-2024-07-18","choices":[{"index":0,)"
              R"("delta":{"content":"tok)") +
          std::to_string(i) + R"( "},"finish_reason":null}]})" + "\n\n";
+}
+
+inline constexpr std::string_view kChatStreamRequestBody =
+    R"({"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user",)"
+    R"("content":"Stream the plan for the SSE benchmark."}]})";
+
+inline constexpr int kSseChatEventCount = 200;
+
+// Returns the i-th SSE frame of the streaming chat answer (see contract
+// above). Precondition: 0 <= i < kSseChatEventCount.
+inline std::string SseChatEvent(int i) {
+  if (i == kSseChatEventCount - 1) return "data: [DONE]\n\n";
+  const std::string role = i == 0 ? R"("role":"assistant",)" : "";
+  const std::string finish = i == kSseChatEventCount - 2 ? R"("stop")" : "null";
+  return std::string(R"(data: {"id":"chatcmpl-understudy-bench-0002",)"
+                     R"("object":"chat.completion.chunk","created":1718000000,)"
+                     R"("model":"gpt-4o-mini-2024-07-18",)"
+                     R"("system_fingerprint":"fp_bench0001",)"
+                     R"("choices":[{"index":0,"delta":{)") +
+         role + R"("content":"tok)" + std::to_string(i) +
+         R"( "},"logprobs":null,"finish_reason":)" + finish + "}]}\n\n";
 }
 
 }  // namespace understudy::bench

@@ -6,8 +6,14 @@
 //   * Listens on 127.0.0.1:--port (0 = an ephemeral port). Once listening it
 //     prints exactly one line "listening on PORT" to stdout and flushes, so a
 //     driver can read the port.
-//   * POST /v1/chat/completions -> 200, application/json,
-//     bench::kChatCompletionBody (request body consumed, not parsed).
+//   * POST /v1/chat/completions whose body contains the substring
+//     "stream":true (a plain substring check, no JSON parsing: the baseline
+//     must not pay for a parser the bodies do not need; it matches
+//     bench::kChatStreamRequestBody and not bench::kChatRequestBody) -> 200,
+//     text/event-stream, chunked; bench::SseChatEvent(0..199), all at once,
+//     one chunk per event, as fast as the socket takes them.
+//   * Any other POST /v1/chat/completions -> 200, application/json,
+//     bench::kChatCompletionBody.
 //   * GET /stream -> 200, text/event-stream, chunked; bench::SseEvent(0..19),
 //     event 0 at once, then one every 50 ms. Each open stream holds one pool
 //     thread (blocking sleep), which is how cpp-httplib streams.
@@ -37,6 +43,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "bench_bodies.h"
 
@@ -100,11 +107,32 @@ int main(int argc, char** argv) {
   server.set_tcp_nodelay(true);
   server.set_keep_alive_max_count(flags.keepalive_max);
 
+  // Built once, so a streaming answer costs only its writes.
+  static const std::vector<std::string> chat_events = [] {
+    std::vector<std::string> events;
+    for (int i = 0; i < bench::kSseChatEventCount; ++i)
+      events.push_back(bench::SseChatEvent(i));
+    return events;
+  }();
   server.Post(std::string(bench::kChatCompletionPath),
-              [](const httplib::Request&, httplib::Response& res) {
-                res.set_content(bench::kChatCompletionBody.data(),
-                                bench::kChatCompletionBody.size(),
-                                "application/json");
+              [](const httplib::Request& req, httplib::Response& res) {
+                if (req.body.find(R"("stream":true)") == std::string::npos) {
+                  res.set_content(bench::kChatCompletionBody.data(),
+                                  bench::kChatCompletionBody.size(),
+                                  "application/json");
+                  return;
+                }
+                res.set_header("Cache-Control", "no-cache");
+                res.set_chunked_content_provider(
+                    "text/event-stream",
+                    [](size_t /*offset*/, httplib::DataSink& sink) {
+                      for (const std::string& event : chat_events) {
+                        if (!sink.write(event.data(), event.size()))
+                          return false;
+                      }
+                      sink.done();
+                      return true;
+                    });
               });
 
   server.Get(std::string(bench::kStreamPath),

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""bench/report.py FIGURES: the table bench/run prints.
+
+FIGURES holds one key=value line per figure (medians of the rounds, RSS in
+kB, times in microseconds unless the key says ms). A case whose figures are
+missing (not run: --cases, --peers) gets no row. Each row: the case, what
+understudy did, what it was compared with, the ratio, the target from the
+performance contract, and ok or MISSED.
+"""
+import sys
+
+
+def main(path):
+    f = {}
+    with open(path) as lines:
+        for line in lines:
+            key, _, value = line.strip().partition("=")
+            if key and value:
+                f[key] = float(value)
+
+    def have(*keys):
+        return all(k in f for k in keys)
+
+    rows = []
+
+    def row(case, ours, base, ratio, target, ok):
+        rows.append((case, ours, base, ratio, target, "" if ok is None else ("ok" if ok else "MISSED")))
+
+    if have("grpc_rps", "echo_rps"):
+        r = f["grpc_rps"] / f["echo_rps"]
+        row("gRPC replay (unary)", f"{f['grpc_rps']:,.0f} req/s, p99 {f['grpc_p99'] / 1000:.1f} ms",
+            f"echo {f['echo_rps']:,.0f} req/s", f"{r:.2f}x", ">= 0.70x", r >= 0.7)
+    if have("rules_rps", "grpc_rps"):
+        r = f["rules_rps"] / f["grpc_rps"]
+        row("gRPC replay, 1,000 rules", f"{f['rules_rps']:,.0f} req/s", f"replay {f['grpc_rps']:,.0f} req/s",
+            f"{r:.2f}x", ">= 0.50x", r >= 0.5)
+    if have("stream_chunks", "echo_chunks"):
+        r = f["stream_chunks"] / f["echo_chunks"]
+        row("gRPC stream replay, 200 chunks",
+            f"{f['stream_chunks']:,.0f} chunks/s, first {f['stream_ttfc'] / 1000:.2f} ms",
+            f"echo {f['echo_chunks']:,.0f} chunks/s, first {f['echo_ttfc'] / 1000:.2f} ms", f"{r:.2f}x",
+            "(informational)", None)
+    if have("http_rps", "httplib_rps"):
+        r = f["http_rps"] / f["httplib_rps"]
+        row("HTTP replay /v1/chat/completions",
+            f"{f['http_rps']:,.0f} req/s, p50 {f['http_p50'] / 1000:.2f} p99 {f['http_p99'] / 1000:.2f} ms",
+            f"httplib {f['httplib_rps']:,.0f} req/s, p99 {f['httplib_p99'] / 1000:.2f} ms", f"{r:.2f}x",
+            ">= 0.70x, p99 <= 2 ms", r >= 0.7 and f["http_p99"] <= 2000)
+    for peer, name, target in (("aimock", "aimock", 2.5), ("wiremock", "WireMock", 2.0)):
+        if have("http_rps", f"{peer}_rps"):
+            r = f["http_rps"] / f[f"{peer}_rps"]
+            unserved = int(f.get(f"{peer}_unserved", 0))
+            note = f", {unserved} of 16 connections unserved" if unserved else ""
+            row(f"HTTP replay vs {name}", f"{f['http_rps']:,.0f} req/s",
+                f"{name} {f[peer + '_rps']:,.0f} req/s, p99 {f[peer + '_p99'] / 1000:.1f} ms{note}",
+                f"{r:.2f}x", f">= {target:.1f}x", r >= target)
+    if have("sse_chunks", "httplib_sse"):
+        r = f["sse_chunks"] / f["httplib_sse"]
+        row("SSE replay, 200 events", f"{f['sse_chunks']:,.0f} chunks/s, first {f['sse_ttfc'] / 1000:.2f} ms",
+            f"httplib {f['httplib_sse']:,.0f} chunks/s, first {f['httplib_sse_ttfc'] / 1000:.2f} ms",
+            f"{r:.2f}x", "(informational)", None)
+    for peer, name, target in (("aimock", "aimock", 2.5), ("wiremock", "WireMock", None)):
+        if have("sse_chunks", f"{peer}_sse"):
+            r = f["sse_chunks"] / f[f"{peer}_sse"]
+            row(f"SSE replay vs {name}", f"{f['sse_chunks']:,.0f} chunks/s",
+                f"{name} {f[peer + '_sse']:,.0f} chunks/s, first {f[peer + '_sse_ttfc'] / 1000:.2f} ms",
+                f"{r:.2f}x", f">= {target:.1f}x" if target else "(informational)",
+                r >= target if target else None)
+    if have("replay_rss_kb"):
+        peers = []
+        for peer, name in (("aimock", "aimock"), ("wiremock", "WireMock")):
+            if have(f"{peer}_rss_kb"):
+                peers.append(f"{name} {f[peer + '_rss_kb'] / 1024:,.0f} MB")
+        row("RSS after the cases", f"{f['replay_rss_kb'] / 1024:.1f} MB", ", ".join(peers), "", "<= 64 MB",
+            f["replay_rss_kb"] <= 64 * 1024)
+    if have("rss_small_kb", "rss_large_kb"):
+        g = (f["rss_large_kb"] - f["rss_small_kb"]) / f["rss_small_kb"]
+        row(f"RSS growth {int(f['rss_small']):,} -> {int(f['rss_large']):,} replays",
+            f"{f['rss_small_kb'] / 1024:.1f} -> {f['rss_large_kb'] / 1024:.1f} MB", "", f"{g * 100:+.1f}%",
+            "< 10%", g < 0.10)
+    if have("ingest_per_s", "raw_per_s"):
+        r = f["ingest_per_s"] / f["raw_per_s"]
+        row("RecordExchanges ingest", f"{f['ingest_per_s']:,.0f} exchanges/s",
+            f"raw SQLite {f['raw_per_s']:,.0f} rows/s", f"{r:.2f}x", ">= 0.50x", r >= 0.5)
+    if have("assert0", "assert1"):
+        a0, a1 = f["assert0"], f["assert1"]
+        row(f"Assert on a {int(f['big_events']):,}-event run", f"{a0:.1f} ms -> {a1:.1f} ms",
+            f"with 0 -> {int(f['other_events']):,} other events", f"{a1 / a0:.2f}x", "< 50 ms, within 20%",
+            max(a0, a1) < 50 and abs(a1 / a0 - 1) <= 0.2)
+        q0, q1 = f["query0"], f["query1"]
+        row("Query its tool_call events", f"{q0:.1f} ms -> {q1:.1f} ms", "", f"{q1 / q0:.2f}x" if q0 else "",
+            "(informational)", None)
+    if have("startup_ms"):
+        row(f"start-up to serving ({int(f['store_mb']):,} MB store)", f"{f['startup_ms']:.0f} ms", "", "",
+            "< 200 ms", f["startup_ms"] < 200)
+
+    head = ("case", "understudy", "baseline", "ratio", "target", "")
+    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(6)]
+    for r in [head] + rows:
+        print("  ".join(str(c).ljust(widths[i]) for i, c in enumerate(r)).rstrip())
+    if f.get("smoke"):
+        print("smoke mode: every case ran and answered correctly; the figures are not measurements")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
