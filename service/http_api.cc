@@ -1,5 +1,6 @@
 #include "service/http_api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -157,9 +158,17 @@ void RenderRecorded(Api api, const v1::Exchange& ex, bool stream, bool include_u
   // this form (streamed or not).
   if (same_api && stream && native.chunks_size() > 0) {
     out.StartStream(native.status() == 0 ? 200 : native.status(), std::move(headers));
-    size_t sent = 0;
-    for (const v1::NativeChunk& chunk : native.chunks()) {
-      if (sent++ >= limit) break;
+    const size_t n = std::min(limit, static_cast<size_t>(native.chunks_size()));
+    if (speed <= 0) {
+      // Unpaced: every event at once, still one HTTP chunk each.
+      std::vector<std::string> pieces;
+      pieces.reserve(n);
+      for (size_t i = 0; i < n; ++i) pieces.push_back(native.chunks(static_cast<int>(i)).data());
+      out.WriteAll(std::move(pieces));
+      return finish();
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const v1::NativeChunk& chunk = native.chunks(static_cast<int>(i));
       out.Write(chunk.data(), NotBefore(start, chunk.offset_micros(), speed));
     }
     return finish();
@@ -198,6 +207,11 @@ void RenderRecorded(Api api, const v1::Exchange& ex, bool stream, bool include_u
   // Rendered events follow the chunks one to one only for OpenAI; pace by
   // chunk where that holds, else send as they are.
   const bool one_to_one = api == Api::kOpenAI;
+  if (speed <= 0) {
+    if (events.size() > limit) events.resize(limit);
+    out.WriteAll(std::move(events));
+    return finish();
+  }
   for (size_t i = 0; i < events.size() && i < limit; ++i) {
     absl::Time when = absl::InfinitePast();
     if (one_to_one && i < static_cast<size_t>(chunks.size())) {

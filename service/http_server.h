@@ -65,6 +65,9 @@ class HttpResponder {
   // queue is unbounded, so producers that can outrun the client pace
   // themselves.
   virtual void Write(std::string data, absl::Time not_before = absl::InfinitePast()) = 0;
+  // Queues each of `pieces` as Write(piece) would, at once and in order:
+  // one piece (one chunk) each, handed to the connection in one go.
+  virtual void WriteAll(std::vector<std::string> pieces) = 0;
   // Ends the stream once everything queued is sent.
   virtual void End() = 0;
   // Closes the connection, without ending the stream, once what was queued

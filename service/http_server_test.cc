@@ -580,6 +580,40 @@ TEST(HttpServerTest, StreamedWritesArriveAsChunksInOrderAndNotBeforeTheirTimes) 
   EXPECT_TRUE(client.ReadResponse().has_value());
 }
 
+TEST(HttpServerTest, WriteAllSendsEachPieceAsItsOwnChunkInOrder) {
+  std::unique_ptr<HttpServer> server =
+      StartServer({}, [&](HttpRequest, std::shared_ptr<HttpResponder> out) {
+        out->StartStream(200, {{"content-type", "text/event-stream"}});
+        out->Write("data: first\n\n");
+        std::vector<std::string> pieces;
+        for (int i = 0; i < 150; ++i) pieces.push_back(absl::StrCat("data: ", i, "\n\n"));
+        pieces.push_back("");  // empty pieces are skipped, as by Write
+        out->WriteAll(std::move(pieces));
+        out->Write("data: last\n\n");
+        out->End();
+      });
+  ASSERT_NE(server, nullptr);
+  TestClient client(server->port());
+  for (int request = 0; request < 2; ++request) {
+    client.Send(Get("/stream"));
+    std::optional<Head> head = client.ReadHead();
+    ASSERT_TRUE(head.has_value());
+    EXPECT_EQ(head->Header("transfer-encoding"), "chunked");
+    std::vector<std::string> chunks;
+    while (true) {
+      std::optional<std::string> chunk = client.ReadChunk();
+      ASSERT_TRUE(chunk.has_value());
+      if (chunk->empty()) break;
+      chunks.push_back(*chunk);
+    }
+    // More pieces than one gathered write takes: the rest follow in order.
+    ASSERT_EQ(chunks.size(), 152u);
+    EXPECT_EQ(chunks.front(), "data: first\n\n");
+    for (int i = 0; i < 150; ++i) EXPECT_EQ(chunks[static_cast<size_t>(i) + 1], absl::StrCat("data: ", i, "\n\n"));
+    EXPECT_EQ(chunks.back(), "data: last\n\n");
+  }
+}
+
 TEST(HttpServerTest, AbortClosesTheConnectionWithoutTheLastChunk) {
   ResponderQueue queue;
   std::unique_ptr<HttpServer> server = StartServer({}, queue.Handler());
