@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/node_hash_set.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
@@ -242,21 +243,27 @@ grpc::Status TracesService::Assert(grpc::ServerContext*, const v1::AssertRequest
   // one was most of the time on large runs (bench/run, perf).
   const trace::ReadPlan plan = trace::ReadPlan::For(request->assertions());
   google::protobuf::Arena arena;
-  std::vector<const v1::TraceEvent*> events;
+  std::vector<trace::EventRef> events;
+  // The kinds and agents of events read only in part: few distinct names,
+  // kept once each (node-based, so the views stay put).
+  absl::node_hash_set<std::string> names;
+  auto intern = [&names](absl::string_view name) -> absl::string_view {
+    return *names.emplace(name).first;
+  };
   absl::Status corrupt;
   auto take = [&](const store::StoredEvent& row) {
     if (!plan.Reads(row.kind)) return true;
-    auto* e = google::protobuf::Arena::CreateMessage<v1::TraceEvent>(&arena);
     if (!row.agent.empty() && !plan.ReadsBody(row.kind)) {
-      e->set_seq(row.seq);
-      e->set_kind(std::string(row.kind));
-      e->set_agent(std::string(row.agent));
-    } else if (!e->ParseFromArray(row.body.data(), static_cast<int>(row.body.size()))) {
+      events.push_back({row.seq, intern(row.kind), intern(row.agent), nullptr});
+      return true;
+    }
+    auto* e = google::protobuf::Arena::CreateMessage<v1::TraceEvent>(&arena);
+    if (!e->ParseFromArray(row.body.data(), static_cast<int>(row.body.size()))) {
       corrupt = absl::DataLossError(absl::StrCat("run \"", request->run(), "\": stored event seq ",
                                                  row.seq, " does not parse"));
       return false;
     }
-    events.push_back(e);
+    events.push_back({e->seq(), e->kind(), e->agent(), e});
     return true;
   };
   std::vector<store::Store::EventScan> scans;
@@ -280,7 +287,7 @@ grpc::Status TracesService::Assert(grpc::ServerContext*, const v1::AssertRequest
   absl::Status read = store_->ScanEvents(scans, take, scan_end);
   if (!read.ok()) return ToGrpcStatus(read);
   if (!corrupt.ok()) return ToGrpcStatus(corrupt);
-  auto by_seq = [](const v1::TraceEvent* a, const v1::TraceEvent* b) { return a->seq() < b->seq(); };
+  auto by_seq = [](const trace::EventRef& a, const trace::EventRef& b) { return a.seq < b.seq; };
   for (size_t i = 1; i < range_ends.size(); ++i) {
     std::inplace_merge(events.begin(), events.begin() + static_cast<ptrdiff_t>(range_ends[i - 1]),
                        events.begin() + static_cast<ptrdiff_t>(range_ends[i]), by_seq);
@@ -291,7 +298,7 @@ grpc::Status TracesService::Assert(grpc::ServerContext*, const v1::AssertRequest
     if (stored.ok()) summary = *std::move(stored);
   }
   trace::TraceView view;
-  view.event_ptrs = &events;
+  view.refs = &events;
   view.summary = summary.has_value() ? &*summary : nullptr;
   std::vector<v1::Assertion> assertions(request->assertions().begin(),
                                         request->assertions().end());

@@ -20,7 +20,7 @@ namespace understudy {
 namespace trace {
 namespace {
 
-using Events = std::vector<const v1::TraceEvent*>;
+using Events = std::vector<EventRef>;
 
 std::string Field(absl::string_view where, absl::string_view field) {
   return where.empty() ? std::string(field) : absl::StrCat(where, ".", field);
@@ -32,13 +32,21 @@ const std::string& Attr(const v1::TraceEvent& e, const std::string& name) {
   return it == e.attributes().end() ? *kEmpty : it->second;
 }
 
+// The whole event behind `e`. ReadPlan makes sure a check only asks for
+// the events it reads whole; an empty event stands in should one not be.
+const v1::TraceEvent& Full(const EventRef& e) {
+  static const v1::TraceEvent* const kEmpty = new v1::TraceEvent();
+  return e.event != nullptr ? *e.event : *kEmpty;
+}
+
 // The agent an event belongs to: its own field, else gen_ai.agent.name.
-const std::string& AgentOf(const v1::TraceEvent& e) {
-  return e.agent().empty() ? Attr(e, "gen_ai.agent.name") : e.agent();
+absl::string_view AgentOf(const EventRef& e) {
+  if (!e.agent.empty() || e.event == nullptr) return e.agent;
+  return Attr(*e.event, "gen_ai.agent.name");
 }
 
 // How an item shows in a list: agents and phases bare, "(none)" for "".
-std::string Bare(const std::string& s) { return s.empty() ? "(none)" : Shorten(s, 80); }
+std::string Bare(absl::string_view s) { return s.empty() ? "(none)" : Shorten(s, 80); }
 
 // "[a, b]"; long lists keep their first kMaxListed items, so that the
 // explanation of a long run stays readable (the divergence is named apart).
@@ -215,16 +223,16 @@ v1::AssertionResult AgentSequence(const v1::AgentSequenceAssertion& a, const Eve
                           a.collapse_repeats() ? ", repeats collapsed" : "", ")");
   in.match = a.match();
   std::vector<std::string> expected(a.agents().begin(), a.agents().end());
-  std::vector<std::string> actual;
-  for (const v1::TraceEvent* e : events) {
-    if (e->kind() != "exchange") continue;
-    const std::string& agent = AgentOf(*e);
+  std::vector<absl::string_view> actual;
+  for (const EventRef& e : events) {
+    if (e.kind != "exchange") continue;
+    const absl::string_view agent = AgentOf(e);
     if (a.collapse_repeats() && !actual.empty() && actual.back() == agent) continue;
     actual.push_back(agent);
-    in.seqs.push_back(e->seq());
+    in.seqs.push_back(e.seq);
   }
   for (const std::string& s : expected) in.expected.push_back(Bare(s));
-  for (const std::string& s : actual) in.actual.push_back(Bare(s));
+  for (absl::string_view s : actual) in.actual.push_back(Bare(s));
   in.matches = [&](size_t e, size_t x) { return expected[e] == actual[x]; };
   return CompareSequences(in);
 }
@@ -235,10 +243,10 @@ v1::AssertionResult PhaseTransitions(const v1::PhaseTransitionsAssertion& a, con
   in.match = a.match();
   std::vector<std::string> expected(a.phases().begin(), a.phases().end());
   std::vector<std::string> actual;
-  for (const v1::TraceEvent* e : events) {
-    if (e->kind() != "phase_transition") continue;
-    actual.push_back(Attr(*e, "understudy.phase.to"));
-    in.seqs.push_back(e->seq());
+  for (const EventRef& e : events) {
+    if (e.kind != "phase_transition") continue;
+    actual.push_back(Attr(Full(e), "understudy.phase.to"));
+    in.seqs.push_back(e.seq);
   }
   for (const std::string& s : expected) in.expected.push_back(Bare(s));
   for (const std::string& s : actual) in.actual.push_back(Bare(s));
@@ -291,16 +299,16 @@ absl::StatusOr<v1::AssertionResult> ToolCalls(const v1::ToolCallsAssertion& a, c
   in.match = a.match();
   in.quote = false;
   std::vector<Call> actual;
-  for (const v1::TraceEvent* e : events) {
-    if (e->kind() != "tool_call") continue;
-    if (!a.agent().empty() && AgentOf(*e) != a.agent()) continue;
-    Call call{Attr(*e, "gen_ai.tool.name"), Attr(*e, "gen_ai.tool.call.arguments"),
+  for (const EventRef& e : events) {
+    if (e.kind != "tool_call") continue;
+    if (!a.agent().empty() && AgentOf(e) != a.agent()) continue;
+    Call call{Attr(Full(e), "gen_ai.tool.name"), Attr(Full(e), "gen_ai.tool.call.arguments"),
               nlohmann::json()};
     call.arguments = call.arguments_text.empty()
                          ? nlohmann::json::object()
                          : nlohmann::json::parse(call.arguments_text, nullptr, false);
     actual.push_back(std::move(call));
-    in.seqs.push_back(e->seq());
+    in.seqs.push_back(e.seq);
   }
   for (const Call& c : expected)
     in.expected.push_back(RenderCall(c.name, c.arguments_text, c.arguments));
@@ -361,12 +369,12 @@ absl::StatusOr<v1::AssertionResult> FeedbackPropagated(const v1::FeedbackPropaga
       absl::StrCat(keyword, " in an answer of ", from, ", then in a later request of ", to));
   std::vector<int64_t> had, lacked;
   std::vector<std::string> agents;  // with exchanges, in order of appearance
-  for (const v1::TraceEvent* e : events) {
-    if (e->kind() != "exchange") continue;
-    const std::string& agent = AgentOf(*e);
-    if (std::find(agents.begin(), agents.end(), agent) == agents.end()) agents.push_back(agent);
+  for (const EventRef& e : events) {
+    if (e.kind != "exchange") continue;
+    const absl::string_view agent = AgentOf(e);
+    if (std::find(agents.begin(), agents.end(), agent) == agents.end()) agents.emplace_back(agent);
     if (agent != a.from()) continue;
-    (ResponseHas(*e, a.keyword()) ? had : lacked).push_back(e->seq());
+    (ResponseHas(Full(e), a.keyword()) ? had : lacked).push_back(e.seq);
   }
   const std::string head =
       absl::StrCat("feedback_propagated: expected ", keyword, " to go from ", from, " to ", to);
@@ -393,19 +401,19 @@ absl::StatusOr<v1::AssertionResult> FeedbackPropagated(const v1::FeedbackPropaga
   // The earliest answer with the keyword leaves the most later requests.
   const int64_t said = had.front();
   std::vector<int64_t> checked;
-  for (const v1::TraceEvent* e : events) {
-    if (e->kind() != "exchange" || e->seq() <= said || AgentOf(*e) != a.to()) continue;
-    if (RequestHas(*e, a.keyword())) {
+  for (const EventRef& e : events) {
+    if (e.kind != "exchange" || e.seq <= said || AgentOf(e) != a.to()) continue;
+    if (RequestHas(Full(e), a.keyword())) {
       r.set_passed(true);
       r.add_event_seqs(said);
-      r.add_event_seqs(e->seq());
-      r.set_actual(absl::StrCat("answer #", said, ", later request #", e->seq()));
+      r.add_event_seqs(e.seq);
+      r.set_actual(absl::StrCat("answer #", said, ", later request #", e.seq));
       r.set_explanation(absl::StrCat("feedback_propagated: ", from, "'s answer in exchange #", said,
                                      " has ", keyword, " and ", to,
-                                     "'s later request in exchange #", e->seq(), " carries it"));
+                                     "'s later request in exchange #", e.seq, " carries it"));
       return r;
     }
-    checked.push_back(e->seq());
+    checked.push_back(e.seq);
   }
   r.set_passed(false);
   r.mutable_event_seqs()->Add(had.begin(), had.end());
@@ -443,9 +451,18 @@ absl::StatusOr<v1::AssertionResult> CountCheck(const v1::CountAssertion& a, cons
                                                    static_cast<int>(a.comparison())));
   }
   US_ASSIGN_OR_RETURN(EventFilter filter, EventFilter::Create(a.filter(), Field(where, "filter")));
+  // Only kinds and the seq range are read from events that are not whole
+  // (ReadPlan reads every event a richer filter looks at whole).
+  const v1::EventFilter& f = a.filter();
+  auto header_matches = [&f](const EventRef& e) {
+    if (!f.kinds().empty() && std::find(f.kinds().begin(), f.kinds().end(), e.kind) == f.kinds().end()) {
+      return false;
+    }
+    return (f.min_seq() == 0 || e.seq >= f.min_seq()) && (f.max_seq() == 0 || e.seq <= f.max_seq());
+  };
   std::vector<int64_t> seqs;
-  for (const v1::TraceEvent* e : events) {
-    if (filter.Matches(*e)) seqs.push_back(e->seq());
+  for (const EventRef& e : events) {
+    if (e.event != nullptr ? filter.Matches(*e.event) : header_matches(e)) seqs.push_back(e.seq);
   }
   const int64_t n = static_cast<int64_t>(seqs.size());
   v1::AssertionResult r;
@@ -472,12 +489,12 @@ v1::AssertionResult NoMisses(const Events& events) {
   r.set_divergence_index(-1);
   r.set_expected("0 misses");
   std::vector<std::string> misses;
-  for (const v1::TraceEvent* e : events) {
-    if (e->kind() != "miss") continue;
-    r.add_event_seqs(e->seq());
-    std::string line = absl::StrCat("event #", e->seq());
-    if (!AgentOf(*e).empty()) absl::StrAppend(&line, " (agent ", AgentOf(*e), ")");
-    const std::string& report = Attr(*e, "understudy.miss.report");
+  for (const EventRef& e : events) {
+    if (e.kind != "miss") continue;
+    r.add_event_seqs(e.seq);
+    std::string line = absl::StrCat("event #", e.seq);
+    if (!AgentOf(e).empty()) absl::StrAppend(&line, " (agent ", AgentOf(e), ")");
+    const std::string& report = Attr(Full(e), "understudy.miss.report");
     if (!report.empty()) absl::StrAppend(&line, ": ", Shorten(report, 600));
     misses.push_back(std::move(line));
   }
@@ -606,7 +623,7 @@ absl::StatusOr<std::vector<v1::AssertionResult>> EvaluateExpanded(const v1::Asse
 template <typename Assertions>
 absl::StatusOr<v1::AssertResponse> EvaluateEach(const Assertions& assertions,
                                                 const TraceView& view) {
-  const Events events = OrderedEvents(view);
+  const Events events = OrderedRefs(view);
   v1::AssertResponse out;
   out.set_passed(true);
   std::vector<std::string> lines;
@@ -688,19 +705,25 @@ bool ReadPlan::ReadsBody(absl::string_view kind) const {
   return all_bodies_ || std::find(body_kinds_.begin(), body_kinds_.end(), kind) != body_kinds_.end();
 }
 
+std::vector<EventRef> OrderedRefs(const TraceView& view) {
+  std::vector<EventRef> refs;
+  if (view.refs != nullptr) {
+    refs = *view.refs;
+  } else if (view.events != nullptr) {
+    refs.reserve(view.events->size());
+    for (const v1::TraceEvent& e : *view.events) refs.push_back({e.seq(), e.kind(), e.agent(), &e});
+  }
+  auto by_seq = [](const EventRef& a, const EventRef& b) { return a.seq < b.seq; };
+  if (!std::is_sorted(refs.begin(), refs.end(), by_seq)) {
+    std::stable_sort(refs.begin(), refs.end(), by_seq);
+  }
+  return refs;
+}
+
 std::vector<const v1::TraceEvent*> OrderedEvents(const TraceView& view) {
   std::vector<const v1::TraceEvent*> events;
-  if (view.event_ptrs != nullptr) {
-    events = *view.event_ptrs;
-  } else if (view.events != nullptr) {
-    events.reserve(view.events->size());
-    for (const v1::TraceEvent& e : *view.events) events.push_back(&e);
-  }
-  auto by_seq = [](const v1::TraceEvent* a, const v1::TraceEvent* b) {
-    return a->seq() < b->seq();
-  };
-  if (!std::is_sorted(events.begin(), events.end(), by_seq)) {
-    std::stable_sort(events.begin(), events.end(), by_seq);
+  for (const EventRef& e : OrderedRefs(view)) {
+    if (e.event != nullptr) events.push_back(e.event);
   }
   return events;
 }
@@ -708,7 +731,7 @@ std::vector<const v1::TraceEvent*> OrderedEvents(const TraceView& view) {
 absl::StatusOr<v1::AssertionResult> Evaluate(const v1::Assertion& assertion,
                                              const TraceView& view) {
   US_ASSIGN_OR_RETURN(std::vector<v1::AssertionResult> results,
-                      EvaluateExpanded(assertion, OrderedEvents(view), view, ""));
+                      EvaluateExpanded(assertion, OrderedRefs(view), view, ""));
   if (results.size() == 1) return std::move(results[0]);
   // A spec of several items (or none): one combined verdict.
   v1::AssertionResult combined;

@@ -39,6 +39,7 @@
 #ifndef UNDERSTUDY_TRACE_ASSERTIONS_H_
 #define UNDERSTUDY_TRACE_ASSERTIONS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,18 @@
 namespace understudy {
 namespace trace {
 
-// A run's trace as the checks see it. Borrowed: both pointees must stay
+// One event of a run as a reader of a large stored trace may hand it to
+// the checks: its seq, kind and agent field, and the whole event only where
+// a check reads more (see ReadPlan). Borrowed views.
+struct EventRef {
+  int64_t seq = 0;
+  absl::string_view kind;
+  absl::string_view agent;  // the event's agent field
+  // The whole event, or null when only the fields above were read.
+  const v1::TraceEvent* event = nullptr;
+};
+
+// A run's trace as the checks see it. Borrowed: the pointees must stay
 // alive and unchanged for the duration of the call they are passed to.
 struct TraceView {
   // The run's events, in seq order (they are ordered by seq if not).
@@ -58,9 +70,10 @@ struct TraceView {
   const std::vector<v1::TraceEvent>* events = nullptr;
   // The run's summary; null while the run is active.
   const v1::RunSummary* summary = nullptr;
-  // Instead of `events`: pointers to the events (say, parsed into an arena);
-  // used when set.
-  const std::vector<const v1::TraceEvent*>* event_ptrs = nullptr;
+  // Instead of `events`, used when set: the events as references, whole or
+  // not as ReadPlan allows for the assertions evaluated (in seq order; they
+  // are ordered if not).
+  const std::vector<EventRef>* refs = nullptr;
 };
 
 // Evaluates one assertion against `view`.
@@ -133,10 +146,14 @@ class ReadPlan {
   std::vector<std::string> body_kinds_;  // read whole
 };
 
-// The view's events ordered by seq (stable), as pointers into *view.events
-// (or view.event_ptrs' pointees); valid as long as the view's events are.
-// Empty when both are null.
+// The view's whole events ordered by seq (stable), as pointers into
+// *view.events (or the events view.refs point to; references without a
+// whole event are left out); valid as long as the view's events are. Empty
+// when both are null.
 std::vector<const v1::TraceEvent*> OrderedEvents(const TraceView& view);
+
+// The view's events ordered by seq (stable), as references.
+std::vector<EventRef> OrderedRefs(const TraceView& view);
 
 }  // namespace trace
 }  // namespace understudy
