@@ -43,8 +43,11 @@ struct StoreOptions {
   // At least 1.
   int reader_connections = 4;
   // Trace events held in memory waiting for the writer; AppendEvents blocks
-  // (back-pressure, never loss) while the queue is this full.
-  size_t max_pending_events = 1 << 20;
+  // (back-pressure, never loss) while the queue is this full. Two writer
+  // batches: enough to keep the writer busy, and a bound on memory when it
+  // falls behind (a replay event holds its request and answer: at 1M
+  // events, a loaded machine's server grew past 600 MB).
+  size_t max_pending_events = 8192;
   // Not owned; must outlive the Store.
   Clock* clock = Clock::Real();
 };
