@@ -10,9 +10,12 @@
 //       passes: a fast error is not a result.
 //
 //   trace_bench ingest --target HOST:PORT --session NAME --count N [--batch 1000]
+//                      [--streams 1]
 //       Streams N exchanges (bench_data's request and answer) through
-//       Recorder.RecordExchanges, --batch per call (each call commits), and
-//       prints "RESULT label=ingest exchanges=N seconds=.. per_s=..".
+//       Recorder.RecordExchanges, --batch per call (each call commits), from
+//       --streams clients at once (each into its own session NAME-k when
+//       more than one), and prints "RESULT label=ingest streams=S
+//       exchanges=N seconds=.. per_s=..".
 //
 //   trace_bench raw --db PATH --count N [--batch 1000]
 //       The baseline: the same exchange rows inserted straight into SQLite
@@ -29,6 +32,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -64,6 +68,7 @@ struct Flags {
   int queries = -1;  // -1: as many as repeat
   int64_t count = 0;
   int batch = 1000;
+  int streams = 1;
 };
 
 int Assert(const Flags& f) {
@@ -127,34 +132,58 @@ v1::Exchange BenchExchange(int64_t i) {
   return e;
 }
 
-int Ingest(const Flags& f) {
-  auto channel = grpc::CreateChannel(f.target, grpc::InsecureChannelCredentials());
-  auto recorder = v1::Recorder::NewStub(channel);
-  const auto t0 = Clock::now();
-  int64_t committed = 0;
-  for (int64_t start = 0; start < f.count; start += f.batch) {
-    const int64_t end = std::min<int64_t>(f.count, start + f.batch);
+// One client stream of Ingest: exchanges [first, end) into `session`,
+// f.batch per call; adds what was committed to *committed. Returns "" or
+// what failed.
+std::string IngestRange(const Flags& f, v1::Recorder::Stub* recorder, const std::string& session,
+                        int64_t first, int64_t end, int64_t* committed) {
+  for (int64_t start = first; start < end; start += f.batch) {
+    const int64_t stop = std::min<int64_t>(end, start + f.batch);
     auto context = Context();
     v1::RecordExchangesResponse response;
     auto stream = recorder->RecordExchanges(context.get(), &response);
-    for (int64_t i = start; i < end; ++i) {
+    for (int64_t i = start; i < stop; ++i) {
       v1::RecordExchangesRequest message;
-      if (i == start) message.set_session(f.session);
+      if (i == start) message.set_session(session);
       *message.mutable_exchange() = BenchExchange(i);
-      if (i == end - 1) message.set_commit(true);
+      if (i == stop - 1) message.set_commit(true);
       if (!stream->Write(message)) break;
     }
     stream->WritesDone();
     grpc::Status status = stream->Finish();
-    if (!status.ok()) return Fail(absl::StrCat("RecordExchanges: ", status.error_message()));
-    committed += response.committed();
+    if (!status.ok()) return absl::StrCat("RecordExchanges: ", status.error_message());
+    *committed += response.committed();
   }
+  return "";
+}
+
+int Ingest(const Flags& f) {
+  auto channel = grpc::CreateChannel(f.target, grpc::InsecureChannelCredentials());
+  auto recorder = v1::Recorder::NewStub(channel);
+  const auto t0 = Clock::now();
+  // --streams clients at once, each into a session of its own (as several
+  // test processes recording at the same time), over one channel.
+  std::vector<int64_t> committed(static_cast<size_t>(f.streams), 0);
+  std::vector<std::string> failures(static_cast<size_t>(f.streams));
+  std::vector<std::thread> threads;
+  for (int k = 0; k < f.streams; ++k) {
+    const int64_t first = f.count * k / f.streams, end = f.count * (k + 1) / f.streams;
+    const std::string session = f.streams == 1 ? f.session : absl::StrCat(f.session, "-", k);
+    threads.emplace_back([&, k, first, end, session] {
+      failures[static_cast<size_t>(k)] =
+          IngestRange(f, recorder.get(), session, first, end, &committed[static_cast<size_t>(k)]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
   const double seconds = Ms(Clock::now() - t0) / 1000;
-  if (committed != f.count) {
-    return Fail(absl::StrCat("committed ", committed, " of ", f.count));
+  int64_t total = 0;
+  for (int k = 0; k < f.streams; ++k) {
+    if (!failures[static_cast<size_t>(k)].empty()) return Fail(failures[static_cast<size_t>(k)]);
+    total += committed[static_cast<size_t>(k)];
   }
-  std::printf("RESULT label=ingest exchanges=%lld seconds=%.3f per_s=%.0f\n",
-              static_cast<long long>(committed), seconds, committed / seconds);
+  if (total != f.count) return Fail(absl::StrCat("committed ", total, " of ", f.count));
+  std::printf("RESULT label=ingest streams=%d exchanges=%lld seconds=%.3f per_s=%.0f\n", f.streams,
+              static_cast<long long>(total), seconds, total / seconds);
   return 0;
 }
 
@@ -210,7 +239,8 @@ int Usage(const std::string& why) {
   std::fprintf(stderr,
                "trace_bench: %s\n"
                "usage: trace_bench assert --target HOST:PORT --run ID [--repeat N] [--queries N]\n"
-               "       trace_bench ingest --target HOST:PORT --session NAME --count N [--batch N]\n"
+               "       trace_bench ingest --target HOST:PORT --session NAME --count N [--batch N] "
+               "[--streams N]\n"
                "       trace_bench raw --db PATH --count N [--batch N]\n",
                why.c_str());
   return 2;
@@ -244,6 +274,8 @@ int main(int argc, char** argv) {
       ok = absl::SimpleAtoi(v, &f.queries) && f.queries >= 0;
     } else if (flag == "--count") {
       ok = absl::SimpleAtoi(v, &f.count) && f.count >= 1;
+    } else if (flag == "--streams") {
+      ok = absl::SimpleAtoi(v, &f.streams) && f.streams >= 1 && f.streams <= 64;
     } else if (flag == "--batch") {
       ok = absl::SimpleAtoi(v, &f.batch) && f.batch >= 1 && f.batch <= 100000;
     } else {
