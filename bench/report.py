@@ -75,9 +75,11 @@ def main(path):
             f["replay_rss_kb"] <= 64 * 1024)
     if have("rss_small_kb", "rss_large_kb"):
         g = (f["rss_large_kb"] - f["rss_small_kb"]) / f["rss_small_kb"]
-        row(f"RSS growth {int(f['rss_small']):,} -> {int(f['rss_large']):,} replays",
-            f"{f['rss_small_kb'] / 1024:.1f} -> {f['rss_large_kb'] / 1024:.1f} MB", "", f"{g * 100:+.1f}%",
-            "< 10%", g < 0.10)
+        mid = f" -> {f['rss_mid_kb'] / 1024:.1f}" if have("rss_mid_kb") else ""
+        steps = f" -> {int(f['rss_mid']):,}" if have("rss_mid") else ""
+        row(f"RSS growth {int(f['rss_small']):,}{steps} -> {int(f['rss_large']):,} replays",
+            f"{f['rss_small_kb'] / 1024:.1f}{mid} -> {f['rss_large_kb'] / 1024:.1f} MB", "",
+            f"{g * 100:+.1f}%", "< 10%", g < 0.10)
     if have("ingest_per_s", "raw_per_s"):
         r = f["ingest_per_s"] / f["raw_per_s"]
         row("RecordExchanges ingest, 4 clients", f"{f['ingest_per_s']:,.0f} exchanges/s",
