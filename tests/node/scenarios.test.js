@@ -328,11 +328,14 @@ test('hang: the SDK\'s timeout fires, and the server keeps answering others mean
   assert.equal(after.choices[0].message.content, DEFAULT_ANSWER);
 
   const ex = exchanges(await stopAndTrace(server));
-  assert.deepEqual(ex.map((e) => [attr(e, 'understudy.rule.name'), attr(e, 'understudy.action'), attr(e, 'understudy.answer.source')]), [
-    ['stall', 'hang', 'rule'],
-    [undefined, 'respond', 'default'],
-    [undefined, 'respond', 'default'],
-  ]);
+  const rows = ex.map((e) => [attr(e, 'understudy.rule.name'), attr(e, 'understudy.action'), attr(e, 'understudy.answer.source')]);
+  assert.equal(rows.length, 3);
+  // The held call and the one answered meanwhile were sent together: they
+  // reach the server in either order (a loaded machine shows both).
+  const key = (r) => JSON.stringify(r);
+  assert.deepEqual(rows.slice(0, 2).map(key).sort(),
+    [['stall', 'hang', 'rule'], [undefined, 'respond', 'default']].map(key).sort());
+  assert.deepEqual(rows[2], [undefined, 'respond', 'default'], 'the call after the hang comes last');
 });
 
 test('disconnect after 3 chunks: the stream yields exactly the first 3 pieces, then throws', { timeout: 30000 }, async (t) => {
