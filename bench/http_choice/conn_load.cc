@@ -213,6 +213,18 @@ struct Flags {
   std::exit(1);
 }
 
+// The whole of `v` as a number, or a usage error naming the flag.
+template <typename T>
+T Number(const char* argv0, const char* flag, const char* v) {
+  T out{};
+  const char* end = v + std::strlen(v);
+  const auto [ptr, ec] = std::from_chars(v, end, out);
+  if (ec != std::errc() || ptr != end || v == end) {
+    Usage(argv0, std::string(flag) + ": not a number: \"" + v + "\"");
+  }
+  return out;
+}
+
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
   for (int i = 1; i < argc; ++i) {
@@ -225,19 +237,19 @@ Flags ParseFlags(int argc, char** argv) {
     if (const char* v = value("--host")) {
       f.host = v;
     } else if (const char* v = value("--port")) {
-      f.port = std::atoi(v);
+      f.port = Number<int>(argv[0], "--port", v);
     } else if (const char* v = value("--conns")) {
-      f.conns = std::atoi(v);
+      f.conns = Number<int>(argv[0], "--conns", v);
     } else if (const char* v = value("--streams")) {
-      f.streams = std::atoi(v);
+      f.streams = Number<int>(argv[0], "--streams", v);
     } else if (const char* v = value("--duration")) {
-      f.duration_s = std::atof(v);
+      f.duration_s = Number<double>(argv[0], "--duration", v);
     } else if (const char* v = value("--warmup")) {
-      f.warmup_s = std::atof(v);
+      f.warmup_s = Number<double>(argv[0], "--warmup", v);
     } else if (const char* v = value("--rate")) {
-      f.rate = std::atof(v);
+      f.rate = Number<double>(argv[0], "--rate", v);
     } else if (const char* v = value("--max-requests")) {
-      f.max_requests = std::strtoull(v, nullptr, 10);
+      f.max_requests = Number<uint64_t>(argv[0], "--max-requests", v);
     } else if (const char* v = value("--path")) {
       f.path = v;
     } else if (const char* v = value("--body-file")) {
@@ -262,7 +274,7 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--sse") == 0) {
       f.sse = true;
     } else if (const char* v = value("--expect-events")) {
-      f.expect_events = std::atoi(v);
+      f.expect_events = Number<int>(argv[0], "--expect-events", v);
     } else {
       Usage(argv[0], std::string("unknown flag ") + argv[i]);
     }
