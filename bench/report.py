@@ -42,9 +42,11 @@ def main(path):
             "(informational)", None)
     if have("http_rps", "httplib_rps"):
         r = f["http_rps"] / f["httplib_rps"]
+        unserved = int(f.get("httplib_unserved", 0))
+        note = f", {unserved} of 16 connections unserved" if unserved else ""
         row("HTTP replay /v1/chat/completions",
             f"{f['http_rps']:,.0f} req/s, p50 {f['http_p50'] / 1000:.2f} p99 {f['http_p99'] / 1000:.2f} ms",
-            f"httplib {f['httplib_rps']:,.0f} req/s, p99 {f['httplib_p99'] / 1000:.2f} ms", f"{r:.2f}x",
+            f"httplib {f['httplib_rps']:,.0f} req/s, p99 {f['httplib_p99'] / 1000:.2f} ms{note}", f"{r:.2f}x",
             ">= 0.70x, p99 <= 2 ms", r >= 0.7 and f["http_p99"] <= 2000)
     for peer, name, target in (("aimock", "aimock", 2.5), ("wiremock", "WireMock", 2.0)):
         if have("http_rps", f"{peer}_rps"):
