@@ -23,6 +23,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "store/schema.h"
 #include "store/sqlite.h"
 #include "store/test_util.h"
 #include "understudy/v1/understudy.pb.h"
@@ -726,6 +727,43 @@ TEST_F(StoreTraceTest, EventsWithoutRunOrSeqAreRejectedAtFlush) {
   EXPECT_THAT(store_->Flush(), StatusIs(absl::StatusCode::kInvalidArgument));
   store_->AppendEvents({MakeEvent("run-9", 0, "custom", "")});
   EXPECT_THAT(store_->Flush(), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(StoreMigrationTest, AVersion1TraceIsReadableThroughTheVersion2KindIndex) {
+  ScopedTempDir dir;
+  StoreOptions options;
+  options.path = dir.File("understudy.db");
+  {
+    // A store as version 1 left it, with one event.
+    auto db = sql::Database::Open(options.path, sql::DatabaseOptions());
+    ASSERT_THAT(db, IsOk());
+    ASSERT_THAT(Migrate(**db, {Migrations()[0]}), IsOk());
+    auto insert = (*db)->Prepare("INSERT INTO events (run, seq, kind, agent, body) VALUES "
+                                 "('run-1', 1, 'exchange', 'planner', ?)");
+    ASSERT_THAT(insert, IsOk());
+    ASSERT_THAT(insert->BindBlob(1, MakeEvent("run-1", 1, "exchange", "planner").SerializeAsString()),
+                IsOk());
+    ASSERT_THAT(insert->Run(), IsOk());
+  }
+  auto store = Store::Open(options);
+  ASSERT_THAT(store, IsOk());
+  std::vector<std::string> seen;
+  ASSERT_THAT((*store)->ScanEvents(Q("run-1").Kinds({"exchange"}), Store::Bodies::kWhenNoAgent,
+                                   [&](const StoredEvent& row) {
+                                     seen.push_back(absl::StrCat(row.seq, ":", row.agent, ":",
+                                                                 row.body.size()));
+                                     return true;
+                                   }),
+              IsOk());
+  EXPECT_THAT(seen, ElementsAre("1:planner:0"));
+  auto db = sql::Database::Open(options.path, sql::DatabaseOptions());
+  ASSERT_THAT(db, IsOk());
+  EXPECT_THAT(SchemaVersion(**db), IsOkAndHolds(2));
+  // The kind index carries the agent, so a header scan needs no table row.
+  auto columns = (*db)->Prepare("SELECT group_concat(name) FROM pragma_index_info('events_by_kind')");
+  ASSERT_THAT(columns, IsOk());
+  ASSERT_THAT(columns->Step(), IsOkAndHolds(true));
+  EXPECT_EQ(columns->ColumnText(0), "run,kind,seq,agent");
 }
 
 TEST(StoreBackPressureTest, TinyEventQueueLosesNothing) {
