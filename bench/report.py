@@ -26,48 +26,51 @@ def main(path):
     def row(case, ours, base, ratio, target, ok):
         rows.append((case, ours, base, ratio, target, "" if ok is None else ("ok" if ok else "MISSED")))
 
+    def unserved(server):
+        """", N of 16 connections unserved" when the server left any unanswered."""
+        n = int(f.get(f"{server}_unserved", 0))
+        return f", {n} of 16 connections unserved" if n else ""
+
+    def ratio_row(case, ours, base, r, minimum=None):
+        """A row whose figure is the ratio r; met when r >= minimum (None: informational)."""
+        if minimum is None:
+            row(case, ours, base, f"{r:.2f}x", "(informational)", None)
+        else:
+            row(case, ours, base, f"{r:.2f}x", f">= {minimum:.2f}x", r >= minimum)
+
     if have("grpc_rps", "echo_rps"):
-        r = f["grpc_rps"] / f["echo_rps"]
-        row("gRPC replay (unary)", f"{f['grpc_rps']:,.0f} req/s, p99 {f['grpc_p99'] / 1000:.1f} ms",
-            f"echo {f['echo_rps']:,.0f} req/s", f"{r:.2f}x", ">= 0.70x", r >= 0.7)
+        ratio_row("gRPC replay (unary)", f"{f['grpc_rps']:,.0f} req/s, p99 {f['grpc_p99'] / 1000:.1f} ms",
+                  f"echo {f['echo_rps']:,.0f} req/s", f["grpc_rps"] / f["echo_rps"], 0.7)
     if have("rules_rps", "grpc_rps"):
-        r = f["rules_rps"] / f["grpc_rps"]
-        row("gRPC replay, 1,000 rules", f"{f['rules_rps']:,.0f} req/s", f"replay {f['grpc_rps']:,.0f} req/s",
-            f"{r:.2f}x", ">= 0.50x", r >= 0.5)
+        ratio_row("gRPC replay, 1,000 rules", f"{f['rules_rps']:,.0f} req/s",
+                  f"replay {f['grpc_rps']:,.0f} req/s", f["rules_rps"] / f["grpc_rps"], 0.5)
     if have("stream_chunks", "echo_chunks"):
-        r = f["stream_chunks"] / f["echo_chunks"]
-        row("gRPC stream replay, 200 chunks",
-            f"{f['stream_chunks']:,.0f} chunks/s, first {f['stream_ttfc'] / 1000:.2f} ms",
-            f"echo {f['echo_chunks']:,.0f} chunks/s, first {f['echo_ttfc'] / 1000:.2f} ms", f"{r:.2f}x",
-            "(informational)", None)
+        ratio_row("gRPC stream replay, 200 chunks",
+                  f"{f['stream_chunks']:,.0f} chunks/s, first {f['stream_ttfc'] / 1000:.2f} ms",
+                  f"echo {f['echo_chunks']:,.0f} chunks/s, first {f['echo_ttfc'] / 1000:.2f} ms",
+                  f["stream_chunks"] / f["echo_chunks"])
     if have("http_rps", "httplib_rps"):
         r = f["http_rps"] / f["httplib_rps"]
-        unserved = int(f.get("httplib_unserved", 0))
-        note = f", {unserved} of 16 connections unserved" if unserved else ""
         row("HTTP replay /v1/chat/completions",
             f"{f['http_rps']:,.0f} req/s, p50 {f['http_p50'] / 1000:.2f} p99 {f['http_p99'] / 1000:.2f} ms",
-            f"httplib {f['httplib_rps']:,.0f} req/s, p99 {f['httplib_p99'] / 1000:.2f} ms{note}", f"{r:.2f}x",
+            f"httplib {f['httplib_rps']:,.0f} req/s, p99 {f['httplib_p99'] / 1000:.2f} ms{unserved('httplib')}",
+            f"{r:.2f}x",
             ">= 0.70x, p99 <= 2 ms", r >= 0.7 and f["http_p99"] <= 2000)
     for peer, name, target in (("aimock", "aimock", 2.5), ("wiremock", "WireMock", 2.0)):
         if have("http_rps", f"{peer}_rps"):
-            r = f["http_rps"] / f[f"{peer}_rps"]
-            unserved = int(f.get(f"{peer}_unserved", 0))
-            note = f", {unserved} of 16 connections unserved" if unserved else ""
-            row(f"HTTP replay vs {name}", f"{f['http_rps']:,.0f} req/s",
-                f"{name} {f[peer + '_rps']:,.0f} req/s, p99 {f[peer + '_p99'] / 1000:.1f} ms{note}",
-                f"{r:.2f}x", f">= {target:.1f}x", r >= target)
+            ratio_row(f"HTTP replay vs {name}", f"{f['http_rps']:,.0f} req/s",
+                      f"{name} {f[peer + '_rps']:,.0f} req/s, p99 {f[peer + '_p99'] / 1000:.1f} ms"
+                      f"{unserved(peer)}", f["http_rps"] / f[f"{peer}_rps"], target)
     if have("sse_chunks", "httplib_sse"):
-        r = f["sse_chunks"] / f["httplib_sse"]
-        row("SSE replay, 200 events", f"{f['sse_chunks']:,.0f} chunks/s, first {f['sse_ttfc'] / 1000:.2f} ms",
-            f"httplib {f['httplib_sse']:,.0f} chunks/s, first {f['httplib_sse_ttfc'] / 1000:.2f} ms",
-            f"{r:.2f}x", "(informational)", None)
+        ratio_row("SSE replay, 200 events",
+                  f"{f['sse_chunks']:,.0f} chunks/s, first {f['sse_ttfc'] / 1000:.2f} ms",
+                  f"httplib {f['httplib_sse']:,.0f} chunks/s, first {f['httplib_sse_ttfc'] / 1000:.2f} ms",
+                  f["sse_chunks"] / f["httplib_sse"])
     for peer, name, target in (("aimock", "aimock", 2.5), ("wiremock", "WireMock", None)):
         if have("sse_chunks", f"{peer}_sse"):
-            r = f["sse_chunks"] / f[f"{peer}_sse"]
-            row(f"SSE replay vs {name}", f"{f['sse_chunks']:,.0f} chunks/s",
-                f"{name} {f[peer + '_sse']:,.0f} chunks/s, first {f[peer + '_sse_ttfc'] / 1000:.2f} ms",
-                f"{r:.2f}x", f">= {target:.1f}x" if target else "(informational)",
-                r >= target if target else None)
+            ratio_row(f"SSE replay vs {name}", f"{f['sse_chunks']:,.0f} chunks/s",
+                      f"{name} {f[peer + '_sse']:,.0f} chunks/s, first {f[peer + '_sse_ttfc'] / 1000:.2f} ms",
+                      f["sse_chunks"] / f[f"{peer}_sse"], target)
     if have("replay_rss_kb"):
         peers = []
         for peer, name in (("aimock", "aimock"), ("wiremock", "WireMock")):
@@ -83,13 +86,11 @@ def main(path):
             f"{f['rss_small_kb'] / 1024:.1f}{mid} -> {f['rss_large_kb'] / 1024:.1f} MB", "",
             f"{g * 100:+.1f}%", "< 10%", g < 0.10)
     if have("ingest_per_s", "raw_per_s"):
-        r = f["ingest_per_s"] / f["raw_per_s"]
-        row("RecordExchanges ingest, 4 clients", f"{f['ingest_per_s']:,.0f} exchanges/s",
-            f"raw SQLite {f['raw_per_s']:,.0f} rows/s", f"{r:.2f}x", ">= 0.50x", r >= 0.5)
+        ratio_row("RecordExchanges ingest, 4 clients", f"{f['ingest_per_s']:,.0f} exchanges/s",
+                  f"raw SQLite {f['raw_per_s']:,.0f} rows/s", f["ingest_per_s"] / f["raw_per_s"], 0.5)
     if have("ingest1_per_s", "raw_per_s"):
-        r = f["ingest1_per_s"] / f["raw_per_s"]
-        row("RecordExchanges ingest, 1 client", f"{f['ingest1_per_s']:,.0f} exchanges/s",
-            f"raw SQLite {f['raw_per_s']:,.0f} rows/s", f"{r:.2f}x", "(informational)", None)
+        ratio_row("RecordExchanges ingest, 1 client", f"{f['ingest1_per_s']:,.0f} exchanges/s",
+                  f"raw SQLite {f['raw_per_s']:,.0f} rows/s", f["ingest1_per_s"] / f["raw_per_s"])
     if have("assert0", "assert1"):
         a0, a1 = f["assert0"], f["assert1"]
         row(f"Assert on a {int(f['big_events']):,}-event run", f"{a0:.1f} ms -> {a1:.1f} ms",
