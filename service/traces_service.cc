@@ -270,8 +270,7 @@ grpc::Status TracesService::Assert(grpc::ServerContext*, const v1::AssertRequest
   if (plan.ReadsAllKinds()) {
     scans.emplace_back().query.run = request->run();
   } else {
-    // One index range per kind, in one snapshot; OrderedEvents puts them in
-    // seq order.
+    // One index range per kind, in one snapshot; merged by seq below.
     for (const std::string& kind : plan.kinds()) {
       store::Store::EventScan& scan = scans.emplace_back();
       scan.query.run = request->run();
