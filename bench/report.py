@@ -112,4 +112,11 @@ def main(path):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    if len(sys.argv) != 2:
+        sys.exit("usage: bench/report.py FIGURES (bench/run's figures.txt)")
+    try:
+        main(sys.argv[1])
+    except OSError as e:
+        sys.exit(f"bench/report.py: cannot read {sys.argv[1]}: {e.strerror}")
+    except ValueError as e:
+        sys.exit(f"bench/report.py: {sys.argv[1]}: a figure is not a number ({e})")
