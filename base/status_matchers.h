@@ -29,8 +29,11 @@ MATCHER_P2(StatusIsImpl, code, message_matcher, "") {
                      << " (" << s.message() << ")";
     return false;
   }
-  return ::testing::ExplainMatchResult(message_matcher, std::string(s.message()),
-                                       result_listener);
+  if (::testing::ExplainMatchResult(message_matcher, std::string(s.message()), result_listener)) {
+    return true;
+  }
+  *result_listener << "message is \"" << s.message() << "\"";
+  return false;
 }
 
 template <typename M>

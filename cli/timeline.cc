@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "validation/json_bounds.h"
 
 namespace understudy {
 namespace cli {
@@ -250,8 +251,8 @@ void RenderJson(const nlohmann::ordered_json& j, int depth, int width, std::stri
 // text that is not JSON, quoted; "" for none.
 std::string Arguments(absl::string_view arguments, int width) {
   if (arguments.empty()) return "";
-  nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(
-      arguments.begin(), arguments.end(), nullptr, /*allow_exceptions=*/false);
+  nlohmann::ordered_json parsed =
+      validation::ParseJsonOrDiscarded<nlohmann::ordered_json>(arguments);
   if (parsed.is_discarded()) return Quote(arguments, width);
   std::string rendered;
   RenderJson(parsed, 0, width, &rendered);
@@ -264,8 +265,8 @@ std::string Arguments(absl::string_view arguments, int width) {
 std::string Content(absl::string_view content, int width) {
   absl::string_view trimmed = absl::StripLeadingAsciiWhitespace(content);
   if (!trimmed.empty() && trimmed.front() == '{') {
-    nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(
-        trimmed.begin(), trimmed.end(), nullptr, /*allow_exceptions=*/false);
+    nlohmann::ordered_json parsed =
+        validation::ParseJsonOrDiscarded<nlohmann::ordered_json>(trimmed);
     if (parsed.is_object()) {
       std::string rendered;
       RenderJson(parsed, 0, width, &rendered);

@@ -24,6 +24,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "validation/json_bounds.h"
+#include "validation/problems.h"
 
 namespace understudy {
 namespace provider {
@@ -34,27 +36,15 @@ namespace provider {
 // depend on it, since the canonical form sorts keys.
 using Json = nlohmann::ordered_json;
 
-// The deepest nesting of arrays and objects ParseJson accepts. nlohmann's
-// parser is iterative, but serializing and comparing values recurse, so an
-// unbounded depth would let a hostile body overflow the stack later. Real
-// requests (a JSON schema inside a tool inside the request) stay far below.
-inline constexpr int kMaxJsonDepth = 256;
+// The depth bound every JSON parse holds to (validation/json_bounds.h).
+using validation::kMaxJsonDepth;
 
-// Parses `text` as exactly one JSON value (RFC 8259: UTF-8, no comments, no
-// trailing bytes). `where` names the text in error messages.
-//
-// Checks the text before parsing: invalid UTF-8 anywhere (overlong forms,
-// surrogates and code points above U+10FFFF included) and nesting deeper
-// than kMaxJsonDepth are rejected without building anything.
-//
-// On failure returns INVALID_ARGUMENT, byte offsets counting from 0:
-//   "<where>: invalid UTF-8 at byte N"
-//   "<where>: JSON nested deeper than 256 levels at byte N"
-//   "<where>: invalid JSON at byte N: <reason>"   (syntax errors)
-//   "<where>: invalid JSON: number overflow parsing '1e400'"
-// Reasons are shortened to a few hundred bytes. Integers too large for 64
-// bits are accepted and become doubles (nlohmann's behaviour). Of duplicate
-// keys the last one wins. Thread-safe.
+// Parses `text` as exactly one JSON value of the codecs' type: UTF-8 and the
+// depth are checked before anything is built. Errors as
+// validation::ParseJson ("<where>: invalid UTF-8 at byte N", "<where>: JSON
+// nested deeper than 256 levels at byte N", "<where>: invalid JSON at byte
+// N: <reason>"). Integers too large for 64 bits become doubles (nlohmann's
+// behaviour). Thread-safe.
 absl::StatusOr<Json> ParseJson(absl::string_view text, absl::string_view where);
 
 // The JSON type of `value` as error messages name it: "null", "boolean",
@@ -68,10 +58,8 @@ std::string JsonTypeName(const Json& value);
 std::string DumpJson(const nlohmann::json& value);
 std::string DumpJson(const nlohmann::ordered_json& value);
 
-// `parent.key`, or `key` at the root (empty parent).
-std::string JoinPath(absl::string_view parent, absl::string_view key);
-// `parent[index]`.
-std::string JoinPath(absl::string_view parent, size_t index);
+// `parent.key` (`key` at the root) and `parent[index]`.
+using validation::JoinPath;
 
 // INVALID_ARGUMENT "<path>: expected <expected>, got <type of got>".
 absl::Status ExpectedError(absl::string_view path, absl::string_view expected, const Json& got);

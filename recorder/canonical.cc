@@ -2,49 +2,20 @@
 
 #include <string>
 
+#include "validation/json_bounds.h"
+
 namespace understudy {
 namespace recorder {
 namespace {
 
 using nlohmann::json;
 
-// Deepest nesting of arrays and objects parsed: serializing a value
-// recurses, so text nested deeper (hostile tool arguments, say) is compared
-// as text instead of risking the stack.
-constexpr int kMaxParsedDepth = 256;
-
-// True when the arrays and objects of `text` (JSON or not) nest no deeper
-// than kMaxParsedDepth, brackets inside strings not counted.
-bool ShallowEnough(const std::string& text) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxParsedDepth) return false;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return true;
-}
-
 // JSON text parsed to a value (objects come out key-sorted); malformed or
-// too deeply nested text stays a string so that it still compares byte for
-// byte.
+// too deeply nested text (validation::kMaxJsonDepth: serializing a value
+// recurses) stays a string so that it still compares byte for byte.
 json ParsedOrString(const std::string& text) {
-  if (text.empty() || !ShallowEnough(text)) return json(text);
-  json parsed = json::parse(text, /*cb=*/nullptr, /*allow_exceptions=*/false);
+  if (text.empty()) return json(text);
+  json parsed = validation::ParseJsonOrDiscarded<json>(text);
   if (parsed.is_discarded()) return json(text);
   return parsed;
 }

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
+#include "validation/json_bounds.h"
 
 namespace understudy {
 namespace recorder {
@@ -40,8 +41,8 @@ bool Redactor::IsSecretHeader(absl::string_view name) const {
 std::string Redactor::RedactBody(absl::string_view body) const {
   if (paths_.empty()) return std::string(body);
   // Key order kept, so only the redacted values change.
-  nlohmann::ordered_json json =
-      nlohmann::ordered_json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
+  // Too deep or not JSON: the codec refuses the body with the reason.
+  nlohmann::ordered_json json = validation::ParseJsonOrDiscarded<nlohmann::ordered_json>(body);
   if (json.is_discarded()) return std::string(body);
   bool changed = false;
   for (const JsonPath& path : paths_) {

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 #include "replayer/template.h"
+#include "validation/json_bounds.h"
 
 namespace understudy {
 namespace replayer {
@@ -33,15 +34,6 @@ std::string Dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
-// "[json.exception.parse_error.101] parse error at ..." -> "parse error at ...".
-absl::string_view Reason(absl::string_view what) {
-  if (!what.empty() && what[0] == '[') {
-    const size_t end = what.find("] ");
-    if (end != absl::string_view::npos) what.remove_prefix(end + 2);
-  }
-  return what;
-}
-
 // The call's arguments as a JSON object ("" is {}).
 absl::StatusOr<json> ParseArguments(const std::string& text) {
   if (text.size() > kMaxToolArgumentsBytes) {
@@ -49,23 +41,11 @@ absl::StatusOr<json> ParseArguments(const std::string& text) {
         "arguments: ", text.size(), " bytes, more than the limit of ", kMaxToolArgumentsBytes));
   }
   if (text.empty()) return json::object();
-  // The parser itself is iterative, but dumping a value (templates do) recurses.
-  bool too_deep = false;
-  const json::parser_callback_t check_depth = [&too_deep](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxToolArgumentsDepth) too_deep = true;
-    return true;
-  };
-  json args;
-  try {
-    args = json::parse(text, check_depth);
-  } catch (const json::exception& e) {  // parse_error; out_of_range for huge numbers
-    return absl::InvalidArgumentError(
-        absl::StrCat("arguments: not a JSON object: ", Reason(e.what())));
-  }
-  if (too_deep) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("arguments: nested deeper than ", kMaxToolArgumentsDepth, " levels"));
-  }
+  // The parser itself is iterative, but dumping a value (templates do)
+  // recurses: validation::ParseJson bounds the depth.
+  absl::StatusOr<json> parsed = validation::ParseJson<json>(text, "arguments");
+  if (!parsed.ok()) return parsed.status();
+  json args = *std::move(parsed);
   if (!args.is_object()) {
     return absl::InvalidArgumentError(
         absl::StrCat("arguments: not a JSON object: got ", args.type_name()));

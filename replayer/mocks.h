@@ -20,9 +20,6 @@ namespace replayer {
 
 // Larger InvokeToolRequest.arguments are refused before parsing.
 inline constexpr size_t kMaxToolArgumentsBytes = 1 << 20;
-// Arguments nested deeper than this are refused (rendering a template dumps
-// argument values recursively).
-inline constexpr int kMaxToolArgumentsDepth = 256;
 
 // The scenario's answer to a call of `request.tool()`, with mocked = true:
 //  - a string mock: content is the string, result its JSON string;
@@ -32,8 +29,8 @@ inline constexpr int kMaxToolArgumentsDepth = 256;
 //  - a result: result is its JSON text, content the string itself when the
 //    result is a JSON string, else the JSON text.
 // INVALID_ARGUMENT for an empty tool; for arguments over
-// kMaxToolArgumentsBytes, nested deeper than kMaxToolArgumentsDepth or not a
-// JSON object ("" counts as {}); or for a template naming an argument the
+// kMaxToolArgumentsBytes, nested deeper than validation::kMaxJsonDepth, not
+// JSON or not a JSON object ("" counts as {}); or for a template naming an argument the
 // call lacks (the caller's arguments are at fault, not the run's state).
 // NOT_FOUND for a tool the scenario does not mock, listing those it does.
 absl::StatusOr<v1::InvokeToolResponse> InvokeMockTool(const Scenario& scenario,

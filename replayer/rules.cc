@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "re2/re2.h"
+#include "validation/json_bounds.h"
 
 namespace understudy {
 namespace replayer {
@@ -313,8 +314,7 @@ Observation Observe(RunContext& context, const v1::CompletionResponse& response,
       observation.ended = true;
     }
     if (extractors.phase.has_value() && call.name() == extractors.phase->tool) {
-      nlohmann::json args = nlohmann::json::parse(call.arguments(), nullptr,
-                                                  /*allow_exceptions=*/false);
+      nlohmann::json args = validation::ParseJsonOrDiscarded<nlohmann::json>(call.arguments());
       if (args.is_object()) {
         auto it = args.find(extractors.phase->argument);
         if (it != args.end() && !it->is_null()) {
@@ -326,8 +326,8 @@ Observation Observe(RunContext& context, const v1::CompletionResponse& response,
   const std::string& text = response.message().content();
   const size_t first = text.find_first_not_of(" \t\r\n");
   if (extractors.routing.has_value() && first != std::string::npos && text[first] == '{') {
-    nlohmann::json content = nlohmann::json::parse(response.message().content(), nullptr,
-                                                   /*allow_exceptions=*/false);
+    nlohmann::json content =
+        validation::ParseJsonOrDiscarded<nlohmann::json>(response.message().content());
     if (content.is_object()) {
       const Extractors::Routing& fields = *extractors.routing;
       auto text_of = [&](const std::string& field) -> std::string {

@@ -14,7 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "recorder/json_path.h"
-#include "yaml-cpp/depthguard.h"
+#include "validation/suggest.h"
+#include "validation/yaml_checker.h"
 #include "yaml-cpp/yaml.h"
 
 #ifndef UNDERSTUDY_SCENARIO_DIR
@@ -25,7 +26,6 @@ namespace understudy {
 namespace replayer {
 namespace {
 
-using Severity = Problem::Severity;
 using Keys = std::initializer_list<const char*>;
 
 constexpr Keys kTopKeys = {"schema",   "name",    "description", "agents",     "extractors",
@@ -63,105 +63,17 @@ constexpr GrpcCodeName kGrpcCodes[] = {
     {"UNAUTHENTICATED", absl::StatusCode::kUnauthenticated},
 };
 
-// Optimal string alignment distance (a transposition costs 1), ASCII
-// case-insensitive: "agnet" is 1 from "agent".
-size_t EditDistance(absl::string_view a, absl::string_view b) {
-  const size_t n = a.size(), m = b.size();
-  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
-  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
-  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
-  for (size_t i = 1; i <= n; ++i) {
-    for (size_t j = 1; j <= m; ++j) {
-      const char x = absl::ascii_tolower(a[i - 1]), y = absl::ascii_tolower(b[j - 1]);
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (x == y ? 0 : 1)});
-      if (i > 1 && j > 1 && x == absl::ascii_tolower(b[j - 2]) &&
-          absl::ascii_tolower(a[i - 2]) == y) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[n][m];
-}
-
-// `did you mean "X"?` for the closest candidate within a third of the
-// word's length (at least 1, at most 3 edits), else "".
-template <typename Names>
-std::string Suggest(absl::string_view word, const Names& candidates) {
-  if (word.size() > 64) return "";  // keeps the quadratic distance cheap
-  const size_t limit = std::min<size_t>(3, word.size() / 3 + 1);
-  std::string best;
-  size_t best_distance = limit + 1;
-  for (const auto& candidate : candidates) {
-    size_t distance = EditDistance(word, candidate);
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = candidate;
-    }
-  }
-  if (best.empty() && word.size() >= 3) {
-    // "output" for "output_tokens": a prefix is as good a hint as a typo.
-    for (const auto& candidate : candidates) {
-      if (absl::StartsWithIgnoreCase(candidate, word)) {
-        best = candidate;
-        break;
-      }
-    }
-  }
-  return best.empty() ? "" : absl::StrCat("did you mean \"", best, "\"?");
-}
+using validation::DescribeNode;
+using validation::Suggest;
+using validation::YamlToJson;
 
 std::string Join(const std::string& path, absl::string_view key) {
-  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+  return validation::JoinPath(path, key);
 }
-std::string At(const std::string& path, size_t index) { return absl::StrCat(path, "[", index, "]"); }
+std::string At(const std::string& path, size_t index) { return validation::JoinPath(path, index); }
+std::string Describe(const YAML::Node& n) { return DescribeNode(n); }
+nlohmann::json ToJson(const YAML::Node& n) { return YamlToJson(n); }
 
-std::string Describe(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-      return "null";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a mapping";
-    case YAML::NodeType::Scalar: {
-      std::string s = n.Scalar();
-      if (s.size() > 40) s = s.substr(0, 40) + "...";
-      return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-    }
-    default:
-      return "nothing";
-  }
-}
-
-// Pre-pass: bounds nesting and (alias-expanded) size before anything else
-// recurses over the document. Returns the offending node's mark through
-// `where` and a message, or "" when the document is within bounds.
-std::string CheckBounds(const YAML::Node& n, int depth, size_t* count, YAML::Mark* where) {
-  if (++*count > kMaxNodes) {
-    *where = n.Mark();
-    return absl::StrCat("document has more than ", kMaxNodes,
-                        " nodes once aliases are expanded");
-  }
-  if (!n.IsMap() && !n.IsSequence()) return "";
-  if (depth >= kMaxNestingDepth) {
-    *where = n.Mark();
-    return absl::StrCat("nesting deeper than ", kMaxNestingDepth, " levels");
-  }
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    std::string problem;
-    if (n.IsMap()) {
-      problem = CheckBounds(it->first, depth + 1, count, where);
-      if (problem.empty()) problem = CheckBounds(it->second, depth + 1, count, where);
-    } else {
-      problem = CheckBounds(*it, depth + 1, count, where);
-    }
-    if (!problem.empty()) return problem;
-  }
-  return "";
-}
-
-// Plain YAML scalars take the JSON type they look like; quoted ones are
-// strings. Only called on documents CheckBounds accepted.
 // The first mapping key under `n` that is not a scalar: what an unquoted
 // `{{name}}` template becomes (YAML reads it as a nested flow mapping).
 std::optional<YAML::Node> NonScalarKey(const YAML::Node& n) {
@@ -191,186 +103,29 @@ void TemplateNames(const nlohmann::json& value, std::vector<std::string>* out) {
   }
 }
 
-nlohmann::json ToJson(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map: {
-      nlohmann::json out = nlohmann::json::object();
-      for (auto it = n.begin(); it != n.end(); ++it) {
-        out[it->first.IsScalar() ? it->first.Scalar() : ""] = ToJson(it->second);
-      }
-      return out;
-    }
-    case YAML::NodeType::Sequence: {
-      nlohmann::json out = nlohmann::json::array();
-      for (const YAML::Node& child : n) out.push_back(ToJson(child));
-      return out;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string& s = n.Scalar();
-      if (n.Tag() == "!") return s;
-      if (s == "null" || s == "~" || s == "Null" || s == "NULL") return nullptr;
-      if (s == "true" || s == "True" || s == "TRUE") return true;
-      if (s == "false" || s == "False" || s == "FALSE") return false;
-      int64_t i;
-      if (absl::SimpleAtoi(s, &i)) return i;
-      double d;
-      if (!s.empty() && (absl::ascii_isdigit(s[0]) || s[0] == '-' || s[0] == '.') &&
-          absl::SimpleAtod(s, &d)) {
-        return d;
-      }
-      return s;
-    }
-    default:
-      return nullptr;
-  }
-}
-
-class Checker {
+class Checker : public validation::YamlChecker {
  public:
-  explicit Checker(ValidationReport* report) : report_(report) {}
+  explicit Checker(ValidationReport* report) : YamlChecker(report) {}
 
-  void Add(Severity severity, const YAML::Node& at, const std::string& path, std::string message,
-           std::string suggestion = "") {
-    Problem p;
-    p.severity = severity;
-    p.path = path;
-    p.message = std::move(message);
-    p.suggestion = std::move(suggestion);
-    YAML::Mark mark = at.IsDefined() ? at.Mark() : YAML::Mark::null_mark();
-    if (!mark.is_null()) {
-      p.line = mark.line + 1;
-      p.column = mark.column + 1;
-    }
-    report_->problems.push_back(std::move(p));
-  }
-  void Error(const YAML::Node& at, const std::string& path, std::string message,
-             std::string suggestion = "") {
-    Add(Severity::kError, at, path, std::move(message), std::move(suggestion));
-  }
-  void Warning(const YAML::Node& at, const std::string& path, std::string message,
-               std::string suggestion = "") {
-    Add(Severity::kWarning, at, path, std::move(message), std::move(suggestion));
-  }
+  using YamlChecker::Map;
+  using YamlChecker::Regex;
 
-  // True when `n` is a mapping (reports it otherwise). Checks its keys
-  // against `allowed` (and `more`), reporting unknown and repeated ones.
+  // Map with the schema's key lists.
   bool Map(const YAML::Node& n, const std::string& path, Keys allowed, Keys more = {}) {
-    if (!n.IsMap()) {
-      Error(n, path, absl::StrCat("expected a mapping, got ", Describe(n)));
-      return false;
-    }
-    std::vector<std::string> names;
-    for (const char* k : allowed) names.push_back(k);
-    for (const char* k : more) names.push_back(k);
-    std::set<std::string> seen;
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      if (!it->first.IsScalar()) {
-        Error(it->first, path, "field names must be strings");
-        continue;
-      }
-      const std::string& key = it->first.Scalar();
-      if (!seen.insert(key).second) {
-        Error(it->first, Join(path, key), "duplicate field");
-      } else if (std::find(names.begin(), names.end(), key) == names.end()) {
-        std::string suggestion = Suggest(key, names);
-        if (suggestion.empty()) {
-          suggestion = names.empty() ? "this takes no fields"
-                                     : absl::StrCat("expected one of: ", absl::StrJoin(names, ", "));
-        }
-        Error(it->first, Join(path, key), "unknown field", std::move(suggestion));
-      }
-    }
-    return true;
-  }
-
-  // Requires `key` in mapping `m`; reports its absence at `m`.
-  bool Require(const YAML::Node& m, const std::string& path, const char* key) {
-    if (m[key].IsDefined()) return true;
-    Error(m, path, absl::StrCat("missing required field \"", key, "\""));
-    return false;
-  }
-
-  bool String(const YAML::Node& n, const std::string& path, std::string* out) {
-    if (!n.IsScalar()) {
-      Error(n, path, absl::StrCat("expected a string, got ", Describe(n)));
-      return false;
-    }
-    *out = n.Scalar();
-    return true;
-  }
-  bool NonEmptyString(const YAML::Node& n, const std::string& path, std::string* out) {
-    if (!String(n, path, out)) return false;
-    if (!out->empty()) return true;
-    Error(n, path, "must not be empty");
-    return false;
-  }
-
-  bool Int(const YAML::Node& n, const std::string& path, int64_t* out, int64_t min) {
-    if (!n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), out)) {
-      Error(n, path, absl::StrCat("expected an integer, got ", Describe(n)));
-      return false;
-    }
-    if (*out < min) {
-      Error(n, path, absl::StrCat("must be at least ", min, ", got ", *out));
-      return false;
-    }
-    return true;
+    return YamlChecker::Map(n, path, validation::Names(allowed, more));
   }
 
   bool Number(const YAML::Node& n, const std::string& path, double* out) {
-    if (!n.IsScalar() || n.Scalar().empty() ||
-        !(absl::ascii_isdigit(n.Scalar()[0]) || n.Scalar()[0] == '-' || n.Scalar()[0] == '.') ||
-        !absl::SimpleAtod(n.Scalar(), out)) {
-      Error(n, path, absl::StrCat("expected a number, got ", Describe(n)));
-      return false;
-    }
-    if (*out < 0) {
-      Error(n, path, absl::StrCat("must not be negative, got ", n.Scalar()));
-      return false;
-    }
-    return true;
-  }
-
-  bool Bool(const YAML::Node& n, const std::string& path, bool* out) {
-    if (n.IsScalar()) {
-      const std::string s = absl::AsciiStrToLower(n.Scalar());
-      if (s == "true" || s == "false") {
-        *out = s == "true";
-        return true;
-      }
-    }
-    Error(n, path, absl::StrCat("expected true or false, got ", Describe(n)));
-    return false;
+    return NonNegativeNumber(n, path, out);
   }
 
   bool Regex(const YAML::Node& n, const std::string& path, Pattern* out) {
-    if (!String(n, path, &out->text)) return false;
-    RE2::Options options;
-    options.set_log_errors(false);
-    auto re = std::make_shared<const RE2>(out->text, options);
-    if (!re->ok()) {
-      Error(n, path, absl::StrCat("invalid regex: ", re->error()));
-      return false;
-    }
+    std::string text;
+    std::shared_ptr<const RE2> re = YamlChecker::Regex(n, path, &text);
+    if (re == nullptr) return false;
+    out->text = std::move(text);
     out->re = std::move(re);
     return true;
-  }
-
-  bool StringList(const YAML::Node& n, const std::string& path, std::vector<std::string>* out) {
-    if (!n.IsSequence()) {
-      Error(n, path, absl::StrCat("expected a list of strings, got ", Describe(n)));
-      return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < n.size(); ++i) {
-      std::string s;
-      if (String(n[i], At(path, i), &s)) {
-        out->push_back(std::move(s));
-      } else {
-        ok = false;
-      }
-    }
-    return ok;
   }
 
   void Document(const YAML::Node& root, Scenario* s) {
@@ -1097,8 +852,6 @@ class Checker {
     if (n["input"].IsDefined()) String(n["input"], Join(path, "input"), &s->mock_ui.input);
     if (n["editor"].IsDefined()) String(n["editor"], Join(path, "editor"), &s->mock_ui.editor);
   }
-
-  ValidationReport* report_;
 };
 
 ValidationReport Parse(absl::string_view text, absl::string_view source, Scenario* out) {
@@ -1107,77 +860,23 @@ ValidationReport Parse(absl::string_view text, absl::string_view source, Scenari
   out->source = std::string(source);
   Checker check(&report);
   const YAML::Node none;
-  if (text.size() > kMaxScenarioBytes) {
-    check.Error(none, "",
-                absl::StrCat("file is larger than ", kMaxScenarioBytes, " bytes; refused"));
-    return report;
-  }
-  std::vector<YAML::Node> documents;
+  validation::YamlLimits limits;
+  limits.what = "scenario";
+  limits.max_bytes = kMaxScenarioBytes;
+  limits.max_depth = kMaxNestingDepth;
+  limits.max_nodes = kMaxNodes;
+  limits.empty_message =
+      absl::StrCat("empty document; expected a mapping starting with schema: ", kScenarioSchema);
+  std::optional<YAML::Node> root = validation::LoadYamlDocument(text, limits, &report);
+  if (!root.has_value()) return report;
   try {
-    documents = YAML::LoadAll(std::string(text));
-  } catch (const YAML::DeepRecursion& e) {
-    // yaml-cpp's own guard (2000 levels) fires before our tree walk could.
-    Problem p;
-    p.message = absl::StrCat("nesting deeper than ", kMaxNestingDepth, " levels");
-    if (!e.mark.is_null()) {
-      p.line = e.mark.line + 1;
-      p.column = e.mark.column + 1;
-    }
-    report.problems.push_back(std::move(p));
-    return report;
-  } catch (const YAML::ParserException& e) {
-    Problem p;
-    p.path = "";
-    p.message = absl::StrCat("YAML syntax error: ", e.msg);
-    if (!e.mark.is_null()) {
-      p.line = e.mark.line + 1;
-      p.column = e.mark.column + 1;
-    }
-    report.problems.push_back(std::move(p));
-    return report;
-  } catch (const YAML::Exception& e) {
-    check.Error(none, "", absl::StrCat("cannot read YAML: ", e.msg));
-    return report;
-  }
-  if (documents.empty() || documents[0].IsNull()) {
-    Problem p;
-    p.message = absl::StrCat("empty document; expected a mapping starting with schema: ",
-                             kScenarioSchema);
-    p.line = 1;
-    p.column = 1;
-    report.problems.push_back(std::move(p));
-    return report;
-  }
-  if (documents.size() > 1) {
-    check.Error(documents[1], "",
-                absl::StrCat("the file holds ", documents.size(),
-                             " YAML documents; a scenario is exactly one"));
-    return report;
-  }
-  size_t count = 0;
-  YAML::Mark where = YAML::Mark::null_mark();
-  std::string bound = CheckBounds(documents[0], 0, &count, &where);
-  if (!bound.empty()) {
-    Problem p;
-    p.message = bound;
-    if (!where.is_null()) {
-      p.line = where.line + 1;
-      p.column = where.column + 1;
-    }
-    report.problems.push_back(std::move(p));
-    return report;
-  }
-  try {
-    check.Document(documents[0], out);
+    check.Document(*root, out);
   } catch (const YAML::Exception& e) {
     // Not expected: every access above checks types first. Reported rather
     // than thrown so that a validator bug never takes a server down.
     check.Error(none, "", absl::StrCat("internal error reading the document: ", e.msg));
   }
-  std::stable_sort(report.problems.begin(), report.problems.end(),
-                   [](const Problem& a, const Problem& b) {
-                     return std::make_pair(a.line, a.column) < std::make_pair(b.line, b.column);
-                   });
+  report.SortByPosition();
   if (report.ok()) {
     auto normalizer = MatchNormalizer::Create(out->matching.ignore_paths,
                                               out->matching.normalizers);
@@ -1200,16 +899,6 @@ const char* Action::kind_name() const {
   return kNames[value.index()];
 }
 
-int ValidationReport::errors() const {
-  return static_cast<int>(std::count_if(problems.begin(), problems.end(), [](const Problem& p) {
-    return p.severity == Severity::kError;
-  }));
-}
-
-int ValidationReport::warnings() const {
-  return static_cast<int>(problems.size()) - errors();
-}
-
 ValidationReport ValidateScenario(absl::string_view text, absl::string_view source) {
   Scenario ignored;
   return Parse(text, source, &ignored);
@@ -1220,38 +909,6 @@ absl::StatusOr<Scenario> LoadScenario(absl::string_view text, absl::string_view 
   ValidationReport report = Parse(text, source, &scenario);
   if (!report.ok()) return absl::InvalidArgumentError(FormatReport(report));
   return scenario;
-}
-
-std::string FormatProblem(const ValidationReport& report, const Problem& problem) {
-  std::string out = report.source;
-  if (problem.line > 0) absl::StrAppend(&out, ":", problem.line, ":", problem.column);
-  absl::StrAppend(&out, ": ", problem.severity == Severity::kError ? "error" : "warning", ": ");
-  if (!problem.path.empty()) absl::StrAppend(&out, problem.path, ": ");
-  absl::StrAppend(&out, problem.message);
-  if (!problem.suggestion.empty()) absl::StrAppend(&out, " (", problem.suggestion, ")");
-  return out;
-}
-
-std::string FormatReport(const ValidationReport& report) {
-  std::vector<std::string> lines;
-  for (const Problem& p : report.problems) lines.push_back(FormatProblem(report, p));
-  return absl::StrJoin(lines, "\n");
-}
-
-nlohmann::json ReportToJson(const ValidationReport& report) {
-  nlohmann::json problems = nlohmann::json::array();
-  for (const Problem& p : report.problems) {
-    problems.push_back({{"severity", p.severity == Severity::kError ? "error" : "warning"},
-                        {"path", p.path},
-                        {"message", p.message},
-                        {"suggestion", p.suggestion},
-                        {"line", p.line},
-                        {"column", p.column}});
-  }
-  return {{"file", report.source},
-          {"errors", report.errors()},
-          {"warnings", report.warnings()},
-          {"problems", std::move(problems)}};
 }
 
 absl::StatusOr<std::string> ReadScenarioFile(const std::string& path) {

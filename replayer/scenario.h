@@ -38,6 +38,7 @@
 #include "nlohmann/json.hpp"
 #include "re2/re2.h"
 #include "replayer/normalize.h"
+#include "validation/problems.h"
 
 namespace understudy {
 namespace replayer {
@@ -234,24 +235,12 @@ struct Scenario {
   MockUi mock_ui;
 };
 
-struct Problem {
-  enum class Severity { kError, kWarning };
-  Severity severity = Severity::kError;
-  std::string path;        // "rules[3].when.agnet"; "" for the whole document
-  std::string message;     // "unknown field"
-  std::string suggestion;  // "did you mean \"agent\"?" or ""
-  int line = 0;            // 1-based; 0 when unknown
-  int column = 0;          // 1-based; 0 when unknown
-};
-
-struct ValidationReport {
-  std::string source;
-  std::vector<Problem> problems;  // in document order
-
-  int errors() const;
-  int warnings() const;
-  bool ok() const { return errors() == 0; }
-};
+// Validation reports are the shared ones (validation/problems.h).
+using Problem = validation::Problem;
+using ValidationReport = validation::Report;
+using validation::FormatProblem;
+using validation::FormatReport;
+using validation::ReportToJson;
 
 // Checks `text` against the schema and reports every problem at once.
 // `source` names the document in messages. Never fails: unreadable YAML,
@@ -262,15 +251,6 @@ ValidationReport ValidateScenario(absl::string_view text, absl::string_view sour
 // formatted report (FormatReport) when the document has any error; warnings
 // alone do not fail. The result owns everything it refers to.
 absl::StatusOr<Scenario> LoadScenario(absl::string_view text, absl::string_view source);
-
-// "SOURCE:LINE:COL: severity: path: message (suggestion)"; the position,
-// path and suggestion are left out when unknown or empty.
-std::string FormatProblem(const ValidationReport& report, const Problem& problem);
-// One FormatProblem line per problem, "\n"-separated, without a trailing one.
-std::string FormatReport(const ValidationReport& report);
-// {"file", "errors", "warnings", "problems": [{severity, path, message,
-// suggestion, line, column}]}.
-nlohmann::json ReportToJson(const ValidationReport& report);
 
 // Reads a scenario file, at most kMaxScenarioBytes + 1 bytes of it (enough
 // for ValidateScenario to refuse an oversized one). NOT_FOUND when it does

@@ -371,7 +371,7 @@ TEST(ScenarioTest, OversizedFileIsRefusedBeforeParsing) {
   ValidationReport report = ValidateScenario(text, "big.yaml");
   ASSERT_THAT(report.problems, SizeIs(1));
   EXPECT_THAT(FormatReport(report),
-              "big.yaml: error: file is larger than 4194304 bytes; refused");
+              "big.yaml: error: scenario is 4194351 bytes, more than the 4194304 allowed; refused");
 }
 
 TEST(ScenarioTest, ActionsNestedTooDeeplyAreRefused) {

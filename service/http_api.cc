@@ -22,6 +22,8 @@
 #include "provider/openai.h"
 #include "provider/sse.h"
 #include "recorder/stream.h"
+#include "validation/json_bounds.h"
+#include "validation/utf8.h"
 
 namespace understudy {
 namespace service {
@@ -98,6 +100,21 @@ void RespondError(Api api, const absl::Status& status, HttpResponder& out) {
   }
   out.Respond(HttpStatusFor(status.code()), std::move(headers),
               ErrorBodyFor(api, status, ErrorCodeFor(status)));
+}
+
+// Run ids and agent names reach the trace, and through it every client that
+// reads it: proto3 strings must be UTF-8, and a URL or header may hold any
+// bytes.
+absl::Status CheckNames(const replayer::CallInfo& call) {
+  if (!validation::IsValidUtf8(call.run)) {
+    return absl::InvalidArgumentError(
+        "run: the run id (in the URL or X-Understudy-Run) is not valid UTF-8");
+  }
+  if (!validation::IsValidUtf8(call.agent)) {
+    return absl::InvalidArgumentError(
+        "agent: the agent name (in the URL or X-Understudy-Agent) is not valid UTF-8");
+  }
+  return absl::OkStatus();
 }
 
 // Client headers that are passed to the upstream: everything but
@@ -247,7 +264,7 @@ class Relay final : public recorder::UpstreamHttpObserver {
       } else if (IsReplayedHeader(name)) {
         v1::NativeHeader* h = native()->add_headers();
         h->set_name(name);
-        h->set_value(value);
+        h->set_value(validation::SanitizeUtf8(value));  // stored: must be UTF-8
         relayed_.emplace_back(std::move(name), std::move(value));
       }
     }
@@ -379,7 +396,7 @@ class Relay final : public recorder::UpstreamHttpObserver {
       return absl::OkStatus();
     }
     std::string message = absl::StrCat("upstream answered HTTP ", status_);
-    nlohmann::json j = nlohmann::json::parse(body_, nullptr, false);
+    nlohmann::json j = validation::ParseJsonOrDiscarded<nlohmann::json>(body_);
     if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_object() &&
         j["error"].contains("message") && j["error"]["message"].is_string()) {
       message = j["error"]["message"].get<std::string>();
@@ -445,6 +462,9 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
     // The models this run's recording answers as, in the caller's shape.
     replayer::CallInfo call;
     call.run = !route.run.empty() ? route.run : std::string(request.Header("x-understudy-run"));
+    if (absl::Status names = CheckNames(call); !names.ok()) {
+      return RespondError(anthropic_client ? Api::kAnthropic : Api::kOpenAI, names, *out);
+    }
     absl::StatusOr<std::vector<std::string>> models = options_.engine->RunModels(call);
     if (!models.ok()) {
       return RespondError(anthropic_client ? Api::kAnthropic : Api::kOpenAI, models.status(), *out);
@@ -504,6 +524,7 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   replayer::CallInfo call;
   call.run = !route.run.empty() ? route.run : std::string(request.Header("x-understudy-run"));
   call.agent = !route.agent.empty() ? route.agent : std::string(request.Header("x-understudy-agent"));
+  if (absl::Status names = CheckNames(call); !names.ok()) return RespondError(api, names, *out);
   absl::StatusOr<replayer::Decision> decided =
       options_.engine->Decide(call, parsed->canonical, parsed->stream);
   if (!decided.ok()) return RespondError(api, decided.status(), *out);

@@ -18,6 +18,7 @@
 #include "google/protobuf/arena.h"
 #include "replayer/engine.h"
 #include "service/grpc_status.h"
+#include "store/proto_utf8.h"
 #include "trace/assertions.h"
 #include "trace/filter.h"
 
@@ -258,7 +259,7 @@ grpc::Status TracesService::Assert(grpc::ServerContext*, const v1::AssertRequest
       return true;
     }
     auto* e = google::protobuf::Arena::CreateMessage<v1::TraceEvent>(&arena);
-    if (!e->ParseFromArray(row.body.data(), static_cast<int>(row.body.size()))) {
+    if (!store::ParseStored(row.body, e).ok()) {
       corrupt = absl::DataLossError(absl::StrCat("run \"", request->run(), "\": stored event seq ",
                                                  row.seq, " does not parse"));
       return false;

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,7 +18,9 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "base/status_macros.h"
+#include "store/proto_utf8.h"
 #include "understudy/v1/understudy.pb.h"
+#include "validation/utf8.h"
 
 namespace understudy {
 namespace store {
@@ -156,11 +159,19 @@ absl::StatusOr<SessionFile> ParseSessionFile(absl::string_view jsonl,
     if (absl::StripAsciiWhitespace(text).empty()) {
       return LineError(line_number, "empty line");
     }
+    if (std::optional<size_t> bad = validation::FindInvalidUtf8(text)) {
+      return LineError(line_number, absl::StrCat("invalid UTF-8 at byte ", *bad + 1,
+                                                 " of the line; session files are UTF-8"));
+    }
     line.Clear();
     pbutil::Status parsed = pbutil::JsonStringToMessage(
         google::protobuf::StringPiece(text.data(), text.size()), &line, options);
     if (!parsed.ok()) {
       return LineError(line_number, DescribeParseError(parsed.message().ToString()));
+    }
+    // A \u escape can still name half of a surrogate pair.
+    if (std::optional<std::string> field = FindInvalidUtf8Field(line)) {
+      return LineError(line_number, absl::StrCat(*field, ": not valid UTF-8 once unescaped"));
     }
 
     if (line_number == 1) {

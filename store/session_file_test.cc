@@ -222,6 +222,17 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"TrailingGarbage", Header(1) + "{\"exchange\":{\"seq\":\"1\"}} x\n",
                  "line 2: invalid JSON: Parsing terminated before end of input."},
         BadInput{"BlankLine", Header(1) + "\n" + ExchangeLine(1), "line 2: empty line"},
+        BadInput{"InvalidUtf8",
+                 Header(1) + "{\"exchange\":{\"seq\":\"1\",\"agent\":\"caf\xE9\"}}\n",
+                 "line 2: invalid UTF-8 at byte 36 of the line; session files are UTF-8"},
+        BadInput{"LoneSurrogateEscape",
+                 Header(1) + R"({"exchange":{"seq":"1","agent":"\udc00"}})"
+                             "\n",
+                 "line 2: invalid JSON: Invalid unicode code point."},
+        BadInput{"DeepNesting",
+                 Header(1) + "{\"exchange\":{\"request\":{\"extra\":" +
+                     std::string(100000, '[') + std::string(100000, ']') + "}}}\n",
+                 "line 2: exchange.request.extra: Proto field is not repeating"},
         BadInput{"NegativeCount",
                  R"({"header":{"format":"understudy.session/v1","exchange_count":"-1"}})"
                  "\n",

@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
+#include "store/proto_utf8.h"
 #include "store/schema.h"
 #include "store/session_file.h"
 #include "store/sqlite.h"
@@ -308,7 +309,7 @@ absl::StatusOr<std::vector<v1::Exchange>> ReadExchanges(sql::Database& db, const
     if (!more) break;
     v1::Exchange& exchange = exchanges.emplace_back();
     absl::string_view body = s->ColumnBlobView(1);
-    if (!exchange.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    if (!ParseStored(body, &exchange).ok()) {
       return absl::DataLossError(
           absl::StrCat("session ", SessionLabel(row.session.name(), row.session.version()),
                        ": stored exchange seq ", s->ColumnInt64(0), " does not parse"));
@@ -728,7 +729,7 @@ absl::StatusOr<v1::Run> Store::GetRun(absl::string_view id) {
   if (!found) return absl::NotFoundError(absl::StrCat("run \"", id, "\" not found"));
   v1::Run run;
   absl::string_view body = s->ColumnBlobView(0);
-  if (!run.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+  if (!ParseStored(body, &run).ok()) {
     return absl::DataLossError(absl::StrCat("run \"", id, "\": stored record does not parse"));
   }
   US_RETURN_IF_ERROR(s->Reset());
@@ -746,7 +747,7 @@ absl::StatusOr<std::vector<v1::Run>> Store::ListRunsOfSession(absl::string_view 
     if (!row) break;
     v1::Run run;
     absl::string_view body = s->ColumnBlobView(1);
-    if (!run.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    if (!ParseStored(body, &run).ok()) {
       US_RETURN_IF_ERROR(s->Reset());
       return absl::DataLossError("a stored run record does not parse");
     }
@@ -795,7 +796,7 @@ absl::StatusOr<v1::RunSummary> Store::GetRunSummary(absl::string_view id) {
   }
   v1::RunSummary summary;
   absl::string_view body = s->ColumnBlobView(0);
-  if (!summary.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+  if (!ParseStored(body, &summary).ok()) {
     return absl::DataLossError(absl::StrCat("run \"", id, "\": stored summary does not parse"));
   }
   US_RETURN_IF_ERROR(s->Reset());
@@ -950,7 +951,7 @@ absl::StatusOr<EventPage> Store::QueryEvents(const EventQuery& query) {
     }
     v1::TraceEvent& event = page.events.emplace_back();
     absl::string_view body = s.ColumnBlobView(1);
-    if (!event.ParseFromArray(body.data(), static_cast<int>(body.size()))) {
+    if (!ParseStored(body, &event).ok()) {
       return absl::DataLossError(absl::StrCat("run \"", query.run, "\": stored event seq ",
                                               s.ColumnInt64(0), " does not parse"));
     }

@@ -722,6 +722,18 @@ TEST_F(StoreTraceTest, DuplicateEventIsReportedByFlushAndDoesNotLoseItsNeighbour
   EXPECT_EQ(Query(Q("run-1").Agent("planner")).events.size(), 2u);
 }
 
+TEST_F(StoreTraceTest, AnEventWithInvalidUtf8IsReadBackRepairedNotDataLoss) {
+  // What a store written before entry points checked UTF-8 can hold.
+  v1::TraceEvent bad = MakeEvent("run-1", 7, "custom", "planner");
+  (*bad.mutable_attributes())["note"] = "caf\xE9";
+  store_->AppendEvents({bad, MakeEvent("run-1", 8, "custom", "")});
+  ASSERT_THAT(store_->Flush(), IsOk());
+  EventPage page = Query(Q("run-1").After(6));
+  EXPECT_THAT(Seqs(page.events), ElementsAre(7, 8));
+  ASSERT_EQ(page.events.size(), 2u);
+  EXPECT_EQ(page.events[0].attributes().at("note"), "caf\xEF\xBF\xBD");
+}
+
 TEST_F(StoreTraceTest, EventsWithoutRunOrSeqAreRejectedAtFlush) {
   store_->AppendEvents({MakeEvent("", 1, "custom", "")});
   EXPECT_THAT(store_->Flush(), StatusIs(absl::StatusCode::kInvalidArgument));

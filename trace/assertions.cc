@@ -15,6 +15,7 @@
 #include "trace/json_subset.h"
 #include "trace/render.h"
 #include "trace/spec.h"
+#include "validation/json_bounds.h"
 
 namespace understudy {
 namespace trace {
@@ -281,7 +282,11 @@ absl::StatusOr<v1::AssertionResult> ToolCalls(const v1::ToolCallsAssertion& a, c
     }
     Call call{c.name(), c.arguments(), nlohmann::json::object()};
     if (!c.arguments().empty()) {
-      call.arguments = nlohmann::json::parse(c.arguments(), nullptr, /*allow_exceptions=*/false);
+      // Too deep or not UTF-8: refused with the reason; anything else that
+      // is not a JSON object, with what to give instead.
+      US_RETURN_IF_ERROR(
+          validation::CheckJsonText(c.arguments(), absl::StrCat(path, ".arguments")));
+      call.arguments = validation::ParseJsonOrDiscarded<nlohmann::json>(c.arguments());
       if (!call.arguments.is_object()) {
         return absl::InvalidArgumentError(absl::StrCat(
             path, ".arguments: not a JSON object: ", Quote(c.arguments()),
@@ -306,7 +311,7 @@ absl::StatusOr<v1::AssertionResult> ToolCalls(const v1::ToolCallsAssertion& a, c
               nlohmann::json()};
     call.arguments = call.arguments_text.empty()
                          ? nlohmann::json::object()
-                         : nlohmann::json::parse(call.arguments_text, nullptr, false);
+                         : validation::ParseJsonOrDiscarded<nlohmann::json>(call.arguments_text);
     actual.push_back(std::move(call));
     in.seqs.push_back(e.seq);
   }

@@ -598,8 +598,8 @@ assertions:
   broken.set_spec("assertions:\n  - no_mises: true\n");
   EXPECT_THAT(EvaluateAll(std::vector<v1::Assertion>{broken}, TraceView{}),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       "assertions[0].spec:2:5: assertions[0].no_mises: unknown field; did you "
-                       "mean \"no_misses\"?"));
+                       "assertions[0].spec:2:5: error: assertions[0].no_mises: unknown field (did you "
+                       "mean \"no_misses\"?)"));
 }
 
 // The view a reader following `plan` builds: kinds no check reads are left

@@ -19,7 +19,9 @@
 #include "trace/filter.h"
 #include "trace/json_subset.h"
 #include "trace/render.h"
-#include "yaml-cpp/depthguard.h"
+#include "validation/json_bounds.h"
+#include "validation/suggest.h"
+#include "validation/yaml_checker.h"
 #include "yaml-cpp/yaml.h"
 
 namespace understudy {
@@ -84,245 +86,27 @@ struct Item {
 };
 
 // ---------------------------------------------------------------------------
-// Validation, in the manner of replayer/scenario.cc: every problem at once,
-// each with its path, position and a suggestion when one is close.
+// Validation: every problem at once, each with its path, position and a
+// suggestion when one is close (validation/yaml_checker.h).
 
-struct Problem {
-  std::string path;
-  std::string message;
-  std::string suggestion;
-  int line = 0;    // 1-based; 0 when unknown
-  int column = 0;  // 1-based
-};
-
-// Optimal string alignment distance, ASCII case-insensitive.
-size_t EditDistance(absl::string_view a, absl::string_view b) {
-  const size_t n = a.size(), m = b.size();
-  std::vector<std::vector<size_t>> d(n + 1, std::vector<size_t>(m + 1));
-  for (size_t i = 0; i <= n; ++i) d[i][0] = i;
-  for (size_t j = 0; j <= m; ++j) d[0][j] = j;
-  for (size_t i = 1; i <= n; ++i) {
-    for (size_t j = 1; j <= m; ++j) {
-      const char x = absl::ascii_tolower(a[i - 1]), y = absl::ascii_tolower(b[j - 1]);
-      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (x == y ? 0 : 1)});
-      if (i > 1 && j > 1 && x == absl::ascii_tolower(b[j - 2]) &&
-          absl::ascii_tolower(a[i - 2]) == y) {
-        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
-      }
-    }
-  }
-  return d[n][m];
-}
-
-// `did you mean "X"?` for the closest name within a third of the word's
-// length (1 to 3 edits), or a name the word is a prefix of; else "".
-std::string Suggest(absl::string_view word, const std::vector<std::string>& names) {
-  if (word.size() > 64) return "";  // keeps the quadratic distance cheap
-  const size_t limit = std::min<size_t>(3, word.size() / 3 + 1);
-  std::string best;
-  size_t best_distance = limit + 1;
-  for (const std::string& name : names) {
-    const size_t distance = EditDistance(word, name);
-    if (distance < best_distance) {
-      best_distance = distance;
-      best = name;
-    }
-  }
-  if (best.empty() && word.size() >= 3) {
-    for (const std::string& name : names) {
-      if (absl::StartsWithIgnoreCase(name, word)) {
-        best = name;
-        break;
-      }
-    }
-  }
-  return best.empty() ? "" : absl::StrCat("did you mean \"", best, "\"?");
-}
-
-std::vector<std::string> Names(Keys a, Keys b = {}) {
-  std::vector<std::string> out(a.begin(), a.end());
-  out.insert(out.end(), b.begin(), b.end());
-  return out;
-}
+using validation::DescribeNode;
+using validation::Names;
+using validation::Problem;
+using validation::Suggest;
 
 std::string Join(const std::string& path, absl::string_view key) {
-  return path.empty() ? std::string(key) : absl::StrCat(path, ".", key);
+  return validation::JoinPath(path, key);
 }
-std::string At(const std::string& path, size_t i) { return absl::StrCat(path, "[", i, "]"); }
+std::string At(const std::string& path, size_t i) { return validation::JoinPath(path, i); }
 // Map keys that are data (attribute names) rather than fields.
 std::string Key(const std::string& path, const std::string& key) {
-  return absl::StrCat(path, "[", Quote(key), "]");
+  return validation::KeyPath(path, key);
 }
+nlohmann::json ToJson(const YAML::Node& n) { return validation::YamlToJson(n); }
 
-std::string DescribeNode(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Null:
-      return "null";
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a mapping";
-    case YAML::NodeType::Scalar:
-      return Quote(Shorten(n.Scalar(), 40));
-    default:
-      return "nothing";
-  }
-}
-
-// Bounds nesting and alias-expanded size before anything recurses over the
-// document. Returns a message and the offending node's mark, or "".
-std::string CheckBounds(const YAML::Node& n, int depth, size_t* count, YAML::Mark* where) {
-  if (++*count > kMaxSpecNodes) {
-    *where = n.Mark();
-    return absl::StrCat("document has more than ", kMaxSpecNodes,
-                        " nodes once aliases are expanded");
-  }
-  if (!n.IsMap() && !n.IsSequence()) return "";
-  if (depth >= kMaxSpecNesting) {
-    *where = n.Mark();
-    return absl::StrCat("nesting deeper than ", kMaxSpecNesting, " levels");
-  }
-  for (auto it = n.begin(); it != n.end(); ++it) {
-    std::string problem;
-    if (n.IsMap()) {
-      problem = CheckBounds(it->first, depth + 1, count, where);
-      if (problem.empty()) problem = CheckBounds(it->second, depth + 1, count, where);
-    } else {
-      problem = CheckBounds(*it, depth + 1, count, where);
-    }
-    if (!problem.empty()) return problem;
-  }
-  return "";
-}
-
-// Plain scalars take the JSON type they look like; quoted ones are strings.
-nlohmann::json ToJson(const YAML::Node& n) {
-  switch (n.Type()) {
-    case YAML::NodeType::Map: {
-      nlohmann::json out = nlohmann::json::object();
-      for (auto it = n.begin(); it != n.end(); ++it) {
-        out[it->first.IsScalar() ? it->first.Scalar() : ""] = ToJson(it->second);
-      }
-      return out;
-    }
-    case YAML::NodeType::Sequence: {
-      nlohmann::json out = nlohmann::json::array();
-      for (const YAML::Node& child : n) out.push_back(ToJson(child));
-      return out;
-    }
-    case YAML::NodeType::Scalar: {
-      const std::string& s = n.Scalar();
-      if (n.Tag() == "!") return s;
-      if (s == "null" || s == "~" || s == "Null" || s == "NULL") return nullptr;
-      if (s == "true" || s == "True" || s == "TRUE") return true;
-      if (s == "false" || s == "False" || s == "FALSE") return false;
-      int64_t i;
-      if (absl::SimpleAtoi(s, &i)) return i;
-      double d;
-      if (!s.empty() && (absl::ascii_isdigit(s[0]) || s[0] == '-' || s[0] == '.') &&
-          absl::SimpleAtod(s, &d)) {
-        return d;
-      }
-      return s;
-    }
-    default:
-      return nullptr;
-  }
-}
-
-class Checker {
+class Checker : public validation::YamlChecker {
  public:
-  explicit Checker(std::vector<Problem>* problems) : problems_(problems) {}
-
-  void Error(const YAML::Node& at, const std::string& path, std::string message,
-             std::string suggestion = "") {
-    Problem p;
-    p.path = path;
-    p.message = std::move(message);
-    p.suggestion = std::move(suggestion);
-    const YAML::Mark mark = at.IsDefined() ? at.Mark() : YAML::Mark::null_mark();
-    if (!mark.is_null()) {
-      p.line = mark.line + 1;
-      p.column = mark.column + 1;
-    }
-    problems_->push_back(std::move(p));
-  }
-
-  // True when `n` is a mapping (reported otherwise). Reports keys that are
-  // not in `names`, with a suggestion, and repeated keys.
-  bool Map(const YAML::Node& n, const std::string& path, const std::vector<std::string>& names) {
-    if (!n.IsMap()) {
-      Error(n, path, absl::StrCat("expected a mapping, got ", DescribeNode(n)));
-      return false;
-    }
-    std::set<std::string> seen;
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      if (!it->first.IsScalar()) {
-        Error(it->first, path, "field names must be strings");
-        continue;
-      }
-      const std::string& key = it->first.Scalar();
-      if (!seen.insert(key).second) {
-        Error(it->first, Join(path, key), "duplicate field");
-      } else if (std::find(names.begin(), names.end(), key) == names.end()) {
-        std::string suggestion = Suggest(key, names);
-        if (suggestion.empty()) {
-          suggestion = absl::StrCat("expected one of: ", absl::StrJoin(names, ", "));
-        }
-        Error(it->first, Join(path, key), "unknown field", std::move(suggestion));
-      }
-    }
-    return true;
-  }
-
-  // The string-keyed entries of a mapping whose keys are data; reports
-  // non-string and repeated keys.
-  std::vector<std::pair<YAML::Node, YAML::Node>> Entries(const YAML::Node& n,
-                                                         const std::string& path) {
-    std::vector<std::pair<YAML::Node, YAML::Node>> out;
-    if (!n.IsMap()) {
-      Error(n, path, absl::StrCat("expected a mapping, got ", DescribeNode(n)));
-      return out;
-    }
-    std::set<std::string> seen;
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      if (!it->first.IsScalar()) {
-        Error(it->first, path, "keys must be strings");
-      } else if (!seen.insert(it->first.Scalar()).second) {
-        Error(it->first, Key(path, it->first.Scalar()), "duplicate key");
-      } else {
-        out.emplace_back(it->first, it->second);
-      }
-    }
-    return out;
-  }
-
-  bool String(const YAML::Node& n, const std::string& path, std::string* out) {
-    if (!n.IsScalar()) {
-      Error(n, path, absl::StrCat("expected a string, got ", DescribeNode(n)));
-      return false;
-    }
-    *out = n.Scalar();
-    return true;
-  }
-  bool NonEmptyString(const YAML::Node& n, const std::string& path, std::string* out) {
-    if (!String(n, path, out)) return false;
-    if (!out->empty()) return true;
-    Error(n, path, "must not be empty");
-    return false;
-  }
-
-  bool Int(const YAML::Node& n, const std::string& path, int64_t* out, int64_t min) {
-    if (!n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), out)) {
-      Error(n, path, absl::StrCat("expected an integer, got ", DescribeNode(n)));
-      return false;
-    }
-    if (*out < min) {
-      Error(n, path, absl::StrCat("must be at least ", min, ", got ", *out));
-      return false;
-    }
-    return true;
-  }
+  explicit Checker(validation::Report* report) : YamlChecker(report) {}
 
   bool True(const YAML::Node& n, const std::string& path, absl::string_view why) {
     if (n.IsScalar()) {
@@ -337,60 +121,17 @@ class Checker {
     return false;
   }
 
-  bool Bool(const YAML::Node& n, const std::string& path, bool* out) {
-    if (n.IsScalar()) {
-      const std::string s = absl::AsciiStrToLower(n.Scalar());
-      if (s == "true" || s == "false") {
-        *out = s == "true";
-        return true;
-      }
-    }
-    Error(n, path, absl::StrCat("expected true or false, got ", DescribeNode(n)));
-    return false;
-  }
-
   std::shared_ptr<const RE2> Regex(const YAML::Node& n, const std::string& path) {
-    std::string text;
-    if (!String(n, path, &text)) return nullptr;
-    RE2::Options options;
-    options.set_log_errors(false);
-    auto re = std::make_shared<const RE2>(re2::StringPiece(text.data(), text.size()), options);
-    if (!re->ok()) {
-      Error(n, path, absl::StrCat("invalid RE2 pattern: ", re->error()));
-      return nullptr;
-    }
-    return re;
+    return YamlChecker::Regex(n, path);
   }
 
   bool StringList(const YAML::Node& n, const std::string& path, std::vector<std::string>* out) {
-    if (!n.IsSequence()) {
-      Error(n, path, absl::StrCat("expected a list of strings, got ", DescribeNode(n)));
-      return false;
-    }
-    bool ok = true;
-    for (size_t i = 0; i < n.size(); ++i) {
-      std::string s;
-      if (NonEmptyString(n[i], At(path, i), &s)) {
-        out->push_back(std::move(s));
-      } else {
-        ok = false;
-      }
-    }
-    return ok;
+    return YamlChecker::StringList(n, path, out, /*non_empty=*/true);
   }
 
   // A scalar that must be one of `values`.
   bool Choice(const YAML::Node& n, const std::string& path, Keys values, std::string* out) {
-    std::vector<std::string> names = Names(values);
-    if (n.IsScalar() && std::find(names.begin(), names.end(), n.Scalar()) != names.end()) {
-      *out = n.Scalar();
-      return true;
-    }
-    std::string suggestion = n.IsScalar() ? Suggest(n.Scalar(), names) : "";
-    Error(n, path,
-          absl::StrCat("expected one of ", absl::StrJoin(names, ", "), ", got ", DescribeNode(n)),
-          std::move(suggestion));
-    return false;
+    return YamlChecker::Choice(n, path, Names(values), out);
   }
 
   bool Match(const YAML::Node& n, const std::string& path, v1::SequenceMatch* out) {
@@ -459,9 +200,9 @@ class Checker {
   }
 
   bool ItemNode(const YAML::Node& n, const std::string& path, Item* item) {
-    const size_t before = problems_->size();
+    const size_t before = problem_count();
     if (!Map(n, path, Names(kSelectItemKeys, kCheckKeys))) return false;
-    const bool unknown_fields = problems_->size() > before;
+    const bool unknown_fields = problem_count() > before;
     std::string name;
     if (n["name"].IsDefined()) NonEmptyString(n["name"], Join(path, "name"), &name);
     std::vector<std::string> checks;
@@ -505,7 +246,7 @@ class Checker {
       SelectItem(n, path, &c);
       item->select = std::move(c);
     }
-    return problems_->size() == before;
+    return problem_count() == before;
   }
 
   void Builtin(const YAML::Node& n, const std::string& path, const std::string& kind,
@@ -588,18 +329,8 @@ class Checker {
     }
   }
 
-  // The key node of `key` in mapping `m` (for positions), or `m` itself.
-  static YAML::Node KeyNode(const YAML::Node& m, const std::string& key) {
-    for (auto it = m.begin(); it != m.end(); ++it) {
-      if (it->first.IsScalar() && it->first.Scalar() == key) return it->first;
-    }
-    return m;
-  }
-
   bool Required(const YAML::Node& m, const std::string& path, const char* key) {
-    if (m[key].IsDefined()) return true;
-    Error(m, path, absl::StrCat("missing required field \"", key, "\""));
-    return false;
+    return Require(m, path, key);
   }
 
   void ExpectedCall(const YAML::Node& n, const std::string& path, v1::ToolCallsAssertion* out) {
@@ -620,13 +351,18 @@ class Checker {
     if (args.IsMap()) {
       call->set_arguments(ToJson(args).dump());
     } else if (args.IsScalar()) {
-      nlohmann::json parsed = nlohmann::json::parse(args.Scalar(), nullptr, false);
-      if (!parsed.is_object()) {
+      absl::StatusOr<nlohmann::json> parsed =
+          validation::ParseJson<nlohmann::json>(args.Scalar(), "text");
+      if (!parsed.ok() && !absl::StrContains(parsed.status().message(), "invalid JSON")) {
+        Error(args, args_path, std::string(parsed.status().message()));  // too deep
+        return;
+      }
+      if (!parsed.ok() || !parsed->is_object()) {
         Error(args, args_path,
               absl::StrCat("expected a mapping or a JSON object's text, got ", DescribeNode(args)));
         return;
       }
-      call->set_arguments(parsed.dump());
+      call->set_arguments(parsed->dump());
     } else {
       Error(args, args_path, absl::StrCat("expected a mapping, got ", DescribeNode(args)));
     }
@@ -718,10 +454,10 @@ class Checker {
     const YAML::Node expect = n["expect"];
     if (!expect.IsDefined()) return;
     const std::string at = Join(path, "expect");
-    const size_t before = problems_->size();
+    const size_t before = problem_count();
     if (!Map(expect, at, Names(kExpectKeys))) return;
     if (!expect["count"].IsDefined() && !expect["attributes"].IsDefined()) {
-      if (problems_->size() > before) return;  // a misspelling, reported
+      if (problem_count() > before) return;  // a misspelling, reported
       Error(expect, at, "expected count, attributes or both");
       return;
     }
@@ -753,13 +489,13 @@ class Checker {
           e.op = AttributeExpectation::Op::kEquals;
           e.text = v.Scalar();
         } else if (v.IsMap()) {
-          const size_t before_ops = problems_->size();
+          const size_t before_ops = problem_count();
           if (!Map(v, key_path, Names(kAttributeOps))) continue;
           std::vector<std::string> ops;
           for (const char* op : kAttributeOps) {
             if (v[op].IsDefined()) ops.push_back(op);
           }
-          if (ops.empty() && problems_->size() > before_ops) continue;  // reported
+          if (ops.empty() && problem_count() > before_ops) continue;  // reported
           if (ops.size() != 1) {
             Error(v, key_path,
                   ops.empty() ? "expected one of equals, matches, json_subset"
@@ -802,79 +538,31 @@ class Checker {
                        });
     }
   }
-
- private:
-  std::vector<Problem>* problems_;
 };
 
-std::string FormatProblems(absl::string_view source, const std::vector<Problem>& problems) {
-  std::vector<std::string> lines;
-  for (const Problem& p : problems) {
-    std::string line(source);
-    if (p.line > 0) absl::StrAppend(&line, ":", p.line, ":", p.column);
-    absl::StrAppend(&line, ": ");
-    if (!p.path.empty()) absl::StrAppend(&line, p.path, ": ");
-    absl::StrAppend(&line, p.message);
-    if (!p.suggestion.empty()) absl::StrAppend(&line, "; ", p.suggestion);
-    lines.push_back(std::move(line));
-  }
-  return absl::StrJoin(lines, "\n");
-}
-
 absl::StatusOr<std::vector<Item>> Parse(absl::string_view text, absl::string_view source) {
-  std::vector<Problem> problems;
-  auto fail = [&](std::string message, const YAML::Mark& mark) {
-    Problem p;
-    p.message = std::move(message);
-    if (!mark.is_null()) {
-      p.line = mark.line + 1;
-      p.column = mark.column + 1;
-    }
-    return absl::InvalidArgumentError(FormatProblems(source, {p}));
-  };
-  if (text.size() > kMaxSpecBytes) {
-    return fail(absl::StrCat("spec is ", text.size(), " bytes, more than the ", kMaxSpecBytes,
-                             " allowed; refused"),
-                YAML::Mark::null_mark());
-  }
-  std::vector<YAML::Node> documents;
-  try {
-    documents = YAML::LoadAll(std::string(text));
-  } catch (const YAML::DeepRecursion& e) {
-    return fail(absl::StrCat("nesting deeper than ", kMaxSpecNesting, " levels"), e.mark);
-  } catch (const YAML::ParserException& e) {
-    return fail(absl::StrCat("YAML syntax error: ", e.msg), e.mark);
-  } catch (const YAML::Exception& e) {
-    return fail(absl::StrCat("cannot read YAML: ", e.msg), e.mark);
-  }
-  if (documents.empty() || documents[0].IsNull()) {
-    YAML::Mark start;
-    return fail("empty spec; expected a mapping with an `assertions` list", start);
-  }
-  if (documents.size() > 1) {
-    return fail(
-        absl::StrCat("the text holds ", documents.size(), " YAML documents; a spec is exactly one"),
-        documents[1].Mark());
-  }
-  size_t count = 0;
-  YAML::Mark where = YAML::Mark::null_mark();
-  std::string bound = CheckBounds(documents[0], 0, &count, &where);
-  if (!bound.empty()) return fail(bound, where);
+  validation::Report report{std::string(source), {}};
+  validation::YamlLimits limits;
+  limits.what = "spec";
+  limits.max_bytes = kMaxSpecBytes;
+  limits.max_depth = kMaxSpecNesting;
+  limits.max_nodes = kMaxSpecNodes;
+  limits.empty_message = "empty spec; expected a mapping with an `assertions` list";
+  std::optional<YAML::Node> root = validation::LoadYamlDocument(text, limits, &report);
+  if (!root.has_value()) return absl::InvalidArgumentError(validation::FormatReport(report));
 
   std::vector<Item> items;
-  Checker check(&problems);
+  Checker check(&report);
   try {
-    check.Document(documents[0], &items);
+    check.Document(*root, &items);
   } catch (const YAML::Exception& e) {
     // Not expected: every access checks types first. Reported, not thrown,
     // so that a validator bug never takes a server down.
     check.Error(YAML::Node(), "", absl::StrCat("internal error reading the spec: ", e.msg));
   }
-  if (!problems.empty()) {
-    std::stable_sort(problems.begin(), problems.end(), [](const Problem& a, const Problem& b) {
-      return std::make_pair(a.line, a.column) < std::make_pair(b.line, b.column);
-    });
-    return absl::InvalidArgumentError(FormatProblems(source, problems));
+  if (!report.problems.empty()) {
+    report.SortByPosition();
+    return absl::InvalidArgumentError(validation::FormatReport(report));
   }
   return items;
 }
@@ -978,10 +666,14 @@ std::string Failure(const AttributeExpectation& e, const v1::TraceEvent& event) 
       if (RE2::PartialMatch(re2::StringPiece(got.data(), got.size()), *e.re)) return "";
       return absl::StrCat(e.key, ": expected a match for /", e.text, "/, got ", Quote(got));
     case AttributeExpectation::Op::kJsonSubset: {
-      nlohmann::json parsed = nlohmann::json::parse(got, nullptr, false);
+      nlohmann::json parsed = validation::ParseJsonOrDiscarded<nlohmann::json>(got);
       if (parsed.is_discarded()) {
         return absl::StrCat(e.key, ": expected JSON containing ", ShortJson(e.json), ", got ",
-                            Quote(got), ", which is not JSON");
+                            Quote(got),
+                            validation::NestsWithin(got)
+                                ? ", which is not JSON"
+                                : absl::StrCat(", which nests deeper than ",
+                                               validation::kMaxJsonDepth, " levels"));
       }
       std::string difference;
       if (JsonSubset(e.json, parsed, &difference)) return "";

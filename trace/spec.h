@@ -37,7 +37,7 @@
 // a call given as just its name (`calls: [read_file]`) are accepted too.
 //
 // Validation reports every problem at once, one line each:
-//   spec.yaml:7:9: assertions[2].expect.cuont: unknown field; did you mean "count"?
+//   spec.yaml:7:9: error: assertions[2].expect.cuont: unknown field (did you mean "count"?)
 // Hostile input is bounded: at most kMaxSpecBytes and kMaxSpecNesting levels
 // of nesting (and kMaxSpecNodes nodes once YAML aliases are expanded).
 #ifndef UNDERSTUDY_TRACE_SPEC_H_
@@ -71,7 +71,7 @@ inline constexpr size_t kMaxSpecNodes = 200000;
 // which Evaluate accepts (trace/assertions.h).
 //
 // INVALID_ARGUMENT when the document has any problem; the message lists
-// every problem, one "SOURCE:LINE:COL: PATH: MESSAGE[; did you mean ...]"
+// every problem, one "SOURCE:LINE:COL: error: PATH: MESSAGE[ (did you mean ...)]"
 // line each, in document order.
 absl::StatusOr<std::vector<v1::Assertion>> ParseSpec(absl::string_view text,
                                                      absl::string_view source);

@@ -145,22 +145,22 @@ TEST(ParseSpecTest, ReportsEveryProblemWithPathPositionAndSuggestion) {
       attributes:
         gen_ai.tool.name: {equal: x}
 )yaml"),
-            "spec.yaml:4:42: assertions[1].agent_sequence.match: expected one of exact, "
-            "subsequence, prefix, got \"subseq\"; did you mean \"subsequence\"?\n"
-            "spec.yaml:7:7: assertions[2].expect.cuont: unknown field; did you mean \"count\"?\n"
-            "spec.yaml:8:14: assertions[3].select.knd: unknown field; did you mean \"kind\"?\n"
-            "spec.yaml:10:15: assertions[4].position: expected first, last, all or an index (0 "
-            "is the first event), got \"lats\"; did you mean \"last\"?\n"
-            "spec.yaml:11:54: assertions[5].tool_calls.calls[0].arguments: expected a mapping or "
+            "spec.yaml:4:42: error: assertions[1].agent_sequence.match: expected one of exact, "
+            "subsequence, prefix, got \"subseq\" (did you mean \"subsequence\"?)\n"
+            "spec.yaml:7:7: error: assertions[2].expect.cuont: unknown field (did you mean \"count\"?)\n"
+            "spec.yaml:8:14: error: assertions[3].select.knd: unknown field (did you mean \"kind\"?)\n"
+            "spec.yaml:10:15: error: assertions[4].position: expected first, last, all or an index (0 "
+            "is the first event), got \"lats\" (did you mean \"last\"?)\n"
+            "spec.yaml:11:54: error: assertions[5].tool_calls.calls[0].arguments: expected a mapping or "
             "a JSON object's text, got \"[1]\"\n"
-            "spec.yaml:12:16: assertions[6].no_misses: must be true (false checks nothing; to "
+            "spec.yaml:12:16: error: assertions[6].no_misses: must be true (false checks nothing; to "
             "require misses, count kind: miss)\n"
-            "spec.yaml:13:42: assertions[7].count.ge: one comparison only; this one already has "
+            "spec.yaml:13:42: error: assertions[7].count.ge: one comparison only; this one already has "
             "eq\n"
-            "spec.yaml:15:46: assertions[8].select.attribute_patterns[\"gen_ai.tool.name\"]: "
-            "invalid RE2 pattern: missing ): (unclosed\n"
-            "spec.yaml:18:28: assertions[8].expect.attributes[\"gen_ai.tool.name\"].equal: "
-            "unknown field; did you mean \"equals\"?");
+            "spec.yaml:15:46: error: assertions[8].select.attribute_patterns[\"gen_ai.tool.name\"]: "
+            "invalid regex: missing ): (unclosed\n"
+            "spec.yaml:18:28: error: assertions[8].expect.attributes[\"gen_ai.tool.name\"].equal: "
+            "unknown field (did you mean \"equals\"?)");
 }
 
 TEST(ParseSpecTest, ItemsHoldExactlyOneCheck) {
@@ -172,29 +172,29 @@ TEST(ParseSpecTest, ItemsHoldExactlyOneCheck) {
                      "  - agent_sequence: [a]\n"
                      "    expect: {count: 1}\n"
                      "  - name: nothing\n"),
-            "spec.yaml:3:19: assertions[0].all_consumed: an item holds one check; this one "
+            "spec.yaml:3:19: error: assertions[0].all_consumed: an item holds one check; this one "
             "already has no_misses (make it its own item)\n"
-            "spec.yaml:5:12: assertions[1].count: an item holds one check; this one already has "
+            "spec.yaml:5:12: error: assertions[1].count: an item holds one check; this one already has "
             "select (make it its own item)\n"
-            "spec.yaml:7:13: assertions[2].expect: only with select; agent_sequence takes its "
+            "spec.yaml:7:13: error: assertions[2].expect: only with select; agent_sequence takes its "
             "settings inside it\n"
-            "spec.yaml:8:5: assertions[3]: no check: give select (with expect), or one of "
+            "spec.yaml:8:5: error: assertions[3]: no check: give select (with expect), or one of "
             "agent_sequence, phase_transitions, tool_calls, feedback_propagated, count, "
             "no_misses, all_consumed");
 }
 
 TEST(ParseSpecTest, DocumentLevelProblems) {
   EXPECT_EQ(Problems(""),
-            "spec.yaml:1:1: empty spec; expected a mapping with an `assertions` list");
+            "spec.yaml:1:1: error: empty spec; expected a mapping with an `assertions` list");
   EXPECT_EQ(Problems("- no_misses: true\n"),
-            "spec.yaml:1:1: expected a mapping with an `assertions` list, got a list");
+            "spec.yaml:1:1: error: expected a mapping with an `assertions` list, got a list");
   EXPECT_EQ(Problems("asertions: []\n"),
-            "spec.yaml:1:1: asertions: unknown field; did you mean \"assertions\"?\n"
-            "spec.yaml:1:1: missing required field \"assertions\"");
+            "spec.yaml:1:1: error: asertions: unknown field (did you mean \"assertions\"?)\n"
+            "spec.yaml:1:1: error: missing required field \"assertions\"");
   EXPECT_EQ(Problems("assertions: []\n"),
-            "spec.yaml:1:13: assertions: no assertions; add at least one");
+            "spec.yaml:1:13: error: assertions: no assertions; add at least one");
   EXPECT_THAT(Problems("assertions: [no_misses: true\n"),
-              StartsWith("spec.yaml:2:1: YAML syntax error: "));
+              StartsWith("spec.yaml:2:1: error: YAML syntax error: "));
   EXPECT_THAT(Problems("assertions: []\n---\nassertions: []\n"),
               HasSubstr("the text holds 2 YAML documents; a spec is exactly one"));
 }

@@ -57,47 +57,6 @@ v1::CompletionRequest UserRequest(const std::string& content) {
   return r;
 }
 
-// Connects to `address` (HOST:PORT, IPv4 loopback), sends `bytes`, and reads
-// whatever comes back until the server closes or `timeout` passes. Returns
-// the bytes read. The point is only what it does to the server.
-absl::StatusOr<std::string> SendRaw(const std::string& address, const std::string& bytes,
-                                    absl::Duration timeout = absl::Seconds(2)) {
-  size_t colon = address.rfind(':');
-  int port = 0;
-  if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
-    return absl::InvalidArgumentError(absl::StrCat("bad address ", address));
-  }
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return absl::UnavailableError("socket");
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  ::inet_pton(AF_INET, address.substr(0, colon).c_str(), &sa.sin_addr);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    ::close(fd);
-    return absl::UnavailableError(absl::StrCat("connect ", address));
-  }
-  size_t sent = 0;
-  while (sent < bytes.size()) {
-    ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
-    if (n <= 0) break;  // the server may hang up on garbage: fine
-    sent += static_cast<size_t>(n);
-  }
-  std::string got;
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    pollfd p{fd, POLLIN, 0};
-    int ms = static_cast<int>(absl::ToInt64Milliseconds(deadline - absl::Now())) + 1;
-    if (::poll(&p, 1, ms) <= 0) break;
-    char buf[4096];
-    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) break;
-    got.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return got;
-}
-
 class BadInputTest : public E2eTest {};
 
 TEST_F(BadInputTest, MalformedImportFileExitsOneNamingTheLineAndStoresNothing) {

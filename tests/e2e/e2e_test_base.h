@@ -109,6 +109,12 @@ absl::StatusOr<v1::RecordExchangesResponse> RecordExchanges(
 absl::StatusOr<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
                                 const std::string& service = "");
 
+// Connects to `address` (HOST:PORT, IPv4 loopback), sends `bytes`, and reads
+// whatever comes back until the server closes or `timeout` passes. Returns
+// the bytes read.
+absl::StatusOr<std::string> SendRaw(const std::string& address, const std::string& bytes,
+                                    absl::Duration timeout = absl::Seconds(2));
+
 // Evaluates `condition` every few milliseconds until it holds (true) or
 // `timeout` passes (false). For outside state with no event to wait on,
 // such as a file another process writes.
