@@ -149,6 +149,9 @@ int main(int argc, char** argv) {
     option("scenario", serve.server.scenario,
            "Scenario for runs that name none: a pack (error-handling, rate-limit, "
            "network-resilience, slow-stream) or a YAML/JSON file; see `understudy validate`");
+    option("scenario-dir", serve.server.scenario_dir,
+           "Directory whose scenario files callers may name in StartRun (else only packs and "
+           "scenario_text)");
     option("speed", serve.server.speed,
            "Replay pace: 0 as fast as possible, 1 the recorded pace, 2 twice as fast")
         ->check(CLI::Range(0.0, 1000.0));

@@ -862,7 +862,8 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
                                                      " bytes; the limit is ", kMaxScenarioBytes));
     }
     absl::StatusOr<std::shared_ptr<const Script>> loaded =
-        Script::Load(request.scenario(), request.scenario_text());
+        Script::Load(request.scenario(), request.scenario_text(),
+                     ScenarioFiles::Under(options_.scenario_dir));
     if (!loaded.ok()) {
       return absl::Status(loaded.status().code(),
                           absl::StrCat("scenario: ", loaded.status().message()));

@@ -88,6 +88,9 @@ struct EngineOptions {
   absl::Duration end_run_drain_timeout = absl::Seconds(30);
   // The scenario for runs that name none (serve --scenario), or null.
   std::shared_ptr<const Script> scenario;
+  // The directory StartRun.scenario may name files under (serve
+  // --scenario-dir); "" allows packs and scenario_text only.
+  std::string scenario_dir;
 };
 
 // Payload type URL on the NOT_FOUND status of a replay miss (the value is

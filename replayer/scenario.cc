@@ -913,11 +913,16 @@ absl::StatusOr<Scenario> LoadScenario(absl::string_view text, absl::string_view 
 
 absl::StatusOr<std::string> ReadScenarioFile(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) {
     return absl::NotFoundError(absl::StrCat("no such scenario file: ", path));
   }
-  if (std::filesystem::is_directory(path, ec)) {
+  if (std::filesystem::is_directory(status)) {
     return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a scenario file"));
+  }
+  if (!std::filesystem::is_regular_file(status)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not a regular file (a device, FIFO or socket)"));
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::UnavailableError(absl::StrCat("cannot read ", path));
@@ -936,17 +941,62 @@ std::vector<std::string> ScenarioSearchPath() {
   return dirs;
 }
 
-absl::StatusOr<std::string> ResolveScenario(const std::string& name_or_path) {
+namespace {
+
+bool LooksLikePath(const std::string& name_or_path) {
+  return absl::StrContains(name_or_path, '/') || absl::EndsWith(name_or_path, ".yaml") ||
+         absl::EndsWith(name_or_path, ".yml") || absl::EndsWith(name_or_path, ".json");
+}
+
+// `path` resolved as `files` allows. Messages name the path as given and
+// never what the file holds.
+absl::StatusOr<std::string> AllowedPath(const std::string& path, const ScenarioFiles& files) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  const bool looks_like_path = absl::StrContains(name_or_path, '/') ||
-                               absl::EndsWith(name_or_path, ".yaml") ||
-                               absl::EndsWith(name_or_path, ".yml") ||
-                               absl::EndsWith(name_or_path, ".json");
-  if (looks_like_path) {
-    if (fs::is_regular_file(name_or_path, ec)) return name_or_path;
-    return absl::NotFoundError(absl::StrCat("no such scenario file: ", name_or_path));
+  if (files.any_path) {
+    if (fs::is_regular_file(path, ec)) return path;
+    if (fs::exists(path, ec)) {
+      return absl::InvalidArgumentError(absl::StrCat(path, " is not a regular file"));
+    }
+    return absl::NotFoundError(absl::StrCat("no such scenario file: ", path));
   }
+  const std::string how =
+      "send the document as scenario_text, or name a pack (see `understudy validate`)";
+  if (files.dir.empty()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "\"", path, "\" is a file path, and this server reads no scenario files for its callers "
+        "(start it with --scenario-dir DIR to allow a directory); ", how));
+  }
+  const fs::path dir = fs::canonical(files.dir, ec);
+  if (ec) return absl::UnavailableError(absl::StrCat("--scenario-dir ", files.dir, ": ", ec.message()));
+  const fs::path candidate = fs::path(path).is_absolute() ? fs::path(path) : dir / path;
+  const fs::path real = fs::canonical(candidate, ec);
+  if (!ec) {
+    const fs::path inside = real.lexically_relative(dir);
+    if (inside.empty() || *inside.begin() == "..") ec = std::make_error_code(std::errc::permission_denied);
+  }
+  if (ec == std::errc::permission_denied) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "\"", path, "\" is outside the directory this server reads scenarios from (--scenario-dir); ",
+        how));
+  }
+  if (ec) {
+    return absl::NotFoundError(
+        absl::StrCat("no scenario file \"", path, "\" in the server's --scenario-dir"));
+  }
+  if (!fs::is_regular_file(real, ec)) {
+    return absl::InvalidArgumentError(absl::StrCat("\"", path, "\" is not a regular file"));
+  }
+  return real.string();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ResolveScenario(const std::string& name_or_path,
+                                            const ScenarioFiles& files) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (LooksLikePath(name_or_path)) return AllowedPath(name_or_path, files);
   std::set<std::string> available;
   for (const std::string& dir : ScenarioSearchPath()) {
     for (const char* ext : {".yaml", ".yml", ".json"}) {
@@ -960,11 +1010,20 @@ absl::StatusOr<std::string> ResolveScenario(const std::string& name_or_path) {
       }
     }
   }
-  if (!name_or_path.empty() && fs::is_regular_file(name_or_path, ec)) return name_or_path;
-  return absl::NotFoundError(absl::StrCat(
+  if (!name_or_path.empty() && files.any_path && fs::is_regular_file(name_or_path, ec)) {
+    return name_or_path;
+  }
+  if (!name_or_path.empty() && !files.any_path && !files.dir.empty()) {
+    absl::StatusOr<std::string> in_dir = AllowedPath(name_or_path, files);
+    if (in_dir.ok()) return in_dir;
+  }
+  std::string message = absl::StrCat(
       "no scenario pack or file named \"", name_or_path, "\" (packs: ",
-      available.empty() ? "none found" : absl::StrJoin(available, ", "), "; searched ",
-      absl::StrJoin(ScenarioSearchPath(), ", "), ")"));
+      available.empty() ? "none found" : absl::StrJoin(available, ", "));
+  // Where the server looked is the operator's business, not a caller's.
+  if (files.any_path) absl::StrAppend(&message, "; searched ", absl::StrJoin(ScenarioSearchPath(), ", "));
+  absl::StrAppend(&message, ")");
+  return absl::NotFoundError(message);
 }
 
 }  // namespace replayer

@@ -254,7 +254,8 @@ absl::StatusOr<Scenario> LoadScenario(absl::string_view text, absl::string_view 
 
 // Reads a scenario file, at most kMaxScenarioBytes + 1 bytes of it (enough
 // for ValidateScenario to refuse an oversized one). NOT_FOUND when it does
-// not exist, UNAVAILABLE when it cannot be read.
+// not exist, INVALID_ARGUMENT when it is not a regular file (a directory, a
+// FIFO that would block), UNAVAILABLE when it cannot be read.
 absl::StatusOr<std::string> ReadScenarioFile(const std::string& path);
 
 // The directories searched for named packs, in order: $UNDERSTUDY_SCENARIOS
@@ -262,12 +263,33 @@ absl::StatusOr<std::string> ReadScenarioFile(const std::string& path);
 // UNDERSTUDY_SCENARIO_DIR).
 std::vector<std::string> ScenarioSearchPath();
 
+// Which scenario files a caller may have read. The command line (serve
+// --scenario, validate) is the operator's own and reads any path; a remote
+// caller (StartRun.scenario) names packs, and files only under a directory
+// the operator allowed (serve --scenario-dir), so that a request can never
+// make the server read (and quote back) a file of its choosing.
+struct ScenarioFiles {
+  // Any path the process can read.
+  bool any_path = false;
+  // Otherwise: files under this directory only, after symlinks and ".."
+  // are resolved ("" for none).
+  std::string dir;
+
+  static ScenarioFiles Any() { return {true, ""}; }
+  static ScenarioFiles Under(std::string dir) { return {false, std::move(dir)}; }
+};
+
 // Maps a pack name ("rate-limit") or a file path to a readable file path.
 // Anything containing '/' or ending in .yaml, .yml or .json is a path;
 // anything else is looked up as NAME.yaml, NAME.yml, NAME.json in
-// ScenarioSearchPath(), and failing that tried as a path. NOT_FOUND naming
-// the packs available when neither exists.
-absl::StatusOr<std::string> ResolveScenario(const std::string& name_or_path);
+// ScenarioSearchPath(), and failing that tried as a path. A path is
+// resolved as `files` allows: any path, or relative to (or absolute
+// within) `files.dir`. NOT_FOUND naming the packs available when there is
+// no such pack or file; PERMISSION_DENIED for a path `files` does not
+// allow, saying how to send the scenario instead; INVALID_ARGUMENT for a
+// path that is not a regular file. Messages never quote file contents.
+absl::StatusOr<std::string> ResolveScenario(const std::string& name_or_path,
+                                            const ScenarioFiles& files = ScenarioFiles::Any());
 
 }  // namespace replayer
 }  // namespace understudy

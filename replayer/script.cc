@@ -12,7 +12,8 @@ namespace understudy {
 namespace replayer {
 
 absl::StatusOr<std::shared_ptr<const Script>> Script::Load(const std::string& ref,
-                                                           absl::string_view text) {
+                                                           absl::string_view text,
+                                                           const ScenarioFiles& files) {
   if (ref.empty() == text.empty()) {
     return absl::InvalidArgumentError(
         "scenario: give either a pack name or path (scenario) or the document (scenario_text), "
@@ -22,7 +23,7 @@ absl::StatusOr<std::shared_ptr<const Script>> Script::Load(const std::string& re
     US_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(text, "inline"));
     return FromScenario(std::move(scenario));
   }
-  US_ASSIGN_OR_RETURN(std::string path, ResolveScenario(ref));
+  US_ASSIGN_OR_RETURN(std::string path, ResolveScenario(ref, files));
   US_ASSIGN_OR_RETURN(std::string contents, ReadScenarioFile(path));
   US_ASSIGN_OR_RETURN(Scenario scenario, LoadScenario(contents, path));
   return FromScenario(std::move(scenario));

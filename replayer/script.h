@@ -29,13 +29,15 @@ namespace replayer {
 
 class Script {
  public:
-  // Loads a scenario by pack name or path (`ref`, see ResolveScenario) or
-  // from its text (`text`, labelled "inline"); exactly one must be
-  // non-empty. INVALID_ARGUMENT with the validator's whole report for an
-  // invalid document or when both or neither are given; NOT_FOUND for an
-  // unknown pack or missing file.
-  static absl::StatusOr<std::shared_ptr<const Script>> Load(const std::string& ref,
-                                                           absl::string_view text);
+  // Loads a scenario by pack name or path (`ref`, see ResolveScenario; a
+  // path only as `files` allows) or from its text (`text`, labelled
+  // "inline"); exactly one must be non-empty. INVALID_ARGUMENT with the
+  // validator's whole report for an invalid document or when both or
+  // neither are given; NOT_FOUND for an unknown pack or missing file;
+  // PERMISSION_DENIED for a path `files` does not allow.
+  static absl::StatusOr<std::shared_ptr<const Script>> Load(
+      const std::string& ref, absl::string_view text,
+      const ScenarioFiles& files = ScenarioFiles::Any());
   // Builds from a loaded scenario. INVALID_ARGUMENT as RuleSet::Create.
   static absl::StatusOr<std::shared_ptr<const Script>> FromScenario(Scenario scenario);
 

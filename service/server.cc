@@ -1,5 +1,7 @@
 #include "service/server.h"
 
+#include <filesystem>
+#include <system_error>
 #include <utility>
 
 #include "absl/strings/match.h"
@@ -113,6 +115,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
                           absl::StrCat("--scenario: ", script.status().message()));
     }
     engine_options.scenario = *std::move(script);
+  }
+  if (!options.scenario_dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(options.scenario_dir, ec)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--scenario-dir ", options.scenario_dir, ": not a directory"));
+    }
+    engine_options.scenario_dir = options.scenario_dir;
   }
   US_ASSIGN_OR_RETURN(parts->engine, replayer::Engine::Create(engine_options));
 

@@ -46,6 +46,9 @@ struct ServerOptions {
   // The scenario for runs that name none (a pack name or a file path); ""
   // for none. With one, the default run may replay without a session.
   std::string scenario;
+  // The directory whose scenario files StartRun may name; "" for none
+  // (callers then name packs or send scenario_text).
+  std::string scenario_dir;
   // Largest message a client may send (and the server may be sent).
   int max_message_bytes = 16 << 20;
   // Exchanges one RecordExchanges call may carry.

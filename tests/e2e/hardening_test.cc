@@ -2,6 +2,9 @@
 // that failed before the fix: values nested 100,000 levels deep, invalid
 // UTF-8, files read on a caller's behalf, and the like. Each test also
 // checks that the server is still serving afterwards.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <string>
 #include <vector>
 
@@ -169,6 +172,80 @@ TEST_F(HardeningTest, ARecordedAnswerNestedTooDeeplyIsReplayedTracedAndAssertedW
   ASSERT_OK_AND_ASSIGN(ProcessResult shown, Cli({"show", run.id(), "--db", db_path()}));
   EXPECT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_THAT(shown.out, HasSubstr("continue"));
+}
+
+// --- 2. Files read on a caller's behalf ---------------------------------------------
+
+absl::StatusOr<v1::Run> StartRunNaming(Clients& c, const std::string& scenario) {
+  v1::StartRunRequest request;
+  request.set_mode(v1::RUN_MODE_REPLAY);
+  request.set_scenario(scenario);
+  auto context = CallContext();
+  v1::Run run;
+  grpc::Status s = c.runs->StartRun(context.get(), request, &run);
+  if (!s.ok()) return FromGrpc(s);
+  return run;
+}
+
+TEST_F(HardeningTest, StartRunNeverReadsAFileOfTheCallersChoosing) {
+  // Secrets the server can read: a .env file and a YAML file with keys.
+  const std::string env = Path("secrets.env");
+  WriteFile(env, "OPENAI_API_KEY=sk-live-123\n");
+  const std::string yaml = Path("config.yaml");
+  WriteFile(yaml, "database_password: hunter2\napi_token: t0ken\n");
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
+  Clients c(server->NewChannel());
+  for (const std::string& path : {std::string("/etc/passwd"), env, yaml}) {
+    absl::StatusOr<v1::Run> run = StartRunNaming(c, path);
+    EXPECT_THAT(run, StatusIs(absl::StatusCode::kPermissionDenied,
+                              AllOf(HasSubstr("--scenario-dir"), HasSubstr("scenario_text"),
+                                    Not(HasSubstr("root:")), Not(HasSubstr("OPENAI_API_KEY")),
+                                    Not(HasSubstr("database_password")))))
+        << path;
+  }
+  // A pack by name still works.
+  EXPECT_OK(StartRunNaming(c, "rate-limit").status());
+  ExpectServing(c);
+}
+
+TEST_F(HardeningTest, ScenarioDirAllowsItsFilesAndNothingOutsideIt) {
+  const std::string allowed = Path("allowed");
+  ASSERT_EQ(::mkdir(allowed.c_str(), 0700), 0);
+  WriteFile(allowed + "/ok.yaml",
+            "schema: understudy.scenario/v1\ndefault: {respond: {content: from the dir}}\n");
+  WriteFile(Path("outside.yaml"), "schema: understudy.scenario/v1\nsecret_key: s3cr3t\n");
+  ASSERT_EQ(::symlink("/etc/passwd", (allowed + "/passwd.yaml").c_str()), 0);
+  ASSERT_EQ(::symlink(Path("outside.yaml").c_str(), (allowed + "/link.yaml").c_str()), 0);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
+                       StartServer("", {"--scenario-dir", allowed}));
+  Clients c(server->NewChannel());
+  ASSERT_OK_AND_ASSIGN(v1::Run run, StartRunNaming(c, "ok.yaml"));
+  ASSERT_OK_AND_ASSIGN(v1::CompletionResponse r, Complete(c, run.id(), "", Ask("hi")));
+  EXPECT_EQ(r.message().content(), "from the dir");
+  EXPECT_OK(StartRunNaming(c, allowed + "/ok.yaml").status());
+  for (const std::string& path : {std::string("../outside.yaml"), Path("outside.yaml"),
+                                  std::string("passwd.yaml"), std::string("link.yaml"),
+                                  std::string("/etc/passwd")}) {
+    EXPECT_THAT(StartRunNaming(c, path),
+                StatusIs(absl::StatusCode::kPermissionDenied,
+                         AllOf(HasSubstr("outside the directory"), Not(HasSubstr("root:")),
+                               Not(HasSubstr("s3cr3t")), Not(HasSubstr("secret_key")))))
+        << path;
+  }
+  EXPECT_THAT(StartRunNaming(c, "missing.yaml"),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("--scenario-dir")));
+  ASSERT_EQ(::mkfifo((allowed + "/fifo.yaml").c_str(), 0600), 0);
+  EXPECT_THAT(StartRunNaming(c, "fifo.yaml"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("not a regular file")));
+  ExpectServing(c);
+}
+
+TEST_F(HardeningTest, ServeRefusesAScenarioDirThatIsNotADirectory) {
+  ASSERT_OK_AND_ASSIGN(ProcessResult r,
+                       Cli({"serve", "--db", db_path(), "--listen", "127.0.0.1:0", "--http", "",
+                            "--scenario-dir", "/etc/passwd"}));
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.err, "understudy: --scenario-dir /etc/passwd: not a directory\n");
 }
 
 // --- 3. Invalid UTF-8 --------------------------------------------------------------

@@ -442,13 +442,16 @@ TEST_F(ScenarioE2eTest, ErrorHandlingPackFailsInItsDocumentedOrder) {
   EXPECT_THAT(server->Terminate(), IsOkAndHolds(0)) << server->Stderr();
 }
 
-TEST_F(ScenarioE2eTest, StartRunLoadsAScenarioFileByPath) {
+TEST_F(ScenarioE2eTest, StartRunLoadsAScenarioFileByPathUnderTheScenarioDir) {
   const std::string file = Path("errors.yaml");
   WriteFile(file, kErrors);
-  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
+                       StartServer("", {"--scenario-dir", dir()}));
   Clients c(server->NewChannel());
   ASSERT_OK_AND_ASSIGN(v1::Run run, StartScenarioRun(c, "", file));
   EXPECT_EQ(run.scenario(), "errors");
+  ASSERT_OK_AND_ASSIGN(v1::Run relative, StartScenarioRun(c, "", "errors.yaml"));
+  EXPECT_EQ(relative.scenario(), "errors");
   EXPECT_THAT(CompleteWithin(c, run.id(), "denied"), StatusIs(absl::StatusCode::kPermissionDenied));
 
   const std::string bad = Path("bad.yaml");

@@ -9,6 +9,7 @@ agents, rules, iterations, routing, phase transitions, the workflow's end.
 """
 
 import json
+import pathlib
 
 import grpc
 import pytest
@@ -88,7 +89,8 @@ UNEXPECTED_MESSAGE = "review-loop: no rule for this request"
 
 @pytest.fixture
 def server(start_server):
-    return start_server()
+    # StartRun names the scenario file: the server may read that directory.
+    return start_server(extra=("--scenario-dir", str(pathlib.Path(SCENARIO).parent)))
 
 
 def start_run(server):

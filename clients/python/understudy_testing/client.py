@@ -131,7 +131,7 @@ class Client:
         """Starts a run and returns its `understudy.v1.Run` (`.id`, ...).
 
         mode: "record", "replay", "passthrough", "once" or "new".
-        session: NAME or NAME@N. scenario: a pack name or a file on the server;
+        session: NAME or NAME@N. scenario: a pack name, or a file under the server's --scenario-dir;
         scenario_text: the scenario document (or a dict). strict: None keeps
         the server's default (strict).
         """
