@@ -40,11 +40,22 @@ namespace understudy {
 namespace cli {
 namespace {
 
-absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const DbFlags& db) {
+// Opens the database of a command. Only `import` creates it: for the others
+// a mistyped --db is an error, not a new empty database. Any failure is an
+// operational one (exit 3), its message naming the file.
+absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const DbFlags& db, bool create = false) {
   store::StoreOptions options;
   options.path = db.db;
   options.reader_connections = 1;
-  return store::Store::Open(options);
+  options.create_if_missing = create;
+  absl::StatusOr<std::unique_ptr<store::Store>> store = store::Store::Open(options);
+  if (store.ok()) return store;
+  std::string message(store.status().message());
+  if (!absl::StrContains(message, db.db)) message = absl::StrCat(db.db, ": ", message);
+  if (absl::IsUnavailable(store.status()) && ::access(db.db.c_str(), F_OK) != 0) {
+    message = absl::StrCat("cannot open database ", db.db, ": no such file");
+  }
+  return absl::UnavailableError(message);
 }
 
 // One line of JSON for `m`, the same bytes in every process: map fields
@@ -82,19 +93,26 @@ std::string Quote(const std::string& s, size_t max = 60) {
   return nlohmann::json(cut).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// Writes `path` atomically (temp file + rename) so readers never see half.
+// Writes `path` atomically (temp file + rename) so readers never see half;
+// on any failure (a full disk, say) the temporary file is removed and
+// `path` is left as it was.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
-    out << content;
-    out.flush();
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
+  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
+  auto failed = [&](absl::string_view what) {
+    const int error = errno;
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(
+        absl::StrCat("cannot ", what, " ", path, error != 0 ? ": " : "",
+                     error != 0 ? std::strerror(error) : ""));
+  };
+  errno = 0;
+  FILE* out = std::fopen(tmp.c_str(), "wb");
+  if (out == nullptr) return failed("write");
+  const bool written = std::fwrite(content.data(), 1, content.size(), out) == content.size();
+  const bool flushed = std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
+  const bool closed = std::fclose(out) == 0;
+  if (!written || !flushed || !closed) return failed("write");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) return failed("replace");
   return absl::OkStatus();
 }
 
@@ -122,6 +140,20 @@ absl::Status ApplyMode(const std::string& mode, service::ServerOptions* options)
   return absl::OkStatus();
 }
 
+int FailStart(const absl::Status& status) {
+  std::cerr << "understudy: " << status.message() << std::endl;
+  switch (service::StartStageOf(status).value_or(service::StartStage::kStore)) {
+    case service::StartStage::kOptions:
+      return 2;
+    case service::StartStage::kReferenced:
+      return 1;
+    case service::StartStage::kStore:
+    case service::StartStage::kListen:
+      return 3;
+  }
+  return 3;
+}
+
 int Fail(const absl::Status& status) {
   std::cerr << "understudy: " << status.message() << std::endl;
   switch (status.code()) {
@@ -139,7 +171,7 @@ int Fail(const absl::Status& status) {
 int Serve(const ServeFlags& flags) {
   service::ServerOptions options = flags.server;
   absl::Status mode = ApplyMode(flags.mode, &options);
-  if (!mode.ok()) return Fail(mode);
+  if (!mode.ok()) return FailStart(service::Tagged(mode, service::StartStage::kOptions));
   options.drain_timeout = absl::Seconds(flags.drain_timeout_seconds);
 
   // Signals are taken by sigwait below; block them before any thread starts
@@ -152,7 +184,7 @@ int Serve(const ServeFlags& flags) {
   signal(SIGPIPE, SIG_IGN);
 
   absl::StatusOr<std::unique_ptr<service::Server>> server = service::Server::Start(options);
-  if (!server.ok()) return Fail(server.status());
+  if (!server.ok()) return FailStart(server.status());
   std::string line = absl::StrCat("understudy serving grpc=", (*server)->grpc_address());
   if (!(*server)->http_address().empty()) absl::StrAppend(&line, " http=", (*server)->http_address());
   absl::StrAppend(&line, " db=", options.db_path);
@@ -209,7 +241,7 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
   }
   service::ServerOptions options = flags.server;
   absl::Status mode = ApplyMode(flags.mode, &options);
-  if (!mode.ok()) return Fail(mode);
+  if (!mode.ok()) return FailStart(service::Tagged(mode, service::StartStage::kOptions));
   options.listen = "127.0.0.1:0";
   options.http_listen = "127.0.0.1:0";
   options.drain_timeout = absl::Seconds(flags.drain_timeout_seconds);
@@ -225,7 +257,7 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
   signal(SIGPIPE, SIG_IGN);
 
   absl::StatusOr<std::unique_ptr<service::Server>> server = service::Server::Start(options);
-  if (!server.ok()) return Fail(server.status());
+  if (!server.ok()) return FailStart(server.status());
   const std::string run = (*server)->default_run();
   const std::string http = absl::StrCat("http://", (*server)->http_address());
   std::vector<std::string> env;
@@ -293,7 +325,7 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
 
 int SessionsList(const DbFlags& db, const std::string& prefix) {
   auto store = OpenStore(db);
-  if (!store.ok()) return Fail(store.status());
+  if (!store.ok()) return Fail(store.status());  // UNAVAILABLE: exit 3
   auto sessions = (*store)->ListSessions(prefix);
   if (!sessions.ok()) return Fail(sessions.status());
   if (db.json) {
@@ -318,7 +350,7 @@ int SessionsShow(const DbFlags& db, const std::string& ref) {
   auto parsed = replayer::ParseSessionRef(ref);
   if (!parsed.ok()) return Fail(parsed.status());
   auto store = OpenStore(db);
-  if (!store.ok()) return Fail(store.status());
+  if (!store.ok()) return Fail(store.status());  // UNAVAILABLE: exit 3
   auto session = (*store)->GetSession(parsed->first, parsed->second);
   if (!session.ok()) return Fail(session.status());
   auto exchanges = (*store)->LoadExchanges(session->name(), session->version());
@@ -355,7 +387,7 @@ int SessionsRemove(const DbFlags& db, const std::string& ref) {
   auto parsed = replayer::ParseSessionRef(ref);
   if (!parsed.ok()) return Fail(parsed.status());
   auto store = OpenStore(db);
-  if (!store.ok()) return Fail(store.status());
+  if (!store.ok()) return Fail(store.status());  // UNAVAILABLE: exit 3
   auto n = (*store)->DeleteSession(parsed->first, parsed->second);
   if (!n.ok()) return Fail(n.status());
   std::cerr << "deleted " << *n << (*n == 1 ? " version" : " versions") << " of "
@@ -367,7 +399,7 @@ int Export(const DbFlags& db, const std::string& ref, const std::string& output)
   auto parsed = replayer::ParseSessionRef(ref);
   if (!parsed.ok()) return Fail(parsed.status());
   auto store = OpenStore(db);
-  if (!store.ok()) return Fail(store.status());
+  if (!store.ok()) return Fail(store.status());  // UNAVAILABLE: exit 3
   auto jsonl = (*store)->ExportSession(parsed->first, parsed->second);
   if (!jsonl.ok()) return Fail(jsonl.status());
   if (output.empty() || output == "-") {
@@ -388,8 +420,8 @@ int Import(const DbFlags& db, const std::string& input, const std::string& name)
     if (!in) return Fail(absl::NotFoundError(absl::StrCat("cannot read ", input)));
     content.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  auto store = OpenStore(db);
-  if (!store.ok()) return Fail(store.status());
+  auto store = OpenStore(db, /*create=*/true);
+  if (!store.ok()) return Fail(store.status());  // UNAVAILABLE: exit 3
   auto session = (*store)->ImportSession(content, name);
   if (!session.ok()) {
     return Fail(absl::Status(session.status().code(),
@@ -403,7 +435,7 @@ int Import(const DbFlags& db, const std::string& input, const std::string& name)
 int Trace(const DbFlags& db, const std::string& run, const std::vector<std::string>& kinds,
           const std::string& agent) {
   auto store = OpenStore(db);
-  if (!store.ok()) return Fail(store.status());
+  if (!store.ok()) return Fail(store.status());  // UNAVAILABLE: exit 3
   store::EventQuery query;
   query.run = run;
   query.kinds = kinds;

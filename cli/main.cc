@@ -1,5 +1,6 @@
 // understudy: record, replay and inspect LLM agent sessions.
 // Parses flags and hands over to cli/commands.h; nothing else lives here.
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -75,6 +76,43 @@ bool ApplyConfigFile(int argc, char** argv, const std::set<std::string>& keys) {
   return true;
 }
 
+// `record|replay ... -- CMD ARGS...`: everything after the first "--" that
+// follows the subcommand is the command, verbatim. The flag parser never
+// sees it, so it cannot take `-c` for an option of ours, split "[x]" into a
+// list, or swallow a second "--". Returns how many leading arguments are
+// left for the flag parser.
+int SplitWrappedCommand(int argc, char** argv, std::vector<std::string>* command,
+                        bool* has_separator) {
+  bool wrapper = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "record" || arg == "replay") wrapper = true;
+    if (arg == "--") {
+      if (!wrapper) return argc;
+      *has_separator = true;
+      command->assign(argv + i + 1, argv + argc);
+      return i;
+    }
+  }
+  return argc;
+}
+
+// A parse error as one line: "understudy: MESSAGE (see `understudy CMD --help`)".
+int UsageError(CLI::App& app, const CLI::ParseError& e) {
+  std::string message = e.what();
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  while (!message.empty() && message.back() == ' ') message.pop_back();
+  std::string command = "understudy";
+  for (CLI::App* sub = &app; sub != nullptr;) {
+    const std::vector<CLI::App*> chosen = sub->get_subcommands();
+    if (chosen.empty()) break;
+    sub = chosen.front();
+    command += " " + sub->get_name();
+  }
+  std::cerr << "understudy: " << message << " (see `" << command << " --help`)" << std::endl;
+  return 2;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,6 +127,10 @@ int main(int argc, char** argv) {
       "assert on what happened."};
   app.set_version_flag("--version", std::string("understudy ") + UNDERSTUDY_VERSION);
   app.require_subcommand(1);
+  // Global flags work after the subcommand too (`understudy serve
+  // --log-level debug`): subcommands hand options they do not know to their
+  // parent. Set before any subcommand is added, which inherits it.
+  app.fallthrough();
   app.option_defaults()->always_capture_default();
   app.footer(
       "Examples:\n"
@@ -207,7 +249,7 @@ int main(int argc, char** argv) {
     add_serve_options(cmd, /*with_addresses=*/false);
     cmd->add_option("--session", wrap_session, "Session to record into or replay (NAME[@N])")
         ->required();
-    cmd->add_option("command", wrapped, "The command, after --")->required();
+    cmd->add_option("command", wrapped, "The command, after -- (taken verbatim)");
   }
   std::string record_mode = "record";
   std::string replay_mode = "none";
@@ -327,12 +369,28 @@ int main(int argc, char** argv) {
       "  understudy validate tests/review-loop.yaml\n"
       "  understudy validate rate-limit network-resilience --json");
 
-  if (!ApplyConfigFile(argc, argv, serve_keys)) return 2;
+  std::vector<std::string> separated;
+  bool has_separator = false;
+  const int parsed_argc = SplitWrappedCommand(argc, argv, &separated, &has_separator);
+  if (!ApplyConfigFile(parsed_argc, argv, serve_keys)) return 2;
   try {
-    app.parse(argc, argv);
+    app.parse(parsed_argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    return UsageError(app, e);
+  }
+  if (has_separator) {
+    if (!wrapped.empty()) {
+      std::cerr << "understudy: the command goes after -- only (got \"" << wrapped.front()
+                << "\" before it)" << std::endl;
+      return 2;
+    }
+    wrapped = std::move(separated);
   }
 
   understudy::LogLevel level;

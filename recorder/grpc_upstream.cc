@@ -14,12 +14,21 @@ absl::Status FromGrpc(const grpc::Status& s) {
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
 }
 
-void Prepare(const UpstreamCall& call, grpc::ClientContext* ctx) {
-  for (const auto& [name, value] : call.headers) ctx->AddMetadata(name, value);
-  if (!call.agent.empty()) ctx->AddMetadata("understudy-agent", call.agent);
+// The call's credentials and deadline. understudy's own metadata
+// (understudy-run, understudy-agent) is routing for understudy and never
+// goes upstream; the agent travels in the request's `agent` field, which is
+// part of the Model protocol the upstream speaks.
+void Prepare(const UpstreamCall& call, grpc::ClientContext* ctx,
+             v1::CompletionRequest* request) {
+  for (const auto& [name, value] : call.headers) {
+    if (absl::StartsWithIgnoreCase(name, "understudy-")) continue;
+    ctx->AddMetadata(name, value);
+  }
   if (call.deadline != absl::InfiniteFuture()) {
     ctx->set_deadline(absl::ToChronoTime(call.deadline));
   }
+  request->clear_run();
+  request->set_agent(call.agent);
 }
 
 // Owns one unary call until its callback runs.
@@ -39,8 +48,8 @@ class StreamReader final : public grpc::ClientReadReactor<v1::CompletionChunk> {
 
   void Start(v1::Model::StubInterface* stub, const UpstreamCall& call,
              v1::CompletionRequest request) {
-    Prepare(call, &ctx_);
     request_ = std::move(request);
+    Prepare(call, &ctx_, &request_);
     stub->async()->StreamComplete(&ctx_, &request_, this);
     StartRead(&chunk_);
     StartCall();
@@ -87,8 +96,8 @@ GrpcUpstream::GrpcUpstream(std::unique_ptr<v1::Model::StubInterface> stub)
 void GrpcUpstream::Complete(const UpstreamCall& call, const v1::CompletionRequest& request,
                             std::function<void(absl::StatusOr<v1::CompletionResponse>)> done) {
   auto* state = new UnaryCall;
-  Prepare(call, &state->ctx);
   state->request = request;
+  Prepare(call, &state->ctx, &state->request);
   state->done = std::move(done);
   stub_->async()->Complete(&state->ctx, &state->request, &state->response,
                            [state](grpc::Status s) {

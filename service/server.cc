@@ -4,7 +4,9 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -57,73 +59,74 @@ struct Server::Parts {
   absl::Status shutdown_status ABSL_GUARDED_BY(mu);
 };
 
+namespace {
+
+// "host:port" with a port in 0..65535 (gRPC would wrap 70000 to 4464).
+absl::Status CheckListenAddress(absl::string_view flag, absl::string_view address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == absl::string_view::npos || colon == 0 ||
+      !absl::SimpleAtoi(address.substr(colon + 1), &port) || port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " \"", address, "\": expected HOST:PORT with a port from 0 to 65535"));
+  }
+  return absl::OkStatus();
+}
+
+// The upstreams and the options of the engine that do not need the store.
+absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
+                             replayer::EngineOptions* engine_options);
+
+}  // namespace
+
+absl::Status Tagged(absl::Status status, StartStage stage) {
+  if (!status.ok()) status.SetPayload(kStartStagePayloadUrl, absl::Cord(StartStageName(stage)));
+  return status;
+}
+
+absl::string_view StartStageName(StartStage stage) {
+  switch (stage) {
+    case StartStage::kOptions:
+      return "options";
+    case StartStage::kReferenced:
+      return "referenced";
+    case StartStage::kStore:
+      return "store";
+    case StartStage::kListen:
+      return "listen";
+  }
+  return "options";
+}
+
+std::optional<StartStage> StartStageOf(const absl::Status& status) {
+  absl::optional<absl::Cord> payload = status.GetPayload(kStartStagePayloadUrl);
+  if (!payload.has_value()) return std::nullopt;
+  for (StartStage stage : {StartStage::kOptions, StartStage::kReferenced, StartStage::kStore,
+                           StartStage::kListen}) {
+    if (*payload == StartStageName(stage)) return stage;
+  }
+  return std::nullopt;
+}
+
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
   auto parts = std::make_unique<Parts>();
   parts->options = options;
 
+  // Options first, so that a bad flag never touches the database.
+  replayer::EngineOptions engine_options;
+  US_RETURN_IF_ERROR(Tagged(CheckListenAddress("--listen", options.listen), StartStage::kOptions));
+  if (!options.http_listen.empty()) {
+    US_RETURN_IF_ERROR(
+        Tagged(CheckListenAddress("--http", options.http_listen), StartStage::kOptions));
+  }
+  US_RETURN_IF_ERROR(ConfigureEngine(options, parts.get(), &engine_options));
+
   store::StoreOptions store_options;
   store_options.path = options.db_path;
-  US_ASSIGN_OR_RETURN(parts->store, store::Store::Open(store_options));
-
-  replayer::EngineOptions engine_options;
+  absl::StatusOr<std::unique_ptr<store::Store>> store = store::Store::Open(store_options);
+  if (!store.ok()) return Tagged(store.status(), StartStage::kStore);
+  parts->store = *std::move(store);
   engine_options.store = parts->store.get();
-  for (const std::string& upstream : options.upstreams) {
-    if (absl::StartsWith(upstream, "grpc://")) {
-      if (parts->upstream != nullptr) {
-        return absl::InvalidArgumentError("--upstream: more than one grpc:// upstream");
-      }
-      US_ASSIGN_OR_RETURN(parts->upstream, recorder::GrpcUpstream::Create(upstream));
-      engine_options.upstream = parts->upstream.get();
-      continue;
-    }
-    size_t eq = upstream.find('=');
-    std::string name = upstream.substr(0, eq == std::string::npos ? 0 : eq);
-    std::unique_ptr<recorder::HttpUpstream>* slot =
-        name == "openai" ? &parts->openai_upstream
-                         : name == "anthropic" ? &parts->anthropic_upstream : nullptr;
-    if (slot == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--upstream \"", upstream,
-          "\": expected grpc://HOST:PORT, openai=URL or anthropic=URL"));
-    }
-    if (*slot != nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("--upstream: more than one ", name, "="));
-    }
-    recorder::HttpUpstream::Options http_options;
-    http_options.base_url = upstream.substr(eq + 1);
-    http_options.flag = absl::StrCat("--upstream ", name);
-    US_ASSIGN_OR_RETURN(*slot, recorder::HttpUpstream::Create(http_options));
-  }
-  engine_options.has_upstream = parts->upstream != nullptr || parts->openai_upstream != nullptr ||
-                                parts->anthropic_upstream != nullptr;
-  engine_options.speed = options.speed;
-  if (options.speed < 0) {
-    return absl::InvalidArgumentError("--speed: must be 0 (as fast as possible) or more");
-  }
-  if (!options.ignore_paths.empty() || !options.normalizers.empty()) {
-    US_ASSIGN_OR_RETURN(engine_options.normalizer,
-                        replayer::MatchNormalizer::Create(options.ignore_paths, options.normalizers));
-  }
-  US_ASSIGN_OR_RETURN(recorder::Redactor redactor,
-                      recorder::Redactor::Create(options.redact_headers, options.redact_json_paths));
-  parts->redactor = std::make_unique<recorder::Redactor>(std::move(redactor));
-  if (!options.scenario.empty()) {
-    absl::StatusOr<std::shared_ptr<const replayer::Script>> script =
-        replayer::Script::Load(options.scenario, "");
-    if (!script.ok()) {
-      return absl::Status(script.status().code(),
-                          absl::StrCat("--scenario: ", script.status().message()));
-    }
-    engine_options.scenario = *std::move(script);
-  }
-  if (!options.scenario_dir.empty()) {
-    std::error_code ec;
-    if (!std::filesystem::is_directory(options.scenario_dir, ec)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("--scenario-dir ", options.scenario_dir, ": not a directory"));
-    }
-    engine_options.scenario_dir = options.scenario_dir;
-  }
   US_ASSIGN_OR_RETURN(parts->engine, replayer::Engine::Create(engine_options));
 
   CallTracker* tracker = &parts->tracker;
@@ -156,8 +159,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   builder.RegisterService(parts->ui.get());
   parts->grpc_server = builder.BuildAndStart();
   if (parts->grpc_server == nullptr || port == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot listen on ", options.listen, " (in use, or not a local address?)"));
+    return Tagged(absl::UnavailableError(absl::StrCat("cannot listen on ", options.listen,
+                                                      " (in use, or not a local address?)")),
+                  StartStage::kListen);
   }
   size_t colon = options.listen.rfind(':');
   parts->address = absl::StrCat(options.listen.substr(0, colon), ":", port);
@@ -180,8 +184,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
         });
     if (!http.ok()) {
       parts->grpc_server->Shutdown();
-      return absl::Status(http.status().code(),
-                          absl::StrCat("--http ", options.http_listen, ": ", http.status().message()));
+      return Tagged(absl::Status(http.status().code(), absl::StrCat("--http ", options.http_listen,
+                                                                    ": ", http.status().message())),
+                    StartStage::kListen);
     }
     parts->http_server = std::move(*http);
     parts->http_address = parts->http_server->address();
@@ -196,8 +201,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     absl::StatusOr<v1::Run> run = parts->engine->StartRun(request);
     if (!run.ok()) {
       parts->grpc_server->Shutdown();
-      return absl::Status(run.status().code(),
-                          absl::StrCat("default run: ", run.status().message()));
+      return Tagged(absl::Status(run.status().code(),
+                                 absl::StrCat("default run: ", run.status().message())),
+                    absl::IsNotFound(run.status()) ? StartStage::kReferenced
+                                                   : StartStage::kOptions);
     }
     parts->default_run = run->id();
     // Calls naming no run go to it from now on.
@@ -210,6 +217,87 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
        {"default_run", parts->default_run}});
   return std::unique_ptr<Server>(new Server(std::move(parts)));
 }
+
+namespace {
+
+absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
+                             replayer::EngineOptions* engine_options) {
+  auto bad = [](absl::Status status) { return Tagged(std::move(status), StartStage::kOptions); };
+  for (const std::string& upstream : options.upstreams) {
+    if (absl::StartsWith(upstream, "grpc://")) {
+      if (parts->upstream != nullptr) {
+        return bad(absl::InvalidArgumentError("--upstream: more than one grpc:// upstream"));
+      }
+      absl::StatusOr<std::unique_ptr<recorder::GrpcUpstream>> grpc_upstream =
+          recorder::GrpcUpstream::Create(upstream);
+      if (!grpc_upstream.ok()) return bad(grpc_upstream.status());
+      parts->upstream = *std::move(grpc_upstream);
+      engine_options->upstream = parts->upstream.get();
+      continue;
+    }
+    size_t eq = upstream.find('=');
+    std::string name = upstream.substr(0, eq == std::string::npos ? 0 : eq);
+    std::unique_ptr<recorder::HttpUpstream>* slot =
+        name == "openai" ? &parts->openai_upstream
+                         : name == "anthropic" ? &parts->anthropic_upstream : nullptr;
+    if (slot == nullptr) {
+      return bad(absl::InvalidArgumentError(absl::StrCat(
+          "--upstream \"", upstream,
+          "\": expected grpc://HOST:PORT, openai=URL or anthropic=URL")));
+    }
+    if (*slot != nullptr) {
+      return bad(absl::InvalidArgumentError(absl::StrCat("--upstream: more than one ", name, "=")));
+    }
+    recorder::HttpUpstream::Options http_options;
+    http_options.base_url = upstream.substr(eq + 1);
+    http_options.flag = absl::StrCat("--upstream ", name);
+    absl::StatusOr<std::unique_ptr<recorder::HttpUpstream>> http_upstream =
+        recorder::HttpUpstream::Create(http_options);
+    if (!http_upstream.ok()) return bad(http_upstream.status());
+    *slot = *std::move(http_upstream);
+  }
+  engine_options->has_upstream = parts->upstream != nullptr ||
+                                 parts->openai_upstream != nullptr ||
+                                 parts->anthropic_upstream != nullptr;
+  if (options.speed < 0) {
+    return bad(absl::InvalidArgumentError("--speed: must be 0 (as fast as possible) or more"));
+  }
+  engine_options->speed = options.speed;
+  if (!options.ignore_paths.empty() || !options.normalizers.empty()) {
+    absl::StatusOr<std::shared_ptr<const replayer::MatchNormalizer>> normalizer =
+        replayer::MatchNormalizer::Create(options.ignore_paths, options.normalizers);
+    if (!normalizer.ok()) return bad(normalizer.status());
+    engine_options->normalizer = *std::move(normalizer);
+  }
+  absl::StatusOr<recorder::Redactor> redactor =
+      recorder::Redactor::Create(options.redact_headers, options.redact_json_paths);
+  if (!redactor.ok()) return bad(redactor.status());
+  parts->redactor = std::make_unique<recorder::Redactor>(*std::move(redactor));
+  if (!options.scenario_dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(options.scenario_dir, ec)) {
+      return bad(absl::InvalidArgumentError(
+          absl::StrCat("--scenario-dir ", options.scenario_dir, ": not a directory")));
+    }
+    engine_options->scenario_dir = options.scenario_dir;
+  }
+  if (!options.scenario.empty()) {
+    absl::StatusOr<std::shared_ptr<const replayer::Script>> script =
+        replayer::Script::Load(options.scenario, "");
+    if (!script.ok()) {
+      // An invalid document is the validator's verdict; a missing pack or
+      // file is a bad flag value.
+      return Tagged(absl::Status(script.status().code(),
+                                 absl::StrCat("--scenario: ", script.status().message())),
+                    absl::IsInvalidArgument(script.status()) ? StartStage::kReferenced
+                                                             : StartStage::kOptions);
+    }
+    engine_options->scenario = *std::move(script);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 Server::Server(std::unique_ptr<Parts> parts) : parts_(std::move(parts)) {}
 

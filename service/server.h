@@ -3,10 +3,12 @@
 #define UNDERSTUDY_SERVICE_SERVER_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "understudy/v1/understudy.pb.h"
 
@@ -57,12 +59,32 @@ struct ServerOptions {
   absl::Duration drain_timeout = absl::Seconds(10);
 };
 
+// What a Server::Start error is about, so that a command line can tell a
+// bad flag value from a database it cannot open.
+enum class StartStage {
+  kOptions,   // a bad option value (or a default run it cannot start)
+  kReferenced,  // what an option names is invalid or missing: the --scenario
+                // document (the validator's report), the default run's session
+  kStore,     // the database cannot be opened or is not ours
+  kListen,    // an address cannot be bound
+};
+// The payload (type URL) that carries it.
+inline constexpr char kStartStagePayloadUrl[] = "type.understudy.dev/start-stage";
+absl::string_view StartStageName(StartStage stage);
+// `status` (unless OK) with `stage` attached.
+absl::Status Tagged(absl::Status status, StartStage stage);
+// The stage of a Server::Start error; nullopt for any other status.
+std::optional<StartStage> StartStageOf(const absl::Status& status);
+
 class Server {
  public:
-  // Opens the store, starts the engine and listens. Errors from the store
-  // (see store::Store::Open), INVALID_ARGUMENT for a bad upstream, matching
-  // or redaction option or default run, UNAVAILABLE when an address cannot
-  // be bound.
+  struct Parts;
+  // Checks the options, opens the store, starts the engine and listens.
+  // Every error carries its StartStage: INVALID_ARGUMENT for a bad address,
+  // upstream, matching or redaction option, scenario or default run (kOptions,
+  // or kReferenced for an invalid scenario document); the store's errors
+  // (kStore, see store::Store::Open); UNAVAILABLE when an address cannot be
+  // bound (kListen). Options are checked before the database is touched.
   static absl::StatusOr<std::unique_ptr<Server>> Start(const ServerOptions& options);
 
   // Shuts down if still running.
@@ -86,7 +108,6 @@ class Server {
   absl::Status Shutdown();
 
  private:
-  struct Parts;
   explicit Server(std::unique_ptr<Parts> parts);
   std::unique_ptr<Parts> parts_;
 };

@@ -76,6 +76,38 @@ absl::StatusOr<int64_t> SchemaVersion(sql::Database& db) {
 
 absl::Status Migrate(sql::Database& db) { return Migrate(db, Migrations()); }
 
+namespace {
+
+absl::Status CheckVersion(sql::Database& db, int64_t version, int64_t target) {
+  if (version > target) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database \"", db.path(), "\" has schema version ", version,
+        ", newer than the newest this binary knows (", target, "); use a newer understudy"));
+  }
+  if (version < 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("database \"", db.path(), "\" has an invalid schema version ", version));
+  }
+  if (version == 0) {
+    US_ASSIGN_OR_RETURN(sql::Statement count, db.Prepare("SELECT count(*) FROM sqlite_master"));
+    US_ASSIGN_OR_RETURN(bool row, count.Step());
+    if (row && count.ColumnInt64(0) > 0) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("database \"", db.path(),
+                       "\" has tables but no understudy schema version: it belongs "
+                       "to something else"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckOwnership(sql::Database& db) {
+  US_ASSIGN_OR_RETURN(int64_t version, SchemaVersion(db));
+  return CheckVersion(db, version, CurrentSchemaVersion());
+}
+
 absl::Status Migrate(sql::Database& db, const std::vector<Migration>& migrations) {
   for (size_t i = 0; i < migrations.size(); ++i) {
     if (migrations[i].version != static_cast<int64_t>(i) + 1) {
@@ -88,26 +120,8 @@ absl::Status Migrate(sql::Database& db, const std::vector<Migration>& migrations
   sql::Transaction txn(&db);
   US_RETURN_IF_ERROR(txn.Begin(sql::Transaction::Mode::kImmediate));
   US_ASSIGN_OR_RETURN(int64_t version, SchemaVersion(db));
-  if (version > target) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "database \"", db.path(), "\" has schema version ", version,
-        ", newer than the newest this binary knows (", target, "); use a newer understudy"));
-  }
-  if (version < 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("database \"", db.path(), "\" has an invalid schema version ", version));
-  }
+  US_RETURN_IF_ERROR(CheckVersion(db, version, target));
   if (version == target) return absl::OkStatus();  // Nothing to do.
-  if (version == 0) {
-    US_ASSIGN_OR_RETURN(sql::Statement count, db.Prepare("SELECT count(*) FROM sqlite_master"));
-    US_ASSIGN_OR_RETURN(bool row, count.Step());
-    if (row && count.ColumnInt64(0) > 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("database \"", db.path(),
-                       "\" has tables but no understudy schema version: it belongs "
-                       "to something else"));
-    }
-  }
   for (int64_t v = version + 1; v <= target; ++v) {
     absl::Status applied = db.Execute(migrations[v - 1].sql);
     if (!applied.ok()) {

@@ -52,6 +52,13 @@ int64_t CurrentSchemaVersion();
 // The file's `PRAGMA user_version`.
 absl::StatusOr<int64_t> SchemaVersion(sql::Database& db);
 
+// OK when `db` is an understudy store this binary can use, or an empty file;
+// FAILED_PRECONDITION when its schema version is newer than this binary's or
+// negative, or when it has tables but no understudy schema version (it
+// belongs to something else). Reads only: a file that is refused is left
+// exactly as it was.
+absl::Status CheckOwnership(sql::Database& db);
+
 // Brings `db` to the newest version of `migrations` (default: Migrations()),
 // applying the missing steps in one IMMEDIATE transaction, so that another
 // process migrating the same file at the same time waits, then finds the work

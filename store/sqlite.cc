@@ -1,5 +1,8 @@
 #include "store/sqlite.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <sqlite3.h>
 
 #include <cstdint>
@@ -205,7 +208,13 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
     return absl::FailedPreconditionError("the SQLite library was built without thread support");
   }
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
-  if (options.create_if_missing) flags |= SQLITE_OPEN_CREATE;
+  if (options.create_if_missing) {
+    flags |= SQLITE_OPEN_CREATE;
+    // SQLite would create it 0644 (the umask permitting); created first here
+    // with 0600 instead. O_EXCL: an existing file keeps its mode.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) ::close(fd);
+  }
   sqlite3* handle = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);
   // sqlite3_open_v2 returns a handle even on failure (for its message),
@@ -243,21 +252,24 @@ absl::Status Database::Configure(const DatabaseOptions& options) {
     US_ASSIGN_OR_RETURN(Statement probe, Prepare("SELECT count(*) FROM sqlite_master"));
     US_RETURN_IF_ERROR(probe.Step().status());
   }
-  if (options.wal) {
-    US_ASSIGN_OR_RETURN(Statement wal, Prepare("PRAGMA journal_mode=WAL"));
-    US_ASSIGN_OR_RETURN(bool row, wal.Step());
-    std::string mode = row ? absl::AsciiStrToLower(wal.ColumnText(0)) : "";
-    if (mode != "wal") {
-      return absl::FailedPreconditionError(absl::StrCat("cannot use WAL journal mode (got \"", mode,
-                                                        "\"); the store needs a real file"));
-    }
-  }
+  if (options.wal) US_RETURN_IF_ERROR(EnableWal());
   US_RETURN_IF_ERROR(Execute(options.synchronous == DatabaseOptions::Synchronous::kFull
                                  ? "PRAGMA synchronous=FULL"
                                  : "PRAGMA synchronous=NORMAL"));
   US_RETURN_IF_ERROR(
       Execute(options.foreign_keys ? "PRAGMA foreign_keys=ON" : "PRAGMA foreign_keys=OFF"));
   if (options.query_only) US_RETURN_IF_ERROR(Execute("PRAGMA query_only=ON"));
+  return absl::OkStatus();
+}
+
+absl::Status Database::EnableWal() {
+  US_ASSIGN_OR_RETURN(Statement wal, Prepare("PRAGMA journal_mode=WAL"));
+  US_ASSIGN_OR_RETURN(bool row, wal.Step());
+  std::string mode = row ? absl::AsciiStrToLower(wal.ColumnText(0)) : "";
+  if (mode != "wal") {
+    return absl::FailedPreconditionError(absl::StrCat("cannot use WAL journal mode (got \"", mode,
+                                                      "\"); the store needs a real file"));
+  }
   return absl::OkStatus();
 }
 

@@ -58,8 +58,10 @@ absl::Status StatusFromSqlite(int code, absl::string_view message);
 // How a connection is opened and configured. Each field is applied with a
 // PRAGMA (or open flag) when the connection opens.
 struct DatabaseOptions {
-  // Create the file when it does not exist. When false, a missing file is
-  // UNAVAILABLE.
+  // Create the file when it does not exist, readable and writable by its
+  // owner only (0600: recordings hold prompts, answers and traces; SQLite
+  // gives the -wal and -shm files the same mode). When false, a missing file
+  // is UNAVAILABLE.
   bool create_if_missing = true;
 
   // PRAGMA journal_mode=WAL. Readers work on a snapshot and never block the
@@ -188,6 +190,11 @@ class Database {
   // Resets every cached statement, ending any read transaction a partly
   // stepped one holds.
   void ResetCachedStatements();
+
+  // PRAGMA journal_mode=WAL (DatabaseOptions::wal), for a connection opened
+  // without it once the file is known to be the caller's: the mode is
+  // written into the file. FAILED_PRECONDITION when SQLite refuses it.
+  absl::Status EnableWal();
 
   // Rows changed by the most recent INSERT, UPDATE or DELETE.
   int64_t Changes() const;

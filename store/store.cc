@@ -467,8 +467,16 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) 
 
   sql::DatabaseOptions writer_options;
   writer_options.busy_timeout = options.busy_timeout;
+  writer_options.create_if_missing = options.create_if_missing;
+  // WAL is written into the file: only once the file is known to be ours.
+  writer_options.wal = false;
   US_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> writer_db,
                       sql::Database::Open(options.path, writer_options));
+  US_RETURN_IF_ERROR(CheckOwnership(*writer_db));
+  absl::Status wal = writer_db->EnableWal();
+  if (!wal.ok()) {
+    return absl::Status(wal.code(), absl::StrCat("database \"", options.path, "\": ", wal.message()));
+  }
   US_RETURN_IF_ERROR(Migrate(*writer_db));
 
   sql::DatabaseOptions reader_options;

@@ -34,9 +34,13 @@ namespace store {
 namespace v1 = ::understudy::v1;
 
 struct StoreOptions {
-  // The SQLite file; created if missing (its directory must exist). Must be
-  // a real file, not ":memory:" (readers open their own connections).
+  // The SQLite file. Must be a real file, not ":memory:" (readers open their
+  // own connections).
   std::string path = "understudy.db";
+  // Create the file (mode 0600) when it does not exist; its directory must.
+  // Commands that only read (or delete) set this false, so that a mistyped
+  // --db is an error rather than a new empty database.
+  bool create_if_missing = true;
   // How long a connection waits for another process's lock (busy_timeout).
   absl::Duration busy_timeout = absl::Seconds(5);
   // Read connections kept open; concurrent reads beyond this wait for one.

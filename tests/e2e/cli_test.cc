@@ -1,5 +1,10 @@
 // The `understudy` command line as users and scripts see it: output, exit
 // codes (0 ok, 1 bad input or not found, 2 usage, 3 operational) and help.
+#include <sqlite3.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -16,6 +21,7 @@ namespace {
 
 using ::testing::AllOf;
 using ::testing::ElementsAre;
+using ::testing::EndsWith;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::MatchesRegex;
@@ -201,6 +207,12 @@ TEST_F(CliTest, UsageErrorsExitTwoWithAReason) {
 }
 
 TEST_F(CliTest, MissingThingsExitOneAndBrokenEnvironmentExitsThree) {
+  const std::string empty = Path("empty.jsonl");
+  WriteFile(empty,
+            R"({"header":{"format":"understudy.session/v1","name":"empty","exchange_count":"0"}})"
+            "\n");
+  ASSERT_OK_AND_ASSIGN(ProcessResult created, Cli({"import", empty, "--db", db_path()}));
+  ASSERT_EQ(created.exit_code, 0) << created.err;
   ASSERT_OK_AND_ASSIGN(ProcessResult no_session, Cli({"export", "nope", "--db", db_path()}));
   EXPECT_EQ(no_session.exit_code, 1);
   EXPECT_THAT(no_session.err, AllOf(StartsWith("understudy: "), HasSubstr("nope")));
@@ -212,6 +224,148 @@ TEST_F(CliTest, MissingThingsExitOneAndBrokenEnvironmentExitsThree) {
                        Cli({"sessions", "ls", "--db", Path("no/such/dir/x.db")}));
   EXPECT_EQ(bad_db.exit_code, 3) << bad_db.err;
   EXPECT_THAT(bad_db.err, StartsWith("understudy: "));
+}
+
+TEST_F(CliTest, TheWrappedCommandGetsEveryArgumentAfterTheSeparatorVerbatim) {
+  const std::string file = Path("empty.jsonl");
+  WriteFile(file, R"({"header":{"format":"understudy.session/v1","name":"empty","exchange_count":"0"}})"
+                  "\n");
+  ASSERT_OK_AND_ASSIGN(ProcessResult imported, Cli({"import", file, "--db", db_path()}));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  // Options of the command's own, a second "--", brackets, quotes, Unicode,
+  // and global flags of ours before the separator.
+  ASSERT_OK_AND_ASSIGN(
+      ProcessResult r,
+      Cli({"replay", "--session", "empty", "--db", db_path(), "--log-level", "warning", "--",
+           "sh", "-c", "printf '%s|' \"$0\" \"$@\"", "a b", "[x]", "--api", "chat", "--", "-k",
+           "foo", "--session", "\xC3\xA9t\xC3\xA9", "-h"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "a b|[x]|--api|chat|--|-k|foo|--session|\xC3\xA9t\xC3\xA9|-h|");
+  // Nothing after the separator, or a command on both sides of it.
+  ASSERT_OK_AND_ASSIGN(ProcessResult none,
+                       Cli({"replay", "--session", "empty", "--db", db_path(), "--"}));
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_THAT(none.err, StartsWith("understudy: give the command to run after --"));
+  ASSERT_OK_AND_ASSIGN(ProcessResult both, Cli({"replay", "--session", "empty", "--db", db_path(),
+                                                "echo", "--", "true"}));
+  EXPECT_EQ(both.exit_code, 2) << both.err;
+  EXPECT_EQ(both.err, "understudy: the command goes after -- only (got \"echo\" before it)\n");
+}
+
+TEST_F(CliTest, GlobalFlagsWorkAfterTheCommandAndErrorsAreOneLine) {
+  ASSERT_OK_AND_ASSIGN(ProcessResult ls, Cli({"sessions", "ls", "--db", db_path(), "--log-level",
+                                              "debug", "--log-format", "json"}));
+  EXPECT_EQ(ls.exit_code, 3) << ls.err;  // the database does not exist; the flags parsed
+  EXPECT_THAT(ls.err, HasSubstr("cannot open database"));
+  ASSERT_OK_AND_ASSIGN(ProcessResult serve,
+                       Cli({"serve", "--log-level", "debug", "--listen", "127.0.0.1:70000"}));
+  EXPECT_EQ(serve.exit_code, 2) << serve.err;
+  EXPECT_EQ(serve.err,
+            "understudy: --listen \"127.0.0.1:70000\": expected HOST:PORT with a port from 0 to "
+            "65535\n");
+  ASSERT_OK_AND_ASSIGN(ProcessResult http, Cli({"serve", "--http", "127.0.0.1:65536"}));
+  EXPECT_EQ(http.exit_code, 2) << http.err;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"serve", "--speed", "abc"},
+                                             {"serve", "--bogus"},
+                                             {"frobnicate"},
+                                             {"sessions", "ls", "--log-level", "loud"},
+                                             {"replay", "--", "true"}}) {
+    SCOPED_TRACE(absl::StrJoin(args, " "));
+    ASSERT_OK_AND_ASSIGN(ProcessResult r, Cli(args));
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_THAT(r.err, AllOf(StartsWith("understudy: "), EndsWith("\n")));
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
+TEST_F(CliTest, ADatabaseThatIsNotOursExitsThreeAndIsLeftUntouched) {
+  const std::string random = Path("random.db");
+  std::string bytes(8192, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>((i * 7919 + 13) % 251);
+  WriteFile(random, bytes);
+  const std::string json = Path("config.json");
+  WriteFile(json, R"({"not": "a database"})");
+  const std::string newer = Path("newer.db");
+  const std::string foreign = Path("foreign.db");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(newer.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=999", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+    ASSERT_EQ(sqlite3_open(foreign.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "CREATE TABLE notes(x TEXT); INSERT INTO notes VALUES('mine')",
+                           nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  const std::string foreign_before = ReadFileOrEmpty(foreign);
+  for (const std::string& db : {random, json, newer, foreign}) {
+    for (const std::vector<std::string>& args :
+         std::vector<std::vector<std::string>>{{"sessions", "ls", "--db", db},
+                                               {"export", "golden", "--db", db},
+                                               {"serve", "--db", db, "--listen", "127.0.0.1:0"}}) {
+      SCOPED_TRACE(absl::StrJoin(args, " "));
+      ASSERT_OK_AND_ASSIGN(ProcessResult r, Cli(args));
+      EXPECT_EQ(r.exit_code, 3) << r.err;
+      EXPECT_THAT(r.err, AllOf(StartsWith("understudy: "), HasSubstr(db)));
+    }
+  }
+  // Byte for byte as it was: not switched to WAL, no -wal file left.
+  EXPECT_EQ(ReadFileOrEmpty(foreign), foreign_before);
+  EXPECT_FALSE(std::filesystem::exists(foreign + "-wal"));
+  EXPECT_EQ(ReadFileOrEmpty(random), bytes);
+}
+
+TEST_F(CliTest, ReadOnlyCommandsNeverCreateADatabase) {
+  const std::string typo = Path("undrestudy.db");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"sessions", "ls", "--db", typo},
+           {"sessions", "show", "golden", "--db", typo},
+           {"sessions", "rm", "golden", "--db", typo},
+           {"export", "golden", "--db", typo},
+           {"trace", "run-1", "--db", typo},
+           {"show", "run-1", "--db", typo}}) {
+    SCOPED_TRACE(absl::StrJoin(args, " "));
+    ASSERT_OK_AND_ASSIGN(ProcessResult r, Cli(args));
+    EXPECT_EQ(r.exit_code, 3) << r.err;
+    EXPECT_THAT(r.err, HasSubstr("cannot open database"));
+    EXPECT_FALSE(std::filesystem::exists(typo));
+  }
+}
+
+TEST_F(CliTest, NewDatabasesAreReadableByTheirOwnerOnly) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
+  struct stat st;
+  ASSERT_EQ(::stat(db_path().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+  ASSERT_EQ(::stat((db_path() + "-wal").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+}
+
+TEST_F(CliTest, ExportOntoAFullDiskLeavesNoTemporaryFileBehind) {
+  // One exchange with a 200 KB answer: an export well over the limit below.
+  const std::string big = Path("big.jsonl");
+  WriteFile(big, absl::StrCat(
+                     R"({"header":{"format":"understudy.session/v1","name":"golden","exchange_count":"1"}})",
+                     "\n", R"({"exchange":{"seq":"1","response":{"message":{"content":")",
+                     std::string(200000, 'x'), R"("}}}})", "\n"));
+  ASSERT_OK_AND_ASSIGN(ProcessResult imported, Cli({"import", big, "--db", db_path()}));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  const std::string out = Path("out/golden.jsonl");
+  std::filesystem::create_directories(Path("out"));
+  // A file size limit of 64 KiB (dash counts 512-byte blocks) makes the
+  // export's writes fail (EFBIG) as a full disk would (ENOSPC), while the
+  // database (read only) and its 32 KiB shared-memory file stay usable;
+  // SIGXFSZ is ignored so that write returns the error.
+  ASSERT_OK_AND_ASSIGN(
+      ProcessResult r,
+      RunProcess("/bin/sh",
+                 {"-c", absl::StrCat("ulimit -f 128; trap '' XFSZ; exec ", UnderstudyBinary(),
+                                     " export golden -o ", out, " --db ", db_path())}));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_THAT(r.err, AllOf(StartsWith("understudy: cannot write "), HasSubstr(out)));
+  EXPECT_TRUE(std::filesystem::is_empty(Path("out"))) << "a temporary file was left behind";
 }
 
 TEST_F(CliTest, ServeRefusesAnAddressAlreadyInUse) {

@@ -244,7 +244,7 @@ TEST_F(HardeningTest, ServeRefusesAScenarioDirThatIsNotADirectory) {
   ASSERT_OK_AND_ASSIGN(ProcessResult r,
                        Cli({"serve", "--db", db_path(), "--listen", "127.0.0.1:0", "--http", "",
                             "--scenario-dir", "/etc/passwd"}));
-  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // a bad flag value
   EXPECT_EQ(r.err, "understudy: --scenario-dir /etc/passwd: not a directory\n");
 }
 

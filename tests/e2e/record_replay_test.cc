@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nlohmann/json.hpp"
 #include "tests/e2e/e2e_test_base.h"
@@ -73,6 +74,10 @@ TEST_F(RecordReplayTest, ReplayAfterRestartIsByteIdenticalWithUpstreamStopped) {
             R"({"phase":"verification"})");
   EXPECT_THAT(fake->agents_seen(), ElementsAre("orchestrator", "executor", "reviewer",
                                                "orchestrator", "executor", "reviewer"));
+  // understudy's own routing metadata never reaches the upstream.
+  for (const std::string& key : fake->metadata_keys_seen()) {
+    EXPECT_FALSE(absl::StartsWith(key, "understudy-")) << key;
+  }
   EXPECT_EQ(fake->stream_calls(), 3);
   EXPECT_EQ(fake->complete_calls(), 3);
 

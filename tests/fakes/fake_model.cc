@@ -195,8 +195,8 @@ class FakeModel::Service final : public v1::Model::Service {
   grpc::Status Complete(grpc::ServerContext* context, const v1::CompletionRequest* request,
                         v1::CompletionResponse* response) override {
     owner_->complete_calls_.fetch_add(1);
-    owner_->Observe(*context);
     const std::string agent = AgentOf(*context, *request);
+    owner_->Observe(*context, agent);
     if (absl::StartsWith(LastContent(*request), kFailPrefix)) return Refusal(*request);
     *response = ScriptedAnswer(agent, *request);
     return grpc::Status::OK;
@@ -205,8 +205,8 @@ class FakeModel::Service final : public v1::Model::Service {
   grpc::Status StreamComplete(grpc::ServerContext* context, const v1::CompletionRequest* request,
                               grpc::ServerWriter<v1::CompletionChunk>* writer) override {
     owner_->stream_calls_.fetch_add(1);
-    owner_->Observe(*context);
     const std::string agent = AgentOf(*context, *request);
+    owner_->Observe(*context, agent);
     if (absl::StartsWith(LastContent(*request), kFailPrefix)) return Refusal(*request);
     for (const v1::CompletionChunk& chunk : ScriptedChunks(agent, *request)) {
       if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "client gone");
@@ -253,15 +253,19 @@ absl::StatusOr<std::unique_ptr<FakeModel>> FakeModel::Start(const std::string& l
 
 FakeModel::~FakeModel() { Stop(); }
 
-void FakeModel::Observe(const grpc::ServerContext& context) {
+void FakeModel::Observe(const grpc::ServerContext& context, const std::string& agent) {
   absl::MutexLock lock(&mu_);
   const auto& md = context.client_metadata();
-  auto agent = md.find("understudy-agent");
-  agents_seen_.push_back(
-      agent == md.end() ? "" : std::string(agent->second.data(), agent->second.size()));
+  agents_seen_.push_back(agent);
+  for (const auto& [key, value] : md) metadata_keys_seen_.emplace(key.data(), key.size());
   auto auth = md.find("authorization");
   last_authorization_ =
       auth == md.end() ? "" : std::string(auth->second.data(), auth->second.size());
+}
+
+std::set<std::string> FakeModel::metadata_keys_seen() const {
+  absl::MutexLock lock(&mu_);
+  return metadata_keys_seen_;
 }
 
 std::vector<std::string> FakeModel::agents_seen() const {

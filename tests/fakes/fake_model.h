@@ -3,8 +3,9 @@
 //
 // FakeModel serves understudy.v1.Model (Complete and StreamComplete) on a
 // loopback port in this process. Its answers are pure functions of the
-// calling agent (call metadata `understudy-agent`, which understudy forwards
-// upstream) and the request, so recording the same conversation twice gives
+// calling agent (the request's `agent` field, which understudy sets on what
+// it forwards, or call metadata `understudy-agent` from a direct client) and
+// the request, so recording the same conversation twice gives
 // the same bytes, and a replay can be compared with a recording byte for
 // byte. It plays a three-agent review loop:
 //
@@ -28,6 +29,7 @@
 #define UNDERSTUDY_TESTS_FAKES_FAKE_MODEL_H_
 
 #include <atomic>
+#include <set>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -80,8 +82,10 @@ class FakeModel {
   int64_t stream_calls() const { return stream_calls_.load(); }
   int64_t calls() const { return complete_calls() + stream_calls(); }
 
-  // The `understudy-agent` metadata of every call, in arrival order.
+  // The calling agent of every call, in arrival order.
   std::vector<std::string> agents_seen() const;
+  // Every call metadata key any call carried.
+  std::set<std::string> metadata_keys_seen() const;
   // The `authorization` metadata of the last call ("" when absent): lets a
   // test prove credentials reach the upstream.
   std::string last_authorization() const;
@@ -96,7 +100,7 @@ class FakeModel {
   class Service;
   FakeModel();
 
-  void Observe(const grpc::ServerContext& context);
+  void Observe(const grpc::ServerContext& context, const std::string& agent);
 
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::Server> server_;
@@ -106,6 +110,7 @@ class FakeModel {
 
   mutable absl::Mutex mu_;
   std::vector<std::string> agents_seen_ ABSL_GUARDED_BY(mu_);
+  std::set<std::string> metadata_keys_seen_ ABSL_GUARDED_BY(mu_);
   std::string last_authorization_ ABSL_GUARDED_BY(mu_);
   bool stopped_ ABSL_GUARDED_BY(mu_) = false;
 };

@@ -196,18 +196,19 @@ class FakeModel(understudy_pb2_grpc.ModelServicer):
         self.server.start()
         self.target = f"grpc://127.0.0.1:{self.port}"
 
-    def _count(self, context):
-        agent = dict(context.invocation_metadata()).get("understudy-agent", "")
+    def _count(self, request, context):
+        # understudy forwards the agent in the request, never as metadata.
+        agent = request.agent or dict(context.invocation_metadata()).get("understudy-agent", "")
         with self._lock:
             self.calls += 1
             self.agents.append(agent)
         return agent
 
     def Complete(self, request, context):
-        return scripted_answer(self._count(context), request)
+        return scripted_answer(self._count(request, context), request)
 
     def StreamComplete(self, request, context):
-        yield from scripted_chunks(self._count(context), request)
+        yield from scripted_chunks(self._count(request, context), request)
 
     def stop(self):
         self.server.stop(grace=None).wait(timeout=10)

@@ -91,7 +91,8 @@ class FakeModel(understudy_pb2_grpc.ModelServicer):
         self.target = f"grpc://127.0.0.1:{self.port}"
 
     def Complete(self, request, context):
-        agent = dict(context.invocation_metadata()).get("understudy-agent", "")
+        # understudy forwards the calling agent in the request's agent field.
+        agent = request.agent
         with self._lock:
             self.calls += 1
         return scripted_answer(agent, request)
