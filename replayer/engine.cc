@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/log.h"
 #include "base/scheduler.h"
 #include "base/status_macros.h"
 #include "recorder/canonical.h"
@@ -805,6 +806,21 @@ std::string Engine::NewRunId() {
   return absl::StrFormat("run-%016x", z);
 }
 
+absl::StatusOr<int64_t> Engine::LatestRecordedVersion(const std::string& name) {
+  US_ASSIGN_OR_RETURN(std::vector<v1::Session> versions, options_.store->ListSessions(name));
+  int64_t latest = 0;
+  int64_t latest_recorded = 0;
+  for (const v1::Session& s : versions) {
+    if (s.name() != name) continue;  // a longer name with this prefix
+    latest = std::max(latest, s.version());
+    if (s.exchange_count() > 0) latest_recorded = std::max(latest_recorded, s.version());
+  }
+  if (latest == 0) {
+    return absl::NotFoundError(absl::StrCat("session \"", name, "\" not found"));
+  }
+  return latest_recorded != 0 ? latest_recorded : latest;
+}
+
 absl::StatusOr<std::shared_ptr<const SessionIndex>> Engine::LoadSession(
     const std::string& name, int64_t version,
     const std::shared_ptr<const MatchNormalizer>& normalizer) {
@@ -932,6 +948,9 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
       run.set_session(session.name());
       run.set_session_version(session.version());
     } else if (mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) {
+      if (ref.second == 0) {
+        US_ASSIGN_OR_RETURN(ref.second, LatestRecordedVersion(ref.first));
+      }
       US_ASSIGN_OR_RETURN(index, LoadSession(ref.first, ref.second, normalizer));
       run.set_session(index->session().name());
       run.set_session_version(index->session().version());
@@ -997,7 +1016,18 @@ absl::StatusOr<v1::RunSummary> Engine::EndRun(absl::string_view run_id) {
   }
   v1::RunSummary summary = state->BeginEnd(options_.end_run_drain_timeout);
   if (state->mode() == v1::RUN_MODE_RECORD) {
-    US_RETURN_IF_ERROR(options_.store->CloseSession(state->session(), state->session_version()));
+    if (summary.run().recorded() == 0) {
+      // Nothing was recorded: an empty version would only shadow the last
+      // real one for every replay of the session's latest version.
+      US_RETURN_IF_ERROR(
+          options_.store->DeleteSession(state->session(), state->session_version()).status());
+      Log(LogLevel::kInfo, "empty_recording_dropped",
+          {{"run", state->id()},
+           {"session", absl::StrCat(state->session(), "@", state->session_version())}});
+    } else {
+      US_RETURN_IF_ERROR(
+          options_.store->CloseSession(state->session(), state->session_version()));
+    }
   }
   if (int64_t v = state->new_mode_version(); v != 0) {
     US_RETURN_IF_ERROR(options_.store->CloseSession(state->session(), v));

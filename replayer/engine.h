@@ -338,6 +338,10 @@ class Engine {
                                                            const CallInfo& call,
                                                            const v1::CompletionRequest& request,
                                                            bool streamed);
+  // The version a replay of `name` (no @N) uses: the newest one holding any
+  // exchange (a record run that crashed may have left an empty one), else
+  // the newest. NOT_FOUND for an unknown session.
+  absl::StatusOr<int64_t> LatestRecordedVersion(const std::string& name);
   absl::StatusOr<std::shared_ptr<const SessionIndex>> LoadSession(
       const std::string& name, int64_t version,
       const std::shared_ptr<const MatchNormalizer>& normalizer);

@@ -235,6 +235,32 @@ TEST_F(EngineTest, RecordAppendsEachExchangeAndEndRunClosesTheSession) {
   EXPECT_TRUE((*exchanges)[1].request().run().empty());
 }
 
+TEST_F(EngineTest, ARecordRunThatRecordedNothingLeavesNoVersionBehind) {
+  RecordGolden();
+  v1::Run empty = Start(v1::RUN_MODE_RECORD, "golden");
+  EXPECT_EQ(empty.session_version(), 2);
+  auto summary = engine_->EndRun(empty.id());
+  ASSERT_THAT(summary, IsOk());
+  EXPECT_EQ(summary->run().recorded(), 0);
+  EXPECT_THAT(store_->GetSession("golden", 2), StatusIs(absl::StatusCode::kNotFound));
+  // The replay of the latest version is the real recording.
+  v1::Run replay = Start(v1::RUN_MODE_REPLAY, "golden");
+  EXPECT_EQ(replay.session_version(), 1);
+  EXPECT_THAT(Complete(Call(replay.id(), "orchestrator"), Ask("plan")), IsOk());
+}
+
+TEST_F(EngineTest, ReplayOfTheLatestVersionSkipsAnEmptyOneACrashLeftBehind) {
+  RecordGolden();
+  // What a record run killed before its first exchange leaves: version 2,
+  // open and empty.
+  ASSERT_THAT(store_->CreateSessionVersion("golden"), IsOk());
+  v1::Run replay = Start(v1::RUN_MODE_REPLAY, "golden");
+  EXPECT_EQ(replay.session_version(), 1);
+  // Named explicitly, the empty version is used as asked.
+  v1::Run explicit_run = Start(v1::RUN_MODE_REPLAY, "golden@2");
+  EXPECT_EQ(explicit_run.session_version(), 2);
+}
+
 TEST_F(EngineTest, ReplayAnswersIdenticalRequestsInRecordedOrderWithoutUpstream) {
   RecordGolden();
   const int calls = upstream_.calls();

@@ -466,6 +466,11 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
       return RespondError(anthropic_client ? Api::kAnthropic : Api::kOpenAI, names, *out);
     }
     absl::StatusOr<std::vector<std::string>> models = options_.engine->RunModels(call);
+    if (call.run.empty() && absl::IsInvalidArgument(models.status())) {
+      // No run named and no default run: SDKs list models at start-up, before
+      // any run exists; they get a valid, empty list.
+      models = std::vector<std::string>();
+    }
     if (!models.ok()) {
       return RespondError(anthropic_client ? Api::kAnthropic : Api::kOpenAI, models.status(), *out);
     }

@@ -314,6 +314,28 @@ TEST_F(HardeningTest, HttpRunAndAgentNamesMustBeUtf8) {
   EXPECT_THAT(events, Not(SizeIs(0)));
 }
 
+// --- 11. Loose ends -----------------------------------------------------------------
+
+TEST_F(HardeningTest, ModelsAnswerWithoutARun) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
+  ASSERT_OK_AND_ASSIGN(std::string openai,
+                       SendRaw(server->http_address(),
+                               "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                               "connection: close\r\n\r\n"));
+  EXPECT_THAT(openai, AllOf(HasSubstr("HTTP/1.1 200"), HasSubstr(R"({"object":"list","data":[]})")));
+  ASSERT_OK_AND_ASSIGN(std::string anthropic,
+                       SendRaw(server->http_address(),
+                               "GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                               "anthropic-version: 2023-06-01\r\nconnection: close\r\n\r\n"));
+  EXPECT_THAT(anthropic, AllOf(HasSubstr("HTTP/1.1 200"), HasSubstr(R"("data":[],"has_more":false)")));
+  // A run that does not exist is still an error.
+  ASSERT_OK_AND_ASSIGN(std::string unknown,
+                       SendRaw(server->http_address(),
+                               "GET /run/nope/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                               "connection: close\r\n\r\n"));
+  EXPECT_THAT(unknown, HasSubstr("HTTP/1.1 404"));
+}
+
 }  // namespace
 }  // namespace e2e
 }  // namespace understudy
