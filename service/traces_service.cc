@@ -11,6 +11,7 @@
 
 #include "absl/container/node_hash_set.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
@@ -90,9 +91,50 @@ absl::StatusOr<std::vector<std::string>> QueryRuns(replayer::Engine* engine, sto
   }
   US_ASSIGN_OR_RETURN(auto ref, replayer::ParseSessionRef(request.session()));
   US_ASSIGN_OR_RETURN(std::vector<v1::Run> runs, store->ListRunsOfSession(ref.first, ref.second));
+  if (runs.empty()) {
+    // An unknown session is NOT_FOUND, as an unknown run is; a known one
+    // that no run has used yet has no events.
+    absl::Status known = store->GetSession(ref.first, ref.second).status();
+    if (absl::IsNotFound(known)) {
+      return absl::NotFoundError(absl::StrCat("unknown session \"", request.session(), "\""));
+    }
+    US_RETURN_IF_ERROR(known);
+  }
   std::vector<std::string> ids;
   for (const v1::Run& r : runs) ids.push_back(r.id());
   return ids;
+}
+
+// Where a page starts: the run (an index into the query's runs) and the
+// seq after which to read it.
+struct Cursor {
+  size_t run = 0;
+  int64_t after_seq = 0;
+};
+
+// "<run id>/<seq>": the last event a page returned. Opaque to clients.
+std::string PageToken(const std::string& run, int64_t seq) {
+  return absl::StrCat(run, "/", seq);
+}
+
+absl::StatusOr<Cursor> StartOf(const v1::QueryRequest& request,
+                               const std::vector<std::string>& runs) {
+  Cursor cursor;
+  cursor.after_seq = request.after_seq();
+  if (request.page_token().empty()) return cursor;
+  const absl::string_view token = request.page_token();
+  const size_t slash = token.rfind('/');
+  int64_t seq = 0;
+  if (slash != absl::string_view::npos && absl::SimpleAtoi(token.substr(slash + 1), &seq) &&
+      seq > 0) {
+    const absl::string_view run = token.substr(0, slash);
+    for (size_t i = 0; i < runs.size(); ++i) {
+      if (runs[i] == run) return Cursor{i, seq};
+    }
+  }
+  return absl::InvalidArgumentError(
+      "page_token: not a token a query like this one returned (pass next_page_token back "
+      "unchanged, with the same run or session)");
 }
 
 std::string DescribeRun(replayer::Engine* engine, store::Store* store, const std::string& run) {
@@ -173,26 +215,31 @@ grpc::Status TracesService::Query(grpc::ServerContext*, const v1::QueryRequest* 
   if (!runs.ok()) return ToGrpcStatus(runs.status());
   absl::Status flushed = store_->Flush();
   if (!flushed.ok()) return ToGrpcStatus(flushed);
+  absl::StatusOr<Cursor> start = StartOf(*request, *runs);
+  if (!start.ok()) return ToGrpcStatus(start.status());
   const int limit = request->limit() == 0 ? 1000 : request->limit();
+  std::string last_run;
   int64_t last_seq = 0;
   bool more = false;
-  for (const std::string& run : *runs) {
-    absl::Status s = ForEachStored(store_, run, request->after_seq(), 0, *filter,
-                                   [&](v1::TraceEvent& e) {
-                                     if (response->events_size() == limit) {
-                                       more = true;
-                                       return false;
-                                     }
-                                     last_seq = e.seq();
-                                     *response->add_events() = std::move(e);
-                                     return true;
-                                   });
+  for (size_t i = start->run; i < runs->size() && !more; ++i) {
+    const std::string& run = (*runs)[i];
+    const int64_t after = i == start->run ? start->after_seq : 0;
+    absl::Status s = ForEachStored(store_, run, after, 0, *filter, [&](v1::TraceEvent& e) {
+      if (response->events_size() == limit) {
+        more = true;
+        return false;
+      }
+      last_run = run;
+      last_seq = e.seq();
+      *response->add_events() = std::move(e);
+      return true;
+    });
     if (!s.ok()) return ToGrpcStatus(s);
-    if (more) break;
   }
-  // Paging continues within one run; a session's events come whole up to the
-  // limit (QueryStream has no limit).
-  if (more && !request->run().empty()) response->set_next_after_seq(last_seq);
+  if (more) {
+    response->set_next_page_token(PageToken(last_run, last_seq));
+    if (!request->run().empty()) response->set_next_after_seq(last_seq);
+  }
   return grpc::Status::OK;
 }
 
@@ -207,9 +254,12 @@ grpc::Status TracesService::QueryStream(grpc::ServerContext* context,
   if (!runs.ok()) return ToGrpcStatus(runs.status());
   absl::Status flushed = store_->Flush();
   if (!flushed.ok()) return ToGrpcStatus(flushed);
+  absl::StatusOr<Cursor> start = StartOf(*request, *runs);
+  if (!start.ok()) return ToGrpcStatus(start.status());
   bool broken = false;
-  for (const std::string& run : *runs) {
-    absl::Status s = ForEachStored(store_, run, request->after_seq(), 0, *filter,
+  for (size_t i = start->run; i < runs->size(); ++i) {
+    const std::string& run = (*runs)[i];
+    absl::Status s = ForEachStored(store_, run, i == start->run ? start->after_seq : 0, 0, *filter,
                                    [&](v1::TraceEvent& e) {
                                      if (context->IsCancelled() || !writer->Write(e)) {
                                        broken = true;

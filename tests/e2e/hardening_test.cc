@@ -314,6 +314,72 @@ TEST_F(HardeningTest, HttpRunAndAgentNamesMustBeUtf8) {
   EXPECT_THAT(events, Not(SizeIs(0)));
 }
 
+// --- 9. Paging a session's trace ---------------------------------------------------
+
+TEST_F(HardeningTest, ASessionsTracePagesThroughEveryRunAndAnUnknownSessionIsNotFound) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
+  Clients c(server->NewChannel());
+  v1::Exchange e;
+  e.set_agent("a");
+  *e.mutable_request() = Ask("hi");
+  e.mutable_response()->mutable_message()->set_content("hello");
+  ASSERT_OK(RecordExchanges(c, "paged", {e}, /*close=*/true).status());
+  // Three runs of the session, each with run_started, 38 custom events and
+  // run_ended: 120 events.
+  std::vector<std::string> expected;
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_OK_AND_ASSIGN(v1::Run run, StartRun(c, "paged", v1::RUN_MODE_REPLAY));
+    for (int i = 0; i < 38; ++i) {
+      v1::EmitRequest emit;
+      emit.set_run(run.id());
+      emit.set_kind("custom.step");
+      (*emit.mutable_attributes())["i"] = absl::StrCat(i);
+      v1::TraceEvent out;
+      auto context = CallContext();
+      ASSERT_OK(FromGrpc(c.traces->Emit(context.get(), emit, &out)));
+    }
+    ASSERT_OK(EndRun(c, run.id()).status());
+    ASSERT_OK_AND_ASSIGN(std::vector<v1::TraceEvent> events, QueryTrace(c, run.id()));
+    ASSERT_THAT(events, SizeIs(40));
+    for (const v1::TraceEvent& ev : events) expected.push_back(absl::StrCat(run.id(), "#", ev.seq()));
+  }
+  std::vector<std::string> got;
+  std::vector<int> page_sizes;
+  v1::QueryRequest request;
+  request.set_session("paged");
+  request.set_limit(50);
+  for (int page = 0; page < 10; ++page) {
+    v1::QueryResponse response;
+    auto context = CallContext();
+    ASSERT_OK(FromGrpc(c.traces->Query(context.get(), request, &response)));
+    page_sizes.push_back(response.events_size());
+    for (const v1::TraceEvent& ev : response.events()) {
+      got.push_back(absl::StrCat(ev.run(), "#", ev.seq()));
+    }
+    EXPECT_EQ(response.next_after_seq(), 0);  // session pages continue by token only
+    if (response.next_page_token().empty()) break;
+    request.set_page_token(response.next_page_token());
+  }
+  EXPECT_THAT(page_sizes, ::testing::ElementsAre(50, 50, 20));
+  EXPECT_EQ(got, expected);
+
+  // A token from elsewhere, and a session that does not exist.
+  request.set_page_token("run-elsewhere/3");
+  v1::QueryResponse response;
+  {
+    auto context = CallContext();
+    EXPECT_THAT(FromGrpc(c.traces->Query(context.get(), request, &response)),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("page_token")));
+  }
+  v1::QueryRequest unknown;
+  unknown.set_session("no-such-session");
+  {
+    auto context = CallContext();
+    EXPECT_THAT(FromGrpc(c.traces->Query(context.get(), unknown, &response)),
+                StatusIs(absl::StatusCode::kNotFound, HasSubstr("no-such-session")));
+  }
+}
+
 // --- 11. Loose ends -----------------------------------------------------------------
 
 TEST_F(HardeningTest, ModelsAnswerWithoutARun) {
