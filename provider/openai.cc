@@ -445,6 +445,33 @@ std::string RenderResponse(const v1::CompletionResponse& response, int64_t creat
 std::vector<std::string> RenderStream(
     const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, bool include_usage,
     int64_t created_unix_seconds) {
+  StreamMeta meta;
+  meta.created = created_unix_seconds;
+  return RenderStream(chunks, include_usage, meta);
+}
+
+StreamMeta StreamMetaFromBody(absl::string_view body, int64_t fallback_created) {
+  StreamMeta meta;
+  meta.created = fallback_created;
+  absl::StatusOr<Json> parsed = ParseJson(body, "body");
+  if (!parsed.ok() || !parsed->is_object()) return meta;
+  if (const Json* created = FindMember(*parsed, "created"); created != nullptr) {
+    absl::StatusOr<int64_t> value = JsonToInt64(*created, "created");
+    if (value.ok()) meta.created = *value;
+  }
+  if (const Json* tier = FindMember(*parsed, "service_tier"); tier != nullptr && tier->is_string()) {
+    meta.service_tier = tier->get<std::string>();
+  }
+  if (const Json* fp = FindMember(*parsed, "system_fingerprint");
+      fp != nullptr && fp->is_string()) {
+    meta.system_fingerprint = fp->get<std::string>();
+  }
+  return meta;
+}
+
+std::vector<std::string> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, bool include_usage,
+    const StreamMeta& meta) {
   std::string id;
   std::string model;
   v1::Usage usage;
@@ -457,8 +484,10 @@ std::vector<std::string> RenderStream(
     ordered_json e = ordered_json::object();
     e["id"] = id;
     e["object"] = "chat.completion.chunk";
-    e["created"] = created_unix_seconds;
+    e["created"] = meta.created;
     e["model"] = model;
+    if (!meta.service_tier.empty()) e["service_tier"] = meta.service_tier;
+    if (!meta.system_fingerprint.empty()) e["system_fingerprint"] = meta.system_fingerprint;
     e["choices"] = std::move(choices);
     return e;
   };

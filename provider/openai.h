@@ -135,6 +135,24 @@ std::vector<std::string> RenderStream(
     const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, bool include_usage,
     int64_t created_unix_seconds);
 
+// What a stream's events carry besides the chunks: `created` and, when not
+// empty, `service_tier` and `system_fingerprint` (after `model`, as OpenAI
+// orders them).
+struct StreamMeta {
+  int64_t created = 0;
+  std::string service_tier;
+  std::string system_fingerprint;
+};
+std::vector<std::string> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, bool include_usage,
+    const StreamMeta& meta);
+
+// The StreamMeta of a recorded chat.completion body: its created,
+// service_tier and system_fingerprint, so that a streaming caller replayed
+// from a recording that was not streamed gets what the API said, the same
+// every time. `fallback_created` when the body has none (or is not JSON).
+StreamMeta StreamMetaFromBody(absl::string_view body, int64_t fallback_created);
+
 // An OpenAI error body: {"error":{"message":...,"type":...,"param":null,
 // "code":...}}, with "code":null when `code` is empty.
 std::string ErrorBody(absl::string_view message, absl::string_view type, absl::string_view code);

@@ -457,6 +457,30 @@ TEST(OpenAiRenderTest, StreamWithoutIncludeUsageHasNoUsage) {
   EXPECT_EQ(events[1], "data: [DONE]\n\n");
 }
 
+TEST(OpenAiRenderTest, StreamMetaFromARecordedBodyKeepsCreatedTierAndFingerprint) {
+  const StreamMeta meta = StreamMetaFromBody(
+      R"({"id":"x","created":1700000000,"service_tier":"default","system_fingerprint":"fp_1"})", 5);
+  EXPECT_EQ(meta.created, 1700000000);
+  EXPECT_EQ(meta.service_tier, "default");
+  EXPECT_EQ(meta.system_fingerprint, "fp_1");
+  EXPECT_EQ(StreamMetaFromBody("not json", 5).created, 5);
+  EXPECT_EQ(StreamMetaFromBody(R"({"created":"soon"})", 5).created, 5);
+
+  google::protobuf::RepeatedPtrField<v1::CompletionChunk> chunks;
+  v1::CompletionChunk* c = chunks.Add();
+  c->set_id("x");
+  c->set_model("m");
+  c->set_content("hi");
+  c->set_finish_reason("stop");
+  std::vector<std::string> events = RenderStream(chunks, /*include_usage=*/false, meta);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[0],
+            "data: {\"id\":\"x\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,"
+            "\"model\":\"m\",\"service_tier\":\"default\",\"system_fingerprint\":\"fp_1\","
+            "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"hi\"},"
+            "\"logprobs\":null,\"finish_reason\":\"stop\"}]}\n\n");
+}
+
 TEST(OpenAiRenderTest, ToolCallFragmentsCarryIndexIdTypeAndFunction) {
   Chunks chunks;
   v1::ToolCallDelta* d = chunks.Add()->add_tool_calls();

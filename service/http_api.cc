@@ -202,6 +202,8 @@ void RenderRecorded(Api api, const v1::Exchange& ex, bool stream, bool include_u
                  out);
     return;
   }
+  // `created` is the recording's (scripted answers, built at request time,
+  // have none: 0), so that every replay sends the same bytes.
   const int64_t created = ex.recorded_at_micros() / 1000000;
   if (!stream) {
     std::string body;
@@ -217,8 +219,14 @@ void RenderRecorded(Api api, const v1::Exchange& ex, bool stream, bool include_u
   }
   google::protobuf::RepeatedPtrField<v1::CompletionChunk> chunks = ex.chunks();
   if (chunks.empty()) *chunks.Add() = recorder::ChunkFromResponse(ex.response());
+  // A streaming caller answered from a whole recorded body of this API: the
+  // stream says what the body said (created, service tier, fingerprint).
+  const provider::openai::StreamMeta meta =
+      same_api && native.status() < 300
+          ? provider::openai::StreamMetaFromBody(native.response_body(), created)
+          : provider::openai::StreamMeta{created, "", ""};
   std::vector<std::string> events =
-      api == Api::kOpenAI ? provider::openai::RenderStream(chunks, include_usage, created)
+      api == Api::kOpenAI ? provider::openai::RenderStream(chunks, include_usage, meta)
                           : provider::anthropic::RenderStream(chunks);
   out.StartStream(200, {{"content-type", kEventStream}});
   // Rendered events follow the chunks one to one only for OpenAI; pace by

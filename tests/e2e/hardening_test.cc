@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "tests/e2e/e2e_test_base.h"
 
 namespace understudy {
@@ -378,6 +380,60 @@ TEST_F(HardeningTest, ASessionsTracePagesThroughEveryRunAndAnUnknownSessionIsNot
     EXPECT_THAT(FromGrpc(c.traces->Query(context.get(), unknown, &response)),
                 StatusIs(absl::StatusCode::kNotFound, HasSubstr("no-such-session")));
   }
+}
+
+// --- 10. A stream answered from a recording that was not streamed ------------------
+
+TEST_F(HardeningTest, AStreamFromAWholeRecordedBodyIsTheSameBytesEveryTimeAndKeepsItsFields) {
+  // A chat.completion recorded over HTTP without streaming.
+  const std::string body =
+      R"({"id":"chatcmpl-abc","object":"chat.completion","created":1700000000,)"
+      R"("model":"gpt-4o-mini","service_tier":"default","system_fingerprint":"fp_123",)"
+      R"("choices":[{"index":0,"message":{"role":"assistant","content":"Hello there"},)"
+      R"("finish_reason":"stop","logprobs":null}],)"
+      R"("usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}})";
+  const std::string request_body = R"({"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]})";
+  auto b64 = [](const std::string& s) {
+    std::string out;
+    absl::Base64Escape(s, &out);
+    return out;
+  };
+  const std::string file = Path("whole.jsonl");
+  WriteFile(file,
+            absl::StrCat(
+                R"({"header":{"format":"understudy.session/v1","name":"whole","exchange_count":"1"}})",
+                "\n",
+                R"({"exchange":{"seq":"1","request":{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]},)",
+                R"("response":{"id":"chatcmpl-abc","model":"gpt-4o-mini","message":{"role":"assistant","content":"Hello there"},)",
+                R"("finish_reason":"stop","usage":{"input_tokens":"5","output_tokens":"2"}},)",
+                R"("recorded_at_micros":"1700000003123456","native":{"provider":"openai","path":"/v1/chat/completions",)",
+                R"("request_body":")", b64(request_body), R"(","status":200,"content_type":"application/json",)",
+                R"("response_body":")", b64(body), R"("}}})", "\n"));
+  ASSERT_OK_AND_ASSIGN(ProcessResult imported, Cli({"import", file, "--db", db_path()}));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
+                       StartServer("", {"--mode", "replay", "--session", "whole", "--repeat", "true"}));
+  const std::string streamed =
+      R"({"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}],"stream":true,)"
+      R"("stream_options":{"include_usage":true}})";
+  auto post = [&]() -> std::string {
+    absl::StatusOr<std::string> r = SendRaw(
+        server->http_address(),
+        absl::StrCat("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     "content-type: application/json\r\ncontent-length: ",
+                     streamed.size(), "\r\nconnection: close\r\n\r\n", streamed));
+    EXPECT_OK(r.status());
+    if (!r.ok()) return "";
+    return r->substr(r->find("\r\n\r\n") + 4);  // the chunked body
+  };
+  const std::string first = post();
+  absl::SleepFor(absl::Milliseconds(1100));  // a second later: still the same bytes
+  const std::string second = post();
+  EXPECT_EQ(first, second);
+  EXPECT_THAT(first, AllOf(HasSubstr(R"("created":1700000000,"model":"gpt-4o-mini",)"
+                                     R"("service_tier":"default","system_fingerprint":"fp_123")"),
+                           HasSubstr(R"("usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7})"),
+                           HasSubstr("data: [DONE]")));
 }
 
 // --- 11. Loose ends -----------------------------------------------------------------
