@@ -12,6 +12,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "grpc/health/v1/health.pb.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -60,6 +61,12 @@ struct Server::Parts {
 };
 
 namespace {
+
+// The services the health service reports on by name.
+constexpr const char* kServedServices[] = {
+    "understudy.v1.Model",    "understudy.v1.Runs",   "understudy.v1.Recorder",
+    "understudy.v1.Sessions", "understudy.v1.Traces", "understudy.v1.Tools",
+    "understudy.v1.Ui"};
 
 // "host:port" with a port in 0..65535 (gRPC would wrap 70000 to 4464).
 absl::Status CheckListenAddress(absl::string_view flag, absl::string_view address) {
@@ -141,6 +148,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   parts->ui = std::make_unique<UiService>(parts->engine.get(), tracker);
 
   grpc::EnableDefaultHealthCheckService(true);
+  // gRPC's built-in health service carries no descriptor of its own: the one
+  // compiled from proto/grpc/health/v1/health.proto is referenced here so
+  // that it is linked in and reflection (grpcurl, grpcui) can describe it.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
@@ -165,6 +176,11 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   }
   size_t colon = options.listen.rfind(':');
   parts->address = absl::StrCat(options.listen.substr(0, colon), ":", port);
+  // Health by service name too, for clients that check the service they use
+  // (grpc-health-probe -service understudy.v1.Model); "" is the server.
+  if (grpc::HealthCheckServiceInterface* health = parts->grpc_server->GetHealthCheckService()) {
+    for (const char* service : kServedServices) health->SetServingStatus(service, true);
+  }
 
   if (!options.http_listen.empty()) {
     HttpApiOptions api_options;

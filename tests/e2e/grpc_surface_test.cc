@@ -101,6 +101,42 @@ TEST_F(GrpcSurfaceTest, ReflectionListsAndDescribesTheUnderstudyServices) {
   EXPECT_EQ(unary->input_type()->full_name(), "understudy.v1.CompletionRequest");
 }
 
+TEST_F(GrpcSurfaceTest, HealthAnswersForEachServedServiceByName) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
+  for (const char* service :
+       {"understudy.v1.Model", "understudy.v1.Runs", "understudy.v1.Recorder",
+        "understudy.v1.Sessions", "understudy.v1.Traces", "understudy.v1.Tools",
+        "understudy.v1.Ui"}) {
+    EXPECT_THAT(HealthCheck(server->NewChannel(), service), IsOkAndHolds(1)) << service;
+  }
+}
+
+TEST_F(GrpcSurfaceTest, ReflectionDescribesTheHealthService) {
+  // What grpcurl and grpcui ask before calling grpc.health.v1.Health/Check.
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
+  ServerReflectionRequest list;
+  list.set_list_services("");
+  ServerReflectionRequest health;
+  health.set_file_containing_symbol("grpc.health.v1.Health");
+  ASSERT_OK_AND_ASSIGN(std::vector<ServerReflectionResponse> responses,
+                       Reflect(server->NewChannel(), {list, health}));
+  std::vector<std::string> names;
+  for (const auto& service : responses[0].list_services_response().service()) {
+    names.push_back(service.name());
+  }
+  EXPECT_THAT(names, ::testing::Contains("grpc.health.v1.Health"));
+  ASSERT_TRUE(responses[1].has_file_descriptor_response()) << responses[1].DebugString();
+  google::protobuf::FileDescriptorProto file;
+  ASSERT_TRUE(file.ParseFromString(responses[1].file_descriptor_response().file_descriptor_proto(0)));
+  google::protobuf::DescriptorPool pool;
+  ASSERT_NE(pool.BuildFile(file), nullptr);
+  const google::protobuf::ServiceDescriptor* service = pool.FindServiceByName("grpc.health.v1.Health");
+  ASSERT_NE(service, nullptr);
+  ASSERT_NE(service->FindMethodByName("Check"), nullptr);
+  EXPECT_EQ(service->FindMethodByName("Check")->input_type()->full_name(),
+            "grpc.health.v1.HealthCheckRequest");
+}
+
 // Agents keep their channels open; shutdown must not wait for them to go.
 TEST_F(GrpcSurfaceTest, SigtermWithAnIdleClientConnectionExitsPromptly) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
