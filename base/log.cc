@@ -42,6 +42,10 @@ void SetLogging(LogLevel level, LogFormat format) {
   g_format.store(static_cast<int>(format));
 }
 
+bool LogEnabled(LogLevel level) {
+  return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
+}
+
 bool ParseLogLevel(absl::string_view text, LogLevel* level) {
   for (LogLevel l : {LogLevel::kDebug, LogLevel::kInfo, LogLevel::kWarning, LogLevel::kError}) {
     if (text == LevelName(l)) {

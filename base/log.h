@@ -17,6 +17,10 @@ enum class LogFormat { kText, kJson };
 // Sets the process-wide threshold and format. Thread-safe.
 void SetLogging(LogLevel level, LogFormat format);
 
+// Whether a Log call at `level` would write: for work done only to log (a
+// rule's reason for not matching, a match key). One relaxed atomic load.
+bool LogEnabled(LogLevel level);
+
 // Parses "debug|info|warning|error" / "text|json"; false on anything else.
 bool ParseLogLevel(absl::string_view text, LogLevel* level);
 bool ParseLogFormat(absl::string_view text, LogFormat* format);

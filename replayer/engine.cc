@@ -1242,6 +1242,32 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
   return false;
 }
 
+namespace {
+
+// A short fingerprint of the request as matching sees it (canonical form,
+// normalized like the run's recording when it replays one), for debug logs:
+// the same key at record and at replay time means the same match key, and
+// no prompt text reaches the log.
+std::string MatchKeyForLog(const SessionIndex* index, const v1::CompletionRequest& request) {
+  const std::string text = index != nullptr
+                               ? SessionIndex::TextOf(index->CanonicalOf(request))
+                               : recorder::CanonicalText(recorder::WithoutRouting(request));
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a, 64 bits
+  for (unsigned char c : text) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return absl::StrFormat("%016x", hash);
+}
+
+// The first line of a miss report (the closest recording and how many
+// fields differ); the differing values stay out of the log.
+std::string FirstLine(absl::string_view text) {
+  return std::string(text.substr(0, text.find('\n')));
+}
+
+}  // namespace
+
 absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
                                         const v1::CompletionRequest& request, bool streamed) {
   US_RETURN_IF_ERROR(recorder::ValidateRequest(request));
@@ -1257,8 +1283,33 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
 
   Decision decision;
   decision.speed = options_.speed;
-  const Selection selection = script.rules().Select(run->context(), request, call.agent);
+  // At debug level: why each rule did not answer, the match key, where the
+  // answer came from (docs/guide.md, "When a rule does not fire").
+  const bool debug = LogEnabled(LogLevel::kDebug);
+  std::vector<RuleSkip> skipped;
+  const Selection selection =
+      script.rules().Select(run->context(), request, call.agent, debug ? &skipped : nullptr);
   run->TraceRequest(call.agent, request, selection);
+  if (debug) {
+    Log(LogLevel::kDebug, "request",
+        {{"run", run->id()},
+         {"agent", call.agent},
+         {"iteration", absl::StrCat(selection.overall_iteration)},
+         {"agent_iteration", absl::StrCat(selection.agent_iteration)},
+         {"previous_agent", selection.previous_agent.value_or("")},
+         {"phase", selection.phase},
+         {"key", MatchKeyForLog(run->index_.get(), request)}});
+    for (const RuleSkip& skip : skipped) {
+      Log(LogLevel::kDebug, "rule_not_matched",
+          {{"run", run->id()}, {"rule", skip.rule}, {"reason", skip.reason}});
+    }
+    if (selection.rule != nullptr) {
+      Log(LogLevel::kDebug, "rule_matched",
+          {{"run", run->id()},
+           {"rule", selection.rule->name},
+           {"use", absl::StrCat(selection.rule_use)}});
+    }
+  }
   Attributes attrs;
   attrs.emplace_back("understudy.iteration", absl::StrCat(selection.overall_iteration));
   attrs.emplace_back("understudy.agent.iteration", absl::StrCat(selection.agent_iteration));
@@ -1312,11 +1363,25 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
   const v1::RunMode mode = run->mode();
   if ((mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) && run->has_index()) {
     const bool forward_misses = mode == v1::RUN_MODE_NEW;
-    US_ASSIGN_OR_RETURN(
-        const v1::Exchange* ex,
+    absl::StatusOr<const v1::Exchange*> matched =
         run->Match(call, request, streamed, forward_misses,
                    /*quiet=*/!forward_misses && (fallback.has_value() || !playbook_failure.ok()),
-                   attrs));
+                   attrs);
+    if (debug) {
+      if (!matched.ok()) {
+        Log(LogLevel::kDebug, "miss",
+            {{"run", run->id()}, {"report", FirstLine(matched.status().message())}});
+      } else if (*matched != nullptr) {
+        Log(LogLevel::kDebug, "answer",
+            {{"run", run->id()},
+             {"source", "recording"},
+             {"exchange", absl::StrCat((*matched)->seq())}});
+      } else {
+        Log(LogLevel::kDebug, "no_recording", {{"run", run->id()}});
+      }
+    }
+    US_RETURN_IF_ERROR(matched.status());
+    const v1::Exchange* ex = *matched;
     if (ex != nullptr) {
       run->ObserveAnswer(call.agent, ex->response());
       decision.keepalive = run->index_;
@@ -1333,6 +1398,7 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
     return decision;
   }
   if (mode != v1::RUN_MODE_REPLAY) {
+    if (debug) Log(LogLevel::kDebug, "answer", {{"run", run->id()}, {"source", "upstream"}});
     US_ASSIGN_OR_RETURN(decision.forward, NewTicket(run, call, request, streamed));
     decision.forward->extra_ = std::move(attrs);
     decision.source = "upstream";
@@ -1341,6 +1407,7 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
 
   // 4. The scenario's default.
   if (fallback.has_value()) {
+    if (debug) Log(LogLevel::kDebug, "answer", {{"run", run->id()}, {"source", "default"}});
     const Step step = ResolveStep(*fallback, run->NextDefaultUse());
     US_ASSIGN_OR_RETURN(bool answered,
                         Perform(run, call, request, streamed, step, "default",
@@ -1365,6 +1432,9 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
                              " or default answers this request",
                              call.agent.empty() ? "" : absl::StrCat(" (agent \"", call.agent, "\")"),
                              run->has_index() ? "" : "; the run replays no session"));
+  if (debug) {
+    Log(LogLevel::kDebug, "miss", {{"run", run->id()}, {"report", FirstLine(miss.message())}});
+  }
   if (decision.delay <= absl::ZeroDuration() || absl::IsFailedPrecondition(miss)) return miss;
   decision.error = std::move(miss);
   return decision;
@@ -1456,6 +1526,13 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
                           kept->has_response() ? &kept->response() : nullptr, status, "upstream",
                           r->first_seq, kept->streamed(), *extra);
         run->EndForward(r->first_seq, kept->agent(), status.ok(), &event);
+        if (LogEnabled(LogLevel::kDebug)) {
+          Log(LogLevel::kDebug, "recorded",
+              {{"run", run->id()},
+               {"exchange", absl::StrCat(r->first_seq)},
+               {"agent", kept->agent()},
+               {"key", MatchKeyForLog(nullptr, kept->request())}});
+        }
         done(status);
       });
 }

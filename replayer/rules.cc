@@ -50,42 +50,106 @@ int Hit(const std::vector<int8_t>& hits, size_t position) {
   return hits.empty() ? -1 : hits[position];
 }
 
-bool Holds(const When& when, const Facts& f, size_t position) {
+// False, with the reason in `*why` when one is wanted (debug logging); the
+// reason is built only then, and never quotes the request's text.
+template <typename Reason>
+bool No(std::string* why, Reason reason) {
+  if (why != nullptr) *why = reason();
+  return false;
+}
+
+std::string Quoted(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
+
+// Whether every condition of `when` holds; when not, `*why` (if given) says
+// which did not.
+bool Holds(const When& when, const Facts& f, size_t position, std::string* why = nullptr) {
   const v1::CompletionRequest& request = f.request;
-  if (when.agent.has_value() && *when.agent != f.agent) return false;
+  if (when.agent.has_value() && *when.agent != f.agent) {
+    return No(why, [&] {
+      return absl::StrCat("when.agent is ", Quoted(*when.agent), ", the caller is ",
+                          f.agent.empty() ? "unnamed" : Quoted(f.agent));
+    });
+  }
   if (when.previous_agent.has_value() &&
       (!f.previous_agent.has_value() || *when.previous_agent != *f.previous_agent)) {
-    return false;
+    return No(why, [&] {
+      return absl::StrCat("when.previous_agent is ", Quoted(*when.previous_agent),
+                          ", the previous agent was ",
+                          f.previous_agent.has_value() ? Quoted(*f.previous_agent)
+                                                       : "none (first request)");
+    });
   }
-  if (when.phase.has_value() && *when.phase != f.phase) return false;
-  if (when.model.has_value() && *when.model != request.model()) return false;
+  if (when.phase.has_value() && *when.phase != f.phase) {
+    return No(why, [&] {
+      return absl::StrCat("when.phase is ", Quoted(*when.phase), ", the phase is ",
+                          f.phase.empty() ? "unset" : Quoted(f.phase));
+    });
+  }
+  if (when.model.has_value() && *when.model != request.model()) {
+    return No(why, [&] {
+      return absl::StrCat("when.model is ", Quoted(*when.model), ", the request's is ",
+                          Quoted(request.model()));
+    });
+  }
   if (when.iteration.has_value()) {
-    if (f.agent_iteration < when.iteration->min) return false;
-    if (when.iteration->max.has_value() && f.agent_iteration > *when.iteration->max) {
-      return false;
+    if (f.agent_iteration < when.iteration->min ||
+        (when.iteration->max.has_value() && f.agent_iteration > *when.iteration->max)) {
+      return No(why, [&] {
+        return absl::StrCat("when.iteration is ", when.iteration->min,
+                            when.iteration->max.has_value()
+                                ? (*when.iteration->max == when.iteration->min
+                                       ? ""
+                                       : absl::StrCat("..", *when.iteration->max))
+                                : "..",
+                            ", this is the agent's request ", f.agent_iteration);
+      });
     }
   }
   for (const std::string& tool : when.previous_tool_calls) {
     if (std::find(f.tool_calls.begin(), f.tool_calls.end(), tool) == f.tool_calls.end()) {
-      return false;
+      return No(why, [&] {
+        return absl::StrCat("when.previous_tool_calls: ", Quoted(tool),
+                            " has not been called in this run");
+      });
     }
   }
   if (when.has_tool_result.has_value()) {
     bool has = std::any_of(request.messages().begin(), request.messages().end(),
                            [](const v1::Message& m) { return m.role() == "tool"; });
-    if (has != *when.has_tool_result) return false;
+    if (has != *when.has_tool_result) {
+      return No(why, [&] {
+        return absl::StrCat("when.has_tool_result is ", *when.has_tool_result ? "true" : "false",
+                            ", the request ", has ? "has" : "has no", " tool result");
+      });
+    }
   }
   if (when.tool_available.has_value()) {
     bool offered = std::any_of(request.tools().begin(), request.tools().end(),
                                [&](const v1::ToolDefinition& t) {
                                  return t.name() == *when.tool_available;
                                });
-    if (!offered) return false;
+    if (!offered) {
+      return No(why, [&] {
+        return absl::StrCat("when.tool_available: the request offers no tool ",
+                            Quoted(*when.tool_available));
+      });
+    }
   }
   // Regexes last: the cheap checks above usually decide.
-  if (when.system_prompt.has_value() && Hit(f.system_hits, position) == 0) return false;
-  if (when.user_message.has_value() && Hit(f.user_hits, position) == 0) return false;
-  if (when.message_contains.has_value() && Hit(f.contains_hits, position) == 0) return false;
+  auto pattern_missed = [&](const char* field, const Pattern& pattern, const char* where) {
+    return No(why, [&] {
+      return absl::StrCat("when.", field, " /", pattern.text, "/ is not found in ", where);
+    });
+  };
+  if (when.system_prompt.has_value() && Hit(f.system_hits, position) == 0) {
+    return pattern_missed("system_prompt", *when.system_prompt, "the system prompt");
+  }
+  if (when.user_message.has_value() && Hit(f.user_hits, position) == 0) {
+    return pattern_missed("user_message", *when.user_message, "the last user message");
+  }
+  if (when.message_contains.has_value() && Hit(f.contains_hits, position) == 0) {
+    return pattern_missed("message_contains", *when.message_contains, "any message");
+  }
   if (when.system_prompt.has_value() && Hit(f.system_hits, position) < 0) {
     const v1::Message* system = nullptr;
     for (const v1::Message& m : request.messages()) {
@@ -94,7 +158,9 @@ bool Holds(const When& when, const Facts& f, size_t position) {
         break;
       }
     }
-    if (system == nullptr || !Found(*when.system_prompt, system->content())) return false;
+    if (system == nullptr || !Found(*when.system_prompt, system->content())) {
+      return pattern_missed("system_prompt", *when.system_prompt, "the system prompt");
+    }
   }
   if (when.user_message.has_value() && Hit(f.user_hits, position) < 0) {
     const v1::Message* user = nullptr;
@@ -104,14 +170,16 @@ bool Holds(const When& when, const Facts& f, size_t position) {
         break;
       }
     }
-    if (user == nullptr || !Found(*when.user_message, user->content())) return false;
+    if (user == nullptr || !Found(*when.user_message, user->content())) {
+      return pattern_missed("user_message", *when.user_message, "the last user message");
+    }
   }
   if (when.message_contains.has_value() && Hit(f.contains_hits, position) < 0) {
     bool any = std::any_of(request.messages().begin(), request.messages().end(),
                            [&](const v1::Message& m) {
                              return Found(*when.message_contains, m.content());
                            });
-    if (!any) return false;
+    if (!any) return pattern_missed("message_contains", *when.message_contains, "any message");
   }
   return true;
 }
@@ -248,7 +316,7 @@ void RuleSet::Scan(const PatternIndex& index, const std::vector<absl::string_vie
 }
 
 Selection RuleSet::Select(RunContext& context, const v1::CompletionRequest& request,
-                          absl::string_view agent) const {
+                          absl::string_view agent, std::vector<RuleSkip>* skipped) const {
   // The regex conditions read the request only: scanned before the lock.
   Hits system_hits, user_hits, contains_hits;
   if (system_prompts_.set != nullptr) {
@@ -291,9 +359,18 @@ Selection RuleSet::Select(RunContext& context, const v1::CompletionRequest& requ
     const Rule& rule = rules_[position];
     if (rule.times.has_value()) {
       auto used = context.rule_uses_.find(rule.index);
-      if (used != context.rule_uses_.end() && used->second >= *rule.times) continue;
+      if (used != context.rule_uses_.end() && used->second >= *rule.times) {
+        if (skipped != nullptr) {
+          skipped->push_back({rule.name, absl::StrCat("used up (times: ", *rule.times, ")")});
+        }
+        continue;
+      }
     }
-    if (!Holds(rule.when, facts, position)) continue;
+    std::string why;
+    if (!Holds(rule.when, facts, position, skipped != nullptr ? &why : nullptr)) {
+      if (skipped != nullptr) skipped->push_back({rule.name, std::move(why)});
+      continue;
+    }
     int64_t& uses = context.rule_uses_[rule.index];
     selection.rule_use = ++uses;
     selection.rule_index = static_cast<int>(rule.index);

@@ -121,6 +121,12 @@ struct Selection {
   std::string phase;
 };
 
+// A rule Select passed over, and why (for debug logs).
+struct RuleSkip {
+  std::string rule;
+  std::string reason;  // "when.agent is \"executor\", the caller is \"reviewer\""
+};
+
 // A scenario's rules in evaluation order: priority, higher first; ties in
 // file order. Immutable once built, so one RuleSet may serve many runs and
 // threads at once.
@@ -136,8 +142,11 @@ class RuleSet {
   // `times` is not used up, consumes one use of it and records `agent` as the
   // previous agent — all under the context's lock, as one step. A request no
   // rule matches is still counted. `agent` is "" when the caller has none.
+  // With `skipped`, every rule passed over before the chosen one (or all of
+  // them) is appended with the reason; reasons never quote the request's
+  // text, only the rule's own values and the run's state.
   Selection Select(RunContext& context, const v1::CompletionRequest& request,
-                   absl::string_view agent) const;
+                   absl::string_view agent, std::vector<RuleSkip>* skipped = nullptr) const;
 
   // The rules in evaluation order.
   const std::vector<Rule>& rules() const { return rules_; }

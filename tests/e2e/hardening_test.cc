@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "tests/e2e/e2e_test_base.h"
 
@@ -456,6 +458,73 @@ TEST_F(HardeningTest, ModelsAnswerWithoutARun) {
                                "GET /run/nope/v1/models HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                                "connection: close\r\n\r\n"));
   EXPECT_THAT(unknown, HasSubstr("HTTP/1.1 404"));
+}
+
+// --- 12. Debug logs say why --------------------------------------------------------
+
+// The value of `field=` on the first line of `log` holding `event`.
+std::string LogField(const std::string& log, const std::string& event, const std::string& field) {
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    if (!absl::StrContains(line, absl::StrCat(" ", event, " "))) continue;
+    const size_t at = line.find(absl::StrCat(" ", field, "="));
+    if (at == absl::string_view::npos) continue;
+    absl::string_view rest = line.substr(at + field.size() + 2);
+    return std::string(rest.substr(0, rest.find(' ')));
+  }
+  return "";
+}
+
+TEST_F(HardeningTest, DebugLogsSayWhyNoRuleFiredWhatTheMatchKeyWasAndWhatAnswered) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<fakes::FakeModel> fake, fakes::FakeModel::Start());
+  const v1::CompletionRequest request = Ask("SECRET-PROMPT-TEXT please");
+  std::string record_log;
+  {
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
+                         StartServer(fake->target(), {"--log-level", "debug"}));
+    Clients c(server->NewChannel());
+    ASSERT_OK_AND_ASSIGN(v1::Run run, StartRun(c, "dbg", v1::RUN_MODE_RECORD));
+    ASSERT_OK(Complete(c, run.id(), "executor", request).status());
+    ASSERT_OK(EndRun(c, run.id()).status());
+    c.Disconnect();
+    ASSERT_OK(server->Terminate().status());
+    record_log = server->Stderr();
+  }
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
+                       StartServer("", {"--log-level", "debug"}));
+  Clients c(server->NewChannel());
+  v1::StartRunRequest start;
+  start.set_session("dbg");
+  start.set_mode(v1::RUN_MODE_REPLAY);
+  start.set_scenario_text(R"(schema: understudy.scenario/v1
+rules:
+  - name: reviewer-only
+    when: {agent: reviewer}
+    respond: {content: no}
+  - name: asks-for-tests
+    when: {user_message: 'write tests'}
+    respond: {content: no}
+)");
+  v1::Run run;
+  {
+    auto context = CallContext();
+    ASSERT_OK(FromGrpc(c.runs->StartRun(context.get(), start, &run)));
+  }
+  ASSERT_OK(Complete(c, run.id(), "executor", request).status());
+  EXPECT_THAT(Complete(c, run.id(), "executor", Ask("something else")),
+              StatusIs(absl::StatusCode::kNotFound));
+  const std::string log = server->Stderr();
+  EXPECT_THAT(log, HasSubstr(R"(rule_not_matched run=)" + run.id() +
+                             R"( rule=reviewer-only reason="when.agent is \"reviewer\", the caller is \"executor\"")"));
+  EXPECT_THAT(log, HasSubstr(R"(rule=asks-for-tests reason="when.user_message /write tests/ is not found in the last user message")"));
+  EXPECT_THAT(log, HasSubstr("answer run=" + run.id() + " source=recording exchange=1"));
+  EXPECT_THAT(log, HasSubstr("miss run=" + run.id() + " report="));
+  // The replayed request's key is the recorded one's.
+  const std::string recorded_key = LogField(record_log, "recorded", "key");
+  EXPECT_THAT(recorded_key, ::testing::MatchesRegex("[0-9a-f]{16}"));
+  EXPECT_EQ(LogField(log, "request", "key"), recorded_key);
+  // No prompt text in either log.
+  EXPECT_THAT(record_log, Not(HasSubstr("SECRET-PROMPT-TEXT")));
+  EXPECT_THAT(log, Not(HasSubstr("SECRET-PROMPT-TEXT")));
 }
 
 }  // namespace
