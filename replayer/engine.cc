@@ -1636,22 +1636,37 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
     if (options_.upstream == nullptr) return sink->OnFinish(NoGrpcUpstream());
     auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(std::move(decision->forward));
     // Chunks as they arrive, with their offsets: what the caller gets is what
-    // is stored, so a replay gives the same bytes.
+    // is stored, so a replay gives the same bytes. The latest chunk is held
+    // back until the next one comes, and the last one until the exchange is
+    // committed: a caller that has the whole answer knows it is recorded
+    // (kill -9 between the two would otherwise lose an answer the client
+    // already had).
     auto exchange = std::make_shared<v1::Exchange>();
+    auto held = std::make_shared<ChunkPtr>();
     const absl::Time start = (*ticket)->start();
     Clock* clock = options_.clock;
     options_.upstream->StreamComplete(
         UpstreamCallFor(call), (*ticket)->request(),
-        [exchange, sink, start, clock](const v1::CompletionChunk& chunk) {
+        [exchange, held, sink, start, clock](const v1::CompletionChunk& chunk) {
           v1::CompletionChunk* kept = exchange->add_chunks();
           *kept = chunk;
           kept->set_offset_micros(absl::ToInt64Microseconds(clock->Now() - start));
-          sink->OnChunk(std::make_shared<const v1::CompletionChunk>(*kept), absl::InfinitePast());
+          if (*held != nullptr) sink->OnChunk(std::move(*held), absl::InfinitePast());
+          *held = std::make_shared<const v1::CompletionChunk>(*kept);
         },
-        [this, ticket, exchange, sink](absl::Status status) {
+        [this, ticket, exchange, held, sink](absl::Status status) {
           *exchange->mutable_response() = recorder::AssembleResponse(exchange->chunks());
           FinishForward(std::move(*ticket), std::move(*exchange), status,
-                        [sink](absl::Status s) { sink->OnFinish(s); });
+                        [held, sink, status](absl::Status committed) {
+                          // Only a committed (or deliberately unrecorded)
+                          // answer is completed; a failed commit ends the
+                          // stream with its error instead of the last chunk.
+                          const bool recording_failed = committed != status;
+                          if (*held != nullptr && !recording_failed) {
+                            sink->OnChunk(std::move(*held), absl::InfinitePast());
+                          }
+                          sink->OnFinish(committed);
+                        });
         });
   });
 }

@@ -326,6 +326,8 @@ class Relay final : public recorder::UpstreamHttpObserver {
       Log(LogLevel::kWarning, "upstream_failed",
           {{"provider", ProviderName(api_)}, {"status", transport.ToString()}});
       if (streaming_) {
+        // What arrived goes out, then the connection drops as upstream's did.
+        if (!held_.empty()) out_->Write(std::move(held_));
         out_->Abort();
       } else {
         absl::Status shown(transport.code(),
@@ -342,11 +344,12 @@ class Relay final : public recorder::UpstreamHttpObserver {
     HttpHeaders headers = {{"content-type", content_type_}};
     headers.insert(headers.end(), relayed_.begin(), relayed_.end());
     std::string body = body_;
+    std::string held = std::move(held_);
     Api api = api_;
     engine_->FinishForward(
         std::move(ticket), std::move(exchange_), status,
         [out, streaming, http_status, headers = std::move(headers), body = std::move(body), api,
-         status](absl::Status committed) mutable {
+         status, held = std::move(held)](absl::Status committed) mutable {
           // The answer ends only once it is recorded. `committed` is the
           // upstream's own status unless recording failed.
           const bool recording_failed = committed != status;
@@ -354,6 +357,7 @@ class Relay final : public recorder::UpstreamHttpObserver {
             if (recording_failed) {
               out->Abort();
             } else {
+              if (!held.empty()) out->Write(std::move(held));
               out->End();
             }
             return;
@@ -371,7 +375,11 @@ class Relay final : public recorder::UpstreamHttpObserver {
     v1::NativeChunk* chunk = native()->add_chunks();
     chunk->set_data(e.raw);
     chunk->set_offset_micros(offset);
-    out_->Write(e.raw);
+    // The latest event is held back until the next one arrives, and the last
+    // one until the exchange is committed (OnDone): a client that has the
+    // whole answer knows it is recorded.
+    if (!held_.empty()) out_->Write(std::move(held_));
+    held_ = e.raw;
     absl::StatusOr<std::optional<v1::CompletionChunk>> decoded =
         api_ == Api::kOpenAI ? openai_.Decode(e) : anthropic_.Decode(e);
     if (!decoded.ok()) {
@@ -425,6 +433,8 @@ class Relay final : public recorder::UpstreamHttpObserver {
   HttpHeaders relayed_;
   bool streaming_ = false;
   std::string body_;
+  // The latest SSE event, not yet sent (see Event).
+  std::string held_;
   provider::SseParser parser_;
   provider::openai::StreamDecoder openai_;
   provider::anthropic::StreamDecoder anthropic_;

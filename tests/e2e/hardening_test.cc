@@ -2,16 +2,19 @@
 // that failed before the fix: values nested 100,000 levels deep, invalid
 // UTF-8, files read on a caller's behalf, and the like. Each test also
 // checks that the server is still serving afterwards.
+#include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "tests/e2e/e2e_test_base.h"
 
@@ -316,6 +319,107 @@ TEST_F(HardeningTest, HttpRunAndAgentNamesMustBeUtf8) {
                        QueryTrace(c, server->first_line().substr(
                                          server->first_line().find("run=") + 4)));
   EXPECT_THAT(events, Not(SizeIs(0)));
+}
+
+// --- 5. A streamed recording is durable before its last chunk is sent --------------
+
+// Streams `request` as `agent` in `run`, collecting chunks as they arrive.
+class BackgroundStream {
+ public:
+  BackgroundStream(Clients& c, const std::string& run, const std::string& agent,
+                   const v1::CompletionRequest& request)
+      : context_(CallContext(run, agent, absl::Seconds(30))) {
+    thread_ = std::thread([this, &c, request] {
+      std::unique_ptr<grpc::ClientReader<v1::CompletionChunk>> reader =
+          c.model->StreamComplete(context_.get(), request);
+      v1::CompletionChunk chunk;
+      while (reader->Read(&chunk)) {
+        absl::MutexLock lock(&mu_);
+        chunks_.push_back(chunk);
+      }
+      grpc::Status status = reader->Finish();
+      absl::MutexLock lock(&mu_);
+      status_ = FromGrpc(status);
+      done_ = true;
+    });
+  }
+  ~BackgroundStream() { thread_.join(); }
+
+  // Waits (up to `timeout`) for at least `n` chunks; returns how many came.
+  size_t WaitForChunks(size_t n, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [&] { return chunks_.size() >= n || done_; };
+    mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+    return chunks_.size();
+  }
+  absl::Status Wait() {
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Seconds(30));
+    return done_ ? status_ : absl::DeadlineExceededError("stream still open");
+  }
+  size_t size() {
+    absl::MutexLock lock(&mu_);
+    return chunks_.size();
+  }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> context_;
+  absl::Mutex mu_;
+  std::vector<v1::CompletionChunk> chunks_ ABSL_GUARDED_BY(mu_);
+  absl::Status status_ ABSL_GUARDED_BY(mu_);
+  bool done_ ABSL_GUARDED_BY(mu_) = false;
+  std::thread thread_;
+};
+
+TEST_F(HardeningTest, TheLastChunkOfARecordedStreamWaitsForTheCommit) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<fakes::FakeModel> fake, fakes::FakeModel::Start());
+  const v1::CompletionRequest request = Ask("write login()");
+  // How many chunks the upstream sends for it.
+  size_t total = 0;
+  {
+    Clients direct(grpc::CreateChannel(fake->target().substr(7), grpc::InsecureChannelCredentials()));
+    ASSERT_OK_AND_ASSIGN(std::vector<v1::CompletionChunk> chunks,
+                         StreamComplete(direct, "", "executor", request));
+    total = chunks.size();
+  }
+  ASSERT_GE(total, 2u);
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer(fake->target()));
+  Clients c(server->NewChannel());
+  ASSERT_OK_AND_ASSIGN(v1::Run run, StartRun(c, "durable", v1::RUN_MODE_RECORD));
+
+  // Another process holds the database's write lock: the commit must wait.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(db_path().c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr), SQLITE_OK);
+  {
+    BackgroundStream stream(c, run.id(), "executor", request);
+    EXPECT_EQ(stream.WaitForChunks(total - 1, absl::Seconds(10)), total - 1);
+    // Nothing signals that a chunk did not come: give a wrong implementation
+    // time to send it.
+    EXPECT_EQ(stream.WaitForChunks(total, absl::Milliseconds(500)), total - 1)
+        << "the last chunk went out before the exchange was committed";
+    // Killed now, the client never had the whole answer, and nothing is
+    // recorded: consistent.
+    ASSERT_OK(server->Kill9());
+    EXPECT_THAT(stream.Wait(), StatusIs(absl::StatusCode::kUnavailable));
+    EXPECT_EQ(stream.size(), total - 1);
+  }
+  ASSERT_EQ(sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+
+  // Once the commit can happen, the last chunk follows it.
+  ASSERT_OK_AND_ASSIGN(server, StartServer(fake->target()));
+  Clients again(server->NewChannel());
+  ASSERT_OK_AND_ASSIGN(v1::Run second, StartRun(again, "durable", v1::RUN_MODE_RECORD));
+  ASSERT_OK_AND_ASSIGN(std::vector<v1::CompletionChunk> chunks,
+                       StreamComplete(again, second.id(), "executor", request));
+  EXPECT_EQ(chunks.size(), total);
+  ASSERT_OK(server->Kill9());  // no EndRun, no flush: the commit came first
+  ASSERT_OK_AND_ASSIGN(ProcessResult shown,
+                       Cli({"sessions", "show", "durable@" + std::to_string(second.session_version()),
+                            "--db", db_path()}));
+  EXPECT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_THAT(shown.out, HasSubstr("1 exchanges"));
 }
 
 // --- 9. Paging a session's trace ---------------------------------------------------
