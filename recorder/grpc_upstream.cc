@@ -50,6 +50,8 @@ class StreamReader final : public grpc::ClientReadReactor<v1::CompletionChunk> {
              v1::CompletionRequest request) {
     request_ = std::move(request);
     Prepare(call, &ctx_, &request_);
+    cancel_ = call.cancel;
+    if (cancel_ != nullptr) cancel_->Set([this] { ctx_.TryCancel(); });
     stub->async()->StreamComplete(&ctx_, &request_, this);
     StartRead(&chunk_);
     StartCall();
@@ -62,12 +64,14 @@ class StreamReader final : public grpc::ClientReadReactor<v1::CompletionChunk> {
   }
 
   void OnDone(const grpc::Status& s) override {
+    if (cancel_ != nullptr) cancel_->Clear();  // before the context goes
     on_done_(FromGrpc(s));
     delete this;
   }
 
  private:
   grpc::ClientContext ctx_;
+  std::shared_ptr<UpstreamCancel> cancel_;
   v1::CompletionRequest request_;
   v1::CompletionChunk chunk_;
   std::function<void(const v1::CompletionChunk&)> on_chunk_;

@@ -1386,6 +1386,9 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
       run->ObserveAnswer(call.agent, ex->response());
       decision.keepalive = run->index_;
       decision.recorded = ex;
+      if (streamed && ex->chunks_size() == 0 && !ex->has_error()) {
+        decision.answer_chunk = &run->index_->AnswerAsChunk(static_cast<size_t>(ex->seq() - 1));
+      }
       decision.source = "recording";
       return decision;
     }
@@ -1625,8 +1628,10 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
           ++sent;
         }
       } else if (!ex->has_error() && limit != 0) {
-        sink->OnChunk(std::make_shared<const v1::CompletionChunk>(
-                          recorder::ChunkFromResponse(ex->response())),
+        sink->OnChunk(decision->answer_chunk != nullptr
+                          ? ChunkPtr(decision->keepalive, decision->answer_chunk)
+                          : std::make_shared<const v1::CompletionChunk>(
+                                recorder::ChunkFromResponse(ex->response())),
                       absl::InfinitePast());
       }
       if (limit >= 0) return sink->OnFinish(DisconnectStatus());
@@ -1643,19 +1648,47 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
     // already had).
     auto exchange = std::make_shared<v1::Exchange>();
     auto held = std::make_shared<ChunkPtr>();
+    // A caller that goes away, or stops reading while the upstream keeps
+    // sending, cancels the upstream call; nothing is recorded then.
+    recorder::UpstreamCall upstream_call = UpstreamCallFor(call);
+    upstream_call.cancel = std::make_shared<recorder::UpstreamCancel>();
+    auto cut = std::make_shared<absl::Status>();  // why the relay was cut
     const absl::Time start = (*ticket)->start();
     Clock* clock = options_.clock;
+    const size_t max_backlog = options_.max_relay_backlog_bytes;
+    std::shared_ptr<recorder::UpstreamCancel> cancel = upstream_call.cancel;
     options_.upstream->StreamComplete(
-        UpstreamCallFor(call), (*ticket)->request(),
-        [exchange, held, sink, start, clock](const v1::CompletionChunk& chunk) {
+        upstream_call, (*ticket)->request(),
+        [exchange, held, sink, start, clock, cancel, cut, max_backlog,
+         run = (*ticket)->run_](const v1::CompletionChunk& chunk) {
+          if (!cut->ok()) return;
           v1::CompletionChunk* kept = exchange->add_chunks();
           *kept = chunk;
           kept->set_offset_micros(absl::ToInt64Microseconds(clock->Now() - start));
           if (*held != nullptr) sink->OnChunk(std::move(*held), absl::InfinitePast());
           *held = std::make_shared<const v1::CompletionChunk>(*kept);
+          if (sink->cancelled()) {
+            *cut = absl::CancelledError("the client went away");
+            cancel->Cancel();
+          } else if (const size_t pending = sink->pending_bytes(); pending > max_backlog) {
+            *cut = absl::ResourceExhaustedError(absl::StrCat(
+                "the client is not reading: ", pending, " bytes of this answer wait for it (at most ",
+                max_backlog, "); the upstream call was cancelled and nothing was recorded"));
+            Log(LogLevel::kWarning, "relay_cut",
+                {{"run", run->id()}, {"pending_bytes", absl::StrCat(pending)}});
+            cancel->Cancel();
+          }
         },
-        [this, ticket, exchange, held, sink](absl::Status status) {
+        [this, ticket, exchange, held, sink, cut](absl::Status status) {
           *exchange->mutable_response() = recorder::AssembleResponse(exchange->chunks());
+          if (!cut->ok()) {
+            // Cut here: not recorded (a cancelled call never is), and the
+            // caller learns why.
+            held->reset();
+            FinishForward(std::move(*ticket), std::move(*exchange), absl::CancelledError("cut"),
+                          [sink, cut](absl::Status) { sink->OnFinish(*cut); });
+            return;
+          }
           FinishForward(std::move(*ticket), std::move(*exchange), status,
                         [held, sink, status](absl::Status committed) {
                           // Only a committed (or deliberately unrecorded)

@@ -91,6 +91,10 @@ struct EngineOptions {
   // The directory StartRun.scenario may name files under (serve
   // --scenario-dir); "" allows packs and scenario_text only.
   std::string scenario_dir;
+  // A streamed answer relayed from the upstream whose caller has this much
+  // waiting unread is cut: the upstream call is cancelled, nothing is
+  // recorded, and the caller gets RESOURCE_EXHAUSTED.
+  size_t max_relay_backlog_bytes = 8 << 20;
 };
 
 // Payload type URL on the NOT_FOUND status of a replay miss (the value is
@@ -122,6 +126,14 @@ class ChunkSink {
   virtual void OnChunk(ChunkPtr chunk, absl::Time not_before) = 0;
   // Exactly once, after the last chunk. Must not block.
   virtual void OnFinish(absl::Status status) = 0;
+
+  // Whether the caller has gone away (a relayed upstream call is then
+  // cancelled). Thread-safe.
+  virtual bool cancelled() const { return false; }
+  // Serialized bytes of the chunks given and not yet sent to the caller: a
+  // relay whose caller stops reading is cut past EngineOptions'
+  // max_relay_backlog_bytes. Thread-safe.
+  virtual size_t pending_bytes() const { return 0; }
 };
 
 class RunState;
@@ -218,6 +230,9 @@ struct Decision {
   // alive while `keepalive` is held.
   std::shared_ptr<const void> keepalive;
   const v1::Exchange* recorded = nullptr;
+  // For a streaming caller answered from a recording that was not streamed:
+  // its answer as one chunk, shared (alive while `keepalive` is held).
+  const v1::CompletionChunk* answer_chunk = nullptr;
   // Otherwise: forward the request, then call FinishForward with this.
   std::unique_ptr<ForwardTicket> forward;
   // Replay pace (EngineOptions::speed).

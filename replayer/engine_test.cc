@@ -40,6 +40,20 @@ class FakeUpstream final : public recorder::ModelUpstream {
                       std::function<void(absl::Status)> on_done) override {
     absl::Status error = NextError();
     if (!error.ok()) return on_done(error);
+    const int large = large_chunks_.exchange(0);
+    if (large > 0) {
+      // A long answer of 64 KiB chunks, honouring cancellation between them.
+      for (int i = 0; i < large; ++i) {
+        if (call.cancel != nullptr && call.cancel->cancelled()) {
+          cancelled_streams_.fetch_add(1);
+          return on_done(absl::CancelledError("cancelled by the caller"));
+        }
+        v1::CompletionChunk c;
+        c.set_content(std::string(64 << 10, 'x'));
+        on_chunk(c);
+      }
+      return on_done(absl::OkStatus());
+    }
     v1::CompletionResponse r = Answer(call, request);
     const std::string& text = r.message().content();
     for (size_t i = 0; i < text.size(); i += 2) {
@@ -53,6 +67,10 @@ class FakeUpstream final : public recorder::ModelUpstream {
     on_chunk(last);
     on_done(absl::OkStatus());
   }
+
+  // The next stream is `n` chunks of 64 KiB instead of the scripted answer.
+  void StreamLarge(int n) { large_chunks_.store(n); }
+  int cancelled_streams() const { return cancelled_streams_.load(); }
 
   void QueueError(absl::Status s) {
     absl::MutexLock lock(&mu_);
@@ -94,6 +112,8 @@ class FakeUpstream final : public recorder::ModelUpstream {
     return r;
   }
 
+  std::atomic<int> large_chunks_{0};
+  std::atomic<int> cancelled_streams_{0};
   absl::Mutex mu_;
   int calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<absl::Status> errors_ ABSL_GUARDED_BY(mu_);
@@ -106,12 +126,35 @@ class CollectingSink final : public ChunkSink {
  public:
   void OnChunk(ChunkPtr chunk, absl::Time not_before) override {
     chunks.push_back(*chunk);
+    pointers.push_back(chunk);
     times.push_back(not_before);
   }
+  std::vector<ChunkPtr> pointers;
   void OnFinish(absl::Status status) override { done.set_value(std::move(status)); }
   std::vector<v1::CompletionChunk> chunks;
   std::vector<absl::Time> times;
   std::promise<absl::Status> done;
+};
+
+// A caller that never reads: every chunk stays pending; or one that goes
+// away after `gone_after` chunks.
+class StalledSink final : public ChunkSink {
+ public:
+  explicit StalledSink(int gone_after = -1) : gone_after_(gone_after) {}
+  void OnChunk(ChunkPtr chunk, absl::Time) override {
+    pending_ += chunk->ByteSizeLong();
+    ++count_;
+  }
+  void OnFinish(absl::Status status) override { done.set_value(std::move(status)); }
+  bool cancelled() const override { return gone_after_ >= 0 && count_ >= gone_after_; }
+  size_t pending_bytes() const override { return pending_; }
+  int count() const { return count_; }
+  std::promise<absl::Status> done;
+
+ private:
+  const int gone_after_;
+  std::atomic<int> count_{0};
+  std::atomic<size_t> pending_{0};
 };
 
 v1::CompletionRequest Ask(const std::string& text) {
@@ -259,6 +302,57 @@ TEST_F(EngineTest, ReplayOfTheLatestVersionSkipsAnEmptyOneACrashLeftBehind) {
   // Named explicitly, the empty version is used as asked.
   v1::Run explicit_run = Start(v1::RUN_MODE_REPLAY, "golden@2");
   EXPECT_EQ(explicit_run.session_version(), 2);
+}
+
+TEST_F(EngineTest, ARelayedStreamWhoseCallerStopsReadingIsCutAndNotRecorded) {
+  upstream_.StreamLarge(1000);  // 64 MiB
+  v1::Run run = Start(v1::RUN_MODE_RECORD, "cut");
+  auto sink = std::make_shared<StalledSink>();
+  auto done = sink->done.get_future();
+  engine_->StreamComplete(Call(run.id(), "a"), Ask("long"), sink);
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_THAT(done.get(), StatusIs(absl::StatusCode::kResourceExhausted,
+                                   HasSubstr("the client is not reading")));
+  EXPECT_EQ(upstream_.cancelled_streams(), 1);
+  // Cut just past the 8 MiB bound, not after 64 MiB.
+  EXPECT_LT(sink->count(), 200);
+  auto summary = engine_->EndRun(run.id());
+  ASSERT_THAT(summary, IsOk());
+  EXPECT_EQ(summary->run().recorded(), 0);
+}
+
+TEST_F(EngineTest, ACallerThatGoesAwayCancelsTheRelayedStreamAndNothingIsRecorded) {
+  upstream_.StreamLarge(1000);
+  v1::Run run = Start(v1::RUN_MODE_RECORD, "gone");
+  auto sink = std::make_shared<StalledSink>(/*gone_after=*/3);
+  auto done = sink->done.get_future();
+  engine_->StreamComplete(Call(run.id(), "a"), Ask("long"), sink);
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  EXPECT_THAT(done.get(), StatusIs(absl::StatusCode::kCancelled));
+  EXPECT_EQ(upstream_.cancelled_streams(), 1);
+  EXPECT_LE(sink->count(), 4);
+  auto summary = engine_->EndRun(run.id());
+  ASSERT_THAT(summary, IsOk());
+  EXPECT_EQ(summary->run().recorded(), 0);
+}
+
+TEST_F(EngineTest, StreamingCallersOfAWholeRecordedAnswerShareOneChunk) {
+  RecordGolden();
+  v1::Run a = Start(v1::RUN_MODE_REPLAY, "golden");
+  v1::Run b = Start(v1::RUN_MODE_REPLAY, "golden");
+  std::vector<ChunkPtr> seen;
+  for (const v1::Run& run : {a, b}) {
+    auto sink = std::make_shared<CollectingSink>();
+    auto done = sink->done.get_future();
+    engine_->StreamComplete(Call(run.id(), "reviewer"), Ask("check"), sink);
+    ASSERT_EQ(done.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    ASSERT_THAT(done.get(), IsOk());
+    ASSERT_THAT(sink->pointers, SizeIs(1));
+    EXPECT_EQ(sink->chunks[0].content(), "reviewer:1");
+    seen.push_back(sink->pointers[0]);
+  }
+  // The same chunk object: no copy of the answer per streaming caller.
+  EXPECT_EQ(seen[0].get(), seen[1].get());
 }
 
 TEST_F(EngineTest, ReplayAnswersIdenticalRequestsInRecordedOrderWithoutUpstream) {

@@ -5,6 +5,7 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "recorder/canonical.h"
+#include "recorder/stream.h"
 
 namespace understudy {
 namespace replayer {
@@ -33,6 +34,8 @@ std::shared_ptr<const SessionIndex> SessionIndex::Build(
   index->exchanges_ = std::move(exchanges);
   index->normalizer_ = std::move(normalizer);
   index->canonical_json_.reserve(index->exchanges_.size());
+  index->answer_chunks_.resize(index->exchanges_.size());
+  for (auto& lazy : index->answer_chunks_) lazy = std::make_unique<LazyChunk>();
   for (uint32_t i = 0; i < index->exchanges_.size(); ++i) {
     nlohmann::json canonical = index->CanonicalOf(index->exchanges_[i].request());
     index->by_canonical_[TextOf(canonical)].push_back(i);
@@ -63,6 +66,14 @@ const std::vector<uint32_t>* SessionIndex::FindExact(const v1::CompletionRequest
   if (bytes.empty()) return nullptr;
   auto it = by_bytes_.find(bytes);
   return it == by_bytes_.end() ? nullptr : it->second;
+}
+
+const v1::CompletionChunk& SessionIndex::AnswerAsChunk(size_t i) const {
+  LazyChunk& lazy = *answer_chunks_[i];
+  absl::call_once(lazy.once, [&] {
+    lazy.chunk = recorder::ChunkFromResponse(exchanges_[i].response());
+  });
+  return lazy.chunk;
 }
 
 const std::vector<uint32_t>* SessionIndex::Find(absl::string_view canonical) const {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
@@ -38,6 +39,12 @@ class SessionIndex {
   // The normalized canonical JSON of exchange i's request.
   const nlohmann::json& canonical(size_t i) const { return canonical_json_[i]; }
 
+  // Exchange i's answer as one stream chunk (recorder::ChunkFromResponse),
+  // for a streaming caller answered from an answer that was not streamed.
+  // Built on first use and kept: every such caller shares one copy instead
+  // of making its own. Thread-safe; lives as long as the index.
+  const v1::CompletionChunk& AnswerAsChunk(size_t i) const;
+
   // Positions of the exchanges whose canonical request text is `canonical`,
   // in seq order; nullptr when there is none.
   const std::vector<uint32_t>* Find(absl::string_view canonical) const;
@@ -60,6 +67,12 @@ class SessionIndex {
   std::vector<v1::Exchange> exchanges_;
   std::vector<nlohmann::json> canonical_json_;
   absl::flat_hash_map<std::string, std::vector<uint32_t>> by_canonical_;
+  struct LazyChunk {
+    absl::once_flag once;
+    v1::CompletionChunk chunk;
+  };
+  // One per exchange, built by AnswerAsChunk.
+  std::vector<std::unique_ptr<LazyChunk>> answer_chunks_;
   // Deterministic serialization of each distinct recorded request (routing
   // fields cleared) -> its by_canonical_ entry. Filled after by_canonical_
   // is complete, so the pointers stay valid.

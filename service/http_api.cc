@@ -153,9 +153,11 @@ absl::Time NotBefore(absl::Time start, int64_t offset_micros, double speed) {
 // Answers from a recorded (or scripted) exchange, in the caller's shape.
 // `disconnect_after` >= 0 drops the connection after that many stream
 // events (a whole response is never sent).
-void RenderRecorded(Api api, const v1::Exchange& ex, bool stream, bool include_usage,
-                    double speed, absl::Time start, int64_t disconnect_after,
-                    HttpResponder& out) {
+// `keepalive` holds `ex` alive: recorded stream events are sent from it
+// without a copy.
+void RenderRecorded(Api api, const v1::Exchange& ex, std::shared_ptr<const void> keepalive,
+                    bool stream, bool include_usage, double speed, absl::Time start,
+                    int64_t disconnect_after, HttpResponder& out) {
   if (disconnect_after == 0 || (disconnect_after > 0 && !stream)) return out.Abort();
   const auto finish = [&] {
     if (disconnect_after >= 0) {
@@ -176,18 +178,16 @@ void RenderRecorded(Api api, const v1::Exchange& ex, bool stream, bool include_u
   if (same_api && stream && native.chunks_size() > 0) {
     out.StartStream(native.status() == 0 ? 200 : native.status(), std::move(headers));
     const size_t n = std::min(limit, static_cast<size_t>(native.chunks_size()));
-    if (speed <= 0) {
-      // Unpaced: every event at once, still one HTTP chunk each.
-      std::vector<std::string> pieces;
-      pieces.reserve(n);
-      for (size_t i = 0; i < n; ++i) pieces.push_back(native.chunks(static_cast<int>(i)).data());
-      out.WriteAll(std::move(pieces));
-      return finish();
-    }
+    // Every event handed over at once (one HTTP chunk each), paced by its
+    // recorded offset when a speed is set, straight from the recording: a
+    // client that reads slowly costs no copy of it.
+    std::vector<HttpSlice> slices;
+    slices.reserve(n);
     for (size_t i = 0; i < n; ++i) {
       const v1::NativeChunk& chunk = native.chunks(static_cast<int>(i));
-      out.Write(chunk.data(), NotBefore(start, chunk.offset_micros(), speed));
+      slices.push_back({chunk.data(), NotBefore(start, chunk.offset_micros(), speed)});
     }
+    out.WriteShared(std::move(keepalive), std::move(slices));
     return finish();
   }
   if (same_api && native.chunks_size() == 0 && (!stream || native.status() >= 300)) {
@@ -230,20 +230,21 @@ void RenderRecorded(Api api, const v1::Exchange& ex, bool stream, bool include_u
                           : provider::anthropic::RenderStream(chunks);
   out.StartStream(200, {{"content-type", kEventStream}});
   // Rendered events follow the chunks one to one only for OpenAI; pace by
-  // chunk where that holds, else send as they are.
+  // chunk where that holds, else send as they are. Sent from one rendered
+  // copy, shared with the connection.
   const bool one_to_one = api == Api::kOpenAI;
-  if (speed <= 0) {
-    if (events.size() > limit) events.resize(limit);
-    out.WriteAll(std::move(events));
-    return finish();
-  }
-  for (size_t i = 0; i < events.size() && i < limit; ++i) {
+  if (events.size() > limit) events.resize(limit);
+  auto rendered = std::make_shared<const std::vector<std::string>>(std::move(events));
+  std::vector<HttpSlice> slices;
+  slices.reserve(rendered->size());
+  for (size_t i = 0; i < rendered->size(); ++i) {
     absl::Time when = absl::InfinitePast();
-    if (one_to_one && i < static_cast<size_t>(chunks.size())) {
+    if (speed > 0 && one_to_one && i < static_cast<size_t>(chunks.size())) {
       when = NotBefore(start, chunks[static_cast<int>(i)].offset_micros(), speed);
     }
-    out.Write(std::move(events[i]), when);
+    slices.push_back({(*rendered)[i], when});
   }
+  out.WriteShared(std::move(rendered), std::move(slices));
   finish();
 }
 
@@ -596,8 +597,9 @@ void HttpApi::Answer(int api_index, replayer::Decision& decision,
   if (decision.recorded != nullptr) {
     // `decision` (and its keepalive) lives until the answer is queued; the
     // responder copies what it sends.
-    return RenderRecorded(api, *decision.recorded, parsed.stream, parsed.include_usage,
-                          decision.speed, options_.clock->Now(), decision.disconnect_after, *out);
+    return RenderRecorded(api, *decision.recorded, decision.keepalive, parsed.stream,
+                          parsed.include_usage, decision.speed, options_.clock->Now(),
+                          decision.disconnect_after, *out);
   }
   if (decision.disconnect_after >= 0) return out->Abort();
 

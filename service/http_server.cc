@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -205,10 +206,9 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   // answer in progress). Strand only.
   void DoRespond(uint64_t id, int status, HttpHeaders headers, std::string body);
   void DoStartStream(uint64_t id, int status, HttpHeaders headers);
-  // `pump` false: the piece is only queued (the caller pumps once after a
-  // series).
-  void DoWrite(uint64_t id, std::string data, SteadyClock::time_point not_before,
-               bool pump = true);
+  void DoWrite(uint64_t id, std::string data, SteadyClock::time_point not_before);
+  void DoWriteShared(uint64_t id, std::shared_ptr<const void> keepalive,
+                     std::vector<std::pair<absl::string_view, SteadyClock::time_point>> slices);
   void DoEnd(uint64_t id);
   void DoAbort(uint64_t id);
   // The responder was dropped without answering.
@@ -228,9 +228,14 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   struct Piece {
     std::string head;
     std::string body;
+    // Instead of `body`: bytes someone else owns, alive while `keepalive` is.
+    absl::string_view shared;
+    std::shared_ptr<const void> keepalive;
     std::string tail;
     SteadyClock::time_point not_before = SteadyClock::time_point::min();
     After after = After::kNothing;
+    // Bytes this piece counts against the queued-bytes bounds.
+    size_t Owned() const { return head.size() + body.size() + tail.size(); }
   };
 
   void StartRead();
@@ -241,6 +246,9 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   void Dispatch();
   void Reject(int status, absl::string_view message);
   bool IsCurrent(uint64_t id) const { return state_ == State::kAnswering && id == answer_id_; }
+  // Frames a stream piece of `size` bytes (chunk header and trailer); false
+  // when the answer has no body to stream into.
+  bool Frame(size_t size, Piece* piece) const;
   std::string Head(int status, const HttpHeaders& headers, Framing framing,
                    size_t content_length) const;
   void Queue(Piece piece, bool pump = true);
@@ -249,6 +257,8 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   void AnswerDone();
   void BeginClosing();
   void Close();
+  // Drops every queued piece, and their count in the server's total.
+  void ClearQueue();
   void ArmReadTimer(SteadyClock::duration timeout);
   void DisarmReadTimer();
   void ArmWriteTimer();
@@ -290,6 +300,7 @@ class Connection final : public std::enable_shared_from_this<Connection> {
 
   // Writing.
   std::deque<Piece> out_;
+  size_t owned_queued_ = 0;  // sum of out_'s Owned()
   bool writing_ = false;
   bool pacing_ = false;
   size_t pieces_in_write_ = 0;
@@ -308,7 +319,7 @@ class Responder final : public HttpResponder {
   void Respond(int status, HttpHeaders headers, std::string body) override;
   void StartStream(int status, HttpHeaders headers) override;
   void Write(std::string data, absl::Time not_before) override;
-  void WriteAll(std::vector<std::string> pieces) override;
+  void WriteShared(std::shared_ptr<const void> keepalive, std::vector<HttpSlice> slices) override;
   void End() override;
   void Abort() override;
   bool cancelled() const override;
@@ -369,6 +380,8 @@ class ServerImpl final : public HttpServer {
     absl::MutexLock lock(&mu_);
     in_flight_ += delta;
   }
+  // Owned bytes queued over every connection (any thread).
+  std::atomic<size_t>& queued_total() { return queued_total_; }
   // Drops the registry's reference to `connection`.
   void Forget(Connection* connection);
 
@@ -390,6 +403,7 @@ class ServerImpl final : public HttpServer {
   std::unique_ptr<net::steady_timer> accept_backoff_;  // Same strand.
   std::vector<std::thread> threads_;
 
+  std::atomic<size_t> queued_total_{0};
   mutable absl::Mutex mu_;
   int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
@@ -401,6 +415,7 @@ class ServerImpl final : public HttpServer {
 // Connection
 
 Connection::~Connection() {
+  server_->queued_total().fetch_sub(owned_queued_, std::memory_order_relaxed);
   // Only when Shutdown destroys a connection that never ran Close.
   if (state_ != State::kClosed) {
     if (counted_) server_->AddInFlight(-1);
@@ -630,27 +645,61 @@ void Connection::DoStartStream(uint64_t id, int status, HttpHeaders headers) {
   Queue(std::move(piece));
 }
 
-void Connection::DoWrite(uint64_t id, std::string data, SteadyClock::time_point not_before,
-                         bool pump) {
+bool Connection::Frame(size_t size, Piece* piece) const {
+  switch (framing_) {
+    case Framing::kChunked: {
+      char head[24];
+      const int len = std::snprintf(head, sizeof(head), "%zx\r\n", size);
+      piece->head.assign(head, static_cast<size_t>(len));
+      piece->tail = "\r\n";
+      return true;
+    }
+    case Framing::kCloseDelimited:
+      return true;
+    default:
+      return false;  // A Respond answer, or a status without a body.
+  }
+}
+
+void Connection::DoWrite(uint64_t id, std::string data, SteadyClock::time_point not_before) {
   if (!IsCurrent(id) || !answer_started_ || answer_ending_) return;
   if (data.empty() || head_request_) return;
   Piece piece;
   piece.not_before = not_before;
-  switch (framing_) {
-    case Framing::kChunked: {
-      char size[24];
-      const int len = std::snprintf(size, sizeof(size), "%zx\r\n", data.size());
-      piece.head.assign(size, static_cast<size_t>(len));
-      piece.tail = "\r\n";
-      break;
-    }
-    case Framing::kCloseDelimited:
-      break;
-    default:
-      return;  // A Respond answer, or a status without a body.
-  }
+  if (!Frame(data.size(), &piece)) return;
   piece.body = std::move(data);
-  Queue(std::move(piece), pump);
+  // A producer outrunning a client that does not read: bounded, per
+  // connection and in all.
+  const HttpServerOptions& options = server_->options();
+  const size_t owned = piece.Owned();
+  const size_t total = server_->queued_total().load(std::memory_order_relaxed);
+  if (owned_queued_ + owned > options.max_queued_bytes_per_connection ||
+      total + owned > options.max_queued_bytes_total) {
+    const bool mine = owned_queued_ + owned > options.max_queued_bytes_per_connection;
+    Log(LogLevel::kWarning, "http_client_not_reading",
+        {{"queued_bytes", absl::StrCat(owned_queued_)},
+         {"limit", mine ? absl::StrCat("per connection ", options.max_queued_bytes_per_connection)
+                        : absl::StrCat("server-wide ", options.max_queued_bytes_total)},
+         {"action", "closing the connection"}});
+    return Close();
+  }
+  Queue(std::move(piece));
+}
+
+void Connection::DoWriteShared(
+    uint64_t id, std::shared_ptr<const void> keepalive,
+    std::vector<std::pair<absl::string_view, SteadyClock::time_point>> slices) {
+  if (!IsCurrent(id) || !answer_started_ || answer_ending_ || head_request_) return;
+  for (const auto& [data, not_before] : slices) {
+    if (data.empty()) continue;
+    Piece piece;
+    piece.not_before = not_before;
+    if (!Frame(data.size(), &piece)) return;
+    piece.shared = data;
+    piece.keepalive = keepalive;
+    Queue(std::move(piece), /*pump=*/false);
+  }
+  Pump();
 }
 
 void Connection::DoEnd(uint64_t id) {
@@ -685,6 +734,9 @@ void Connection::DoAbandon(uint64_t id) {
 }
 
 void Connection::Queue(Piece piece, bool pump) {
+  const size_t owned = piece.Owned();
+  owned_queued_ += owned;
+  server_->queued_total().fetch_add(owned, std::memory_order_relaxed);
   out_.push_back(std::move(piece));
   if (pump) Pump();
 }
@@ -705,9 +757,12 @@ void Connection::Pump() {
   pieces_in_write_ = 0;
   for (const Piece& piece : out_) {
     if (pieces_in_write_ == kMaxPiecesPerWrite || piece.not_before > now) break;
-    for (const std::string* part : {&piece.head, &piece.body, &piece.tail}) {
-      if (!part->empty()) write_buffers_.push_back(net::buffer(*part));
+    if (!piece.head.empty()) write_buffers_.push_back(net::buffer(piece.head));
+    if (!piece.body.empty()) write_buffers_.push_back(net::buffer(piece.body));
+    if (!piece.shared.empty()) {
+      write_buffers_.push_back(net::buffer(piece.shared.data(), piece.shared.size()));
     }
+    if (!piece.tail.empty()) write_buffers_.push_back(net::buffer(piece.tail));
     ++pieces_in_write_;
   }
   writing_ = true;
@@ -721,13 +776,16 @@ void Connection::OnWrite(beast::error_code ec) {
   writing_ = false;
   DisarmWriteTimer();
   if (state_ == State::kClosed) {
-    out_.clear();
+    ClearQueue();
     return;
   }
   if (ec) return Close();
   std::vector<After> actions;
   for (size_t i = 0; i < pieces_in_write_ && !out_.empty(); ++i) {
     actions.push_back(out_.front().after);
+    const size_t owned = out_.front().Owned();
+    owned_queued_ -= owned;
+    server_->queued_total().fetch_sub(owned, std::memory_order_relaxed);
     out_.pop_front();
   }
   pieces_in_write_ = 0;
@@ -778,13 +836,19 @@ void Connection::Close() {
   beast::error_code ignored;
   socket_.close(ignored);
   // A write in progress still refers to out_; OnWrite clears it.
-  if (!writing_) out_.clear();
+  if (!writing_) ClearQueue();
   CountInFlight(false);
   std::shared_ptr<Responder> responder = responder_.lock();
   responder_.reset();
   answer_id_ = 0;
   if (responder) responder->MarkClientGone();
   server_->Forget(this);
+}
+
+void Connection::ClearQueue() {
+  server_->queued_total().fetch_sub(owned_queued_, std::memory_order_relaxed);
+  owned_queued_ = 0;
+  out_.clear();
 }
 
 void Connection::ArmReadTimer(SteadyClock::duration timeout) {
@@ -876,16 +940,17 @@ void Responder::Write(std::string data, absl::Time not_before) {
   });
 }
 
-void Responder::WriteAll(std::vector<std::string> pieces) {
+void Responder::WriteShared(std::shared_ptr<const void> keepalive,
+                            std::vector<HttpSlice> slices) {
   absl::MutexLock lock(&mu_);
-  if (phase_ != Phase::kStreaming || client_gone_ || aborted_ || pieces.empty()) return;
+  if (phase_ != Phase::kStreaming || client_gone_ || aborted_ || slices.empty()) return;
+  std::vector<std::pair<absl::string_view, SteadyClock::time_point>> when;
+  when.reserve(slices.size());
+  for (const HttpSlice& slice : slices) when.emplace_back(slice.data, ToSteady(slice.not_before));
   // One post for the lot: a post per piece cost a strand hop and a closure
   // each (a 200-event SSE replay, bench/run).
-  Post([id = id_, pieces = std::move(pieces)](Connection& c) mutable {
-    for (size_t i = 0; i < pieces.size(); ++i) {
-      c.DoWrite(id, std::move(pieces[i]), SteadyClock::time_point::min(),
-                /*pump=*/i + 1 == pieces.size());
-    }
+  Post([id = id_, keepalive = std::move(keepalive), when = std::move(when)](Connection& c) mutable {
+    c.DoWriteShared(id, std::move(keepalive), std::move(when));
   });
 }
 

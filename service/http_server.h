@@ -34,6 +34,13 @@ namespace service {
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
+// A piece of a streamed answer that lives in memory the caller keeps alive
+// (a recording), to be sent no earlier than `not_before`.
+struct HttpSlice {
+  absl::string_view data;
+  absl::Time not_before = absl::InfinitePast();
+};
+
 struct HttpRequest {
   std::string method;
   // Path and query as sent, e.g. "/run/r1/v1/chat/completions".
@@ -61,13 +68,19 @@ class HttpResponder {
   // client, close-delimited).
   virtual void StartStream(int status, HttpHeaders headers) = 0;
   // Queues `data` to be sent as one piece (one chunk), no earlier than
-  // `not_before` and after everything queued before it. Never blocks; the
-  // queue is unbounded, so producers that can outrun the client pace
-  // themselves.
+  // `not_before` and after everything queued before it. Never blocks. The
+  // bytes queued this way and not yet sent are bounded per connection and
+  // server-wide (HttpServerOptions::max_queued_bytes_*): a client that stops
+  // reading while a producer (an upstream being relayed) keeps writing is
+  // disconnected, and the responder reports it cancelled.
   virtual void Write(std::string data, absl::Time not_before = absl::InfinitePast()) = 0;
-  // Queues each of `pieces` as Write(piece) would, at once and in order:
-  // one piece (one chunk) each, handed to the connection in one go.
-  virtual void WriteAll(std::vector<std::string> pieces) = 0;
+  // Queues each slice as one piece (one chunk), in order, handed to the
+  // connection in one go and never copied: `keepalive` keeps the memory
+  // they point into alive until they are sent or the connection closes.
+  // For answers that already sit in memory (a recording); they do not count
+  // against the queued-bytes bounds.
+  virtual void WriteShared(std::shared_ptr<const void> keepalive,
+                           std::vector<HttpSlice> slices) = 0;
   // Ends the stream once everything queued is sent.
   virtual void End() = 0;
   // Closes the connection, without ending the stream, once what was queued
@@ -93,6 +106,11 @@ struct HttpServerOptions {
   // closed.
   size_t max_body_bytes = 16 << 20;
   size_t max_header_bytes = 64 << 10;
+  // Bytes written with HttpResponder::Write and not yet sent, per
+  // connection and over all of them: past either, the connection is closed
+  // (its client is not reading). Shared slices do not count.
+  size_t max_queued_bytes_per_connection = 8 << 20;
+  size_t max_queued_bytes_total = 256 << 20;
   // A connection with no request in progress for this long is closed.
   absl::Duration idle_timeout = absl::Seconds(120);
   // Bodies for the server's own error answers (400, 404 route-less, 413),

@@ -89,6 +89,7 @@ class TestClient {
   ~TestClient() { Close(); }
 
   bool connected() const { return fd_ >= 0; }
+  int fd() const { return fd_; }
   void Close() {
     if (fd_ >= 0) ::close(fd_);
     fd_ = -1;
@@ -580,15 +581,104 @@ TEST(HttpServerTest, StreamedWritesArriveAsChunksInOrderAndNotBeforeTheirTimes) 
   EXPECT_TRUE(client.ReadResponse().has_value());
 }
 
-TEST(HttpServerTest, WriteAllSendsEachPieceAsItsOwnChunkInOrder) {
+// What a Flood handler shares with its test. Held by shared_ptr: the writer
+// threads may outlive the test body by a moment.
+struct FloodState {
+  std::atomic<int> written{0};
+  absl::Mutex mu;
+  std::vector<std::shared_ptr<HttpResponder>> responders ABSL_GUARDED_BY(mu);
+
+  bool AllCancelled(size_t n) {
+    absl::MutexLock lock(&mu);
+    if (responders.size() != n) return false;
+    for (const auto& r : responders) {
+      if (!r->cancelled()) return false;
+    }
+    return true;
+  }
+};
+
+// Streams 256 KiB pieces on GET /flood, from its own thread, for as long as
+// the client is there (at most 1,000 pieces: 250 MiB); echoes other targets.
+HttpHandler Flood(std::shared_ptr<FloodState> state) {
+  return [state](HttpRequest request, std::shared_ptr<HttpResponder> out) {
+    if (request.target != "/flood") {
+      return out->Respond(200, {{"content-type", "text/plain"}}, request.target);
+    }
+    out->StartStream(200, {{"content-type", "text/event-stream"}});
+    {
+      absl::MutexLock lock(&state->mu);
+      state->responders.push_back(out);
+    }
+    std::thread([out, state] {
+      const std::string piece(256 << 10, 'x');
+      for (int i = 0; i < 1000 && !out->cancelled(); ++i) {
+        out->Write(piece);
+        state->written.fetch_add(1);
+        absl::SleepFor(absl::Microseconds(200));
+      }
+    }).detach();
+  };
+}
+
+TEST(HttpServerTest, AClientThatStopsReadingIsDisconnectedPastThePerConnectionBound) {
+  HttpServerOptions options;
+  options.max_queued_bytes_per_connection = 4 << 20;
+  auto state = std::make_shared<FloodState>();
+  std::unique_ptr<HttpServer> server = StartServer(options, Flood(state));
+  ASSERT_NE(server, nullptr);
+  TestClient client(server->port());
+  const int small = 4096;
+  ::setsockopt(client.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  client.Send(Get("/flood"));  // and never reads
+  ASSERT_TRUE(Eventually([&] { return state->AllCancelled(1); }))
+      << "written " << state->written.load() << " pieces";
+  // Disconnected after about 4 MiB queued (plus what the socket buffers took),
+  // not after the 250 MiB the producer would have written.
+  EXPECT_LT(state->written.load(), 200);
+}
+
+TEST(HttpServerTest, TheServerWideBoundDisconnectsTheClientThatWouldPassIt) {
+  HttpServerOptions options;
+  options.max_queued_bytes_per_connection = 64 << 20;
+  options.max_queued_bytes_total = 6 << 20;
+  auto state = std::make_shared<FloodState>();
+  std::unique_ptr<HttpServer> server = StartServer(options, Flood(state));
+  ASSERT_NE(server, nullptr);
+  TestClient a(server->port());
+  TestClient b(server->port());
+  const int small = 4096;
+  ::setsockopt(a.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  ::setsockopt(b.fd(), SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+  a.Send(Get("/flood"));
+  b.Send(Get("/flood"));
+  ASSERT_TRUE(Eventually([&] { return state->AllCancelled(2); }))
+      << "written " << state->written.load() << " pieces";
+  EXPECT_LT(state->written.load(), 200);
+  // The closed connections' bytes left the server-wide count: a client that
+  // reads gets more than the bound's worth.
+  TestClient c(server->port());
+  c.Send(Get("/after"));
+  auto response = c.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->body, "/after");
+  TestClient reader(server->port());
+  reader.Send(Get("/flood"));
+  EXPECT_EQ(reader.ReadExactly(8 << 20).size(), size_t{8} << 20);
+}
+
+TEST(HttpServerTest, WriteSharedSendsEachSliceAsItsOwnChunkInOrder) {
   std::unique_ptr<HttpServer> server =
       StartServer({}, [&](HttpRequest, std::shared_ptr<HttpResponder> out) {
         out->StartStream(200, {{"content-type", "text/event-stream"}});
         out->Write("data: first\n\n");
-        std::vector<std::string> pieces;
-        for (int i = 0; i < 150; ++i) pieces.push_back(absl::StrCat("data: ", i, "\n\n"));
-        pieces.push_back("");  // empty pieces are skipped, as by Write
-        out->WriteAll(std::move(pieces));
+        auto pieces = std::make_shared<std::vector<std::string>>();
+        for (int i = 0; i < 150; ++i) pieces->push_back(absl::StrCat("data: ", i, "\n\n"));
+        pieces->push_back("");  // empty pieces are skipped, as by Write
+        std::vector<HttpSlice> slices;
+        for (const std::string& piece : *pieces) slices.push_back({piece});
+        // The only reference to the pieces is the responder's from here on.
+        out->WriteShared(std::move(pieces), std::move(slices));
         out->Write("data: last\n\n");
         out->End();
       });

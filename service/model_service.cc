@@ -25,12 +25,24 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
     explicit Sink(ChunkWriter* writer) : writer_(writer) {}
 
     void OnChunk(replayer::ChunkPtr chunk, absl::Time not_before) override {
+      const size_t size = chunk->ByteSizeLong();
       {
         absl::MutexLock lock(&mu_);
         if (finish_sent_) return;  // the client went away
-        queue_.push_back({std::move(chunk), not_before});
+        pending_bytes_ += size;
+        queue_.push_back({std::move(chunk), not_before, size});
       }
       Pump();
+    }
+
+    bool cancelled() const override {
+      absl::MutexLock lock(&mu_);
+      return client_gone_;
+    }
+
+    size_t pending_bytes() const override {
+      absl::MutexLock lock(&mu_);
+      return pending_bytes_;
     }
 
     void OnFinish(absl::Status status) override {
@@ -49,16 +61,28 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
         absl::MutexLock lock(&mu_);
         writing_ = false;
         current_.reset();
-        if (!ok && !finished_) {
-          finished_ = true;
-          final_ = absl::CancelledError("client went away");
+        pending_bytes_ -= current_bytes_;
+        current_bytes_ = 0;
+        if (!ok) {
+          client_gone_ = true;
+          if (!finished_) {
+            finished_ = true;
+            final_ = absl::CancelledError("client went away");
+          }
           queue_.clear();
+          pending_bytes_ = 0;
         }
       }
       Pump();
     }
 
-    void Cancelled() { OnFinish(absl::CancelledError("client cancelled")); }
+    void Cancelled() {
+      {
+        absl::MutexLock lock(&mu_);
+        client_gone_ = true;
+      }
+      OnFinish(absl::CancelledError("client cancelled"));
+    }
 
    private:
     // Starts the next write, or the Finish, unless one is already in
@@ -89,6 +113,7 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
         }
         if (!queue_.empty()) {
           current_ = std::move(queue_.front().chunk);
+          current_bytes_ = queue_.front().bytes;
           queue_.pop_front();
           writing_ = true;
           next = current_.get();
@@ -103,11 +128,16 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
     }
 
     ChunkWriter* const writer_;
-    absl::Mutex mu_;
+    mutable absl::Mutex mu_;
     struct Pending {
       replayer::ChunkPtr chunk;
       absl::Time not_before;
+      size_t bytes;  // serialized size
     };
+    // Serialized bytes queued or being written, for pending_bytes().
+    size_t pending_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+    size_t current_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+    bool client_gone_ ABSL_GUARDED_BY(mu_) = false;
     std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
     bool timer_armed_ ABSL_GUARDED_BY(mu_) = false;
     replayer::ChunkPtr current_ ABSL_GUARDED_BY(mu_);

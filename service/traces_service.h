@@ -16,6 +16,9 @@
 #ifndef UNDERSTUDY_SERVICE_TRACES_SERVICE_H_
 #define UNDERSTUDY_SERVICE_TRACES_SERVICE_H_
 
+#include <atomic>
+#include <cstddef>
+
 #include "replayer/engine.h"
 #include "service/call_tracker.h"
 #include "store/store.h"
@@ -26,8 +29,18 @@ namespace service {
 
 class TracesService final : public v1::Traces::Service {
  public:
-  TracesService(replayer::Engine* engine, store::Store* store, CallTracker* tracker)
-      : engine_(engine), store_(store), tracker_(tracker) {}
+  // Watch holds at most `max_watch_backlog_bytes` of events a client has
+  // not read yet, and every watch together at most
+  // `max_total_watch_backlog_bytes`; past either, the watch ends with
+  // RESOURCE_EXHAUSTED naming the seq to resume after.
+  TracesService(replayer::Engine* engine, store::Store* store, CallTracker* tracker,
+                size_t max_watch_backlog_bytes = 8 << 20,
+                size_t max_total_watch_backlog_bytes = 64 << 20)
+      : engine_(engine),
+        store_(store),
+        tracker_(tracker),
+        max_watch_backlog_bytes_(max_watch_backlog_bytes),
+        max_total_watch_backlog_bytes_(max_total_watch_backlog_bytes) {}
 
   grpc::Status Query(grpc::ServerContext* context, const v1::QueryRequest* request,
                      v1::QueryResponse* response) override;
@@ -46,6 +59,10 @@ class TracesService final : public v1::Traces::Service {
   replayer::Engine* const engine_;
   store::Store* const store_;
   CallTracker* const tracker_;
+  const size_t max_watch_backlog_bytes_;
+  const size_t max_total_watch_backlog_bytes_;
+  // Events queued by every Watch and not yet written.
+  std::atomic<size_t> watch_backlog_bytes_{0};
 };
 
 }  // namespace service

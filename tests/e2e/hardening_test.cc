@@ -2,16 +2,21 @@
 // that failed before the fix: values nested 100,000 levels deep, invalid
 // UTF-8, files read on a caller's behalf, and the like. Each test also
 // checks that the server is still serving afterwards.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sqlite3.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
@@ -420,6 +425,137 @@ TEST_F(HardeningTest, TheLastChunkOfARecordedStreamWaitsForTheCommit) {
                             "--db", db_path()}));
   EXPECT_EQ(shown.exit_code, 0) << shown.err;
   EXPECT_THAT(shown.out, HasSubstr("1 exchanges"));
+}
+
+// --- 4. Slow consumers are bounded ---------------------------------------------------
+
+TEST_F(HardeningTest, AWatchThatFallsFarBehindEndsWithWhereToResume) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
+  Clients c(server->NewChannel());
+  ASSERT_OK_AND_ASSIGN(v1::Run run, StartScriptedRun(c, "ok"));
+  // The watcher asks, then does not read while 20 MiB of events happen.
+  v1::WatchRequest watch;
+  watch.set_run(run.id());
+  auto watch_context = CallContext("", "", absl::Seconds(60));
+  std::unique_ptr<grpc::ClientReader<v1::TraceEvent>> reader =
+      c.traces->Watch(watch_context.get(), watch);
+  const std::string value(512 << 10, 'v');
+  for (int i = 0; i < 40; ++i) {
+    v1::EmitRequest emit;
+    emit.set_run(run.id());
+    emit.set_kind("custom.big");
+    (*emit.mutable_attributes())["v"] = value;
+    v1::TraceEvent out;
+    auto context = CallContext();
+    ASSERT_OK(FromGrpc(c.traces->Emit(context.get(), emit, &out)));
+  }
+  // Now it reads: what was kept, then the end, saying where to resume.
+  v1::TraceEvent event;
+  int64_t last = 0;
+  int received = 0;
+  while (reader->Read(&event)) {
+    last = event.seq();
+    ++received;
+  }
+  absl::Status status = FromGrpc(reader->Finish());
+  EXPECT_THAT(status, StatusIs(absl::StatusCode::kResourceExhausted,
+                               HasSubstr(absl::StrCat("resume with Watch{after_seq: ", last, "}"))));
+  EXPECT_LT(received, 40);
+  // Resuming there gives the rest: nothing was lost, only not held.
+  ASSERT_OK(EndRun(c, run.id()).status());
+  watch.set_after_seq(last);
+  auto again_context = CallContext();
+  std::unique_ptr<grpc::ClientReader<v1::TraceEvent>> again =
+      c.traces->Watch(again_context.get(), watch);
+  int rest = 0;
+  while (again->Read(&event)) {
+    if (event.kind() == "custom.big") ++rest;
+  }
+  EXPECT_OK(FromGrpc(again->Finish()));
+  EXPECT_EQ(received + rest, 40 + 1);  // the first read event is run_started
+  ExpectServing(c);
+}
+
+// Resident memory of process `pid`, in MiB.
+int64_t RssMiB(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (absl::StartsWith(line, "VmRSS:")) {
+      int64_t kib = 0;
+      std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (fields.size() >= 2 && absl::SimpleAtoi(fields[1], &kib)) return kib / 1024;
+    }
+  }
+  return -1;
+}
+
+TEST_F(HardeningTest, HttpClientsThatNeverReadABigRecordedStreamCostNoCopyOfIt) {
+  // A recorded OpenAI stream of 1,000 events of 4 KB (4 MB).
+  std::string native_chunks;
+  for (int i = 0; i < 1000; ++i) {
+    const std::string event = absl::StrCat(
+        R"(data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":")",
+        std::string(4000, 'x'), R"("},"finish_reason":null}]})", "\n\n");
+    std::string b64;
+    absl::Base64Escape(event, &b64);
+    absl::StrAppend(&native_chunks, i == 0 ? "" : ",", R"({"data":")", b64,
+                    R"(","offset_micros":")", i, R"("})");
+  }
+  std::string request_b64;
+  absl::Base64Escape(R"({"model":"m","messages":[{"role":"user","content":"big"}],"stream":true})",
+                     &request_b64);
+  const std::string file = Path("big.jsonl");
+  WriteFile(file, absl::StrCat(
+                      R"({"header":{"format":"understudy.session/v1","name":"big","exchange_count":"1"}})",
+                      "\n",
+                      R"({"exchange":{"seq":"1","streamed":true,"request":{"model":"m","messages":[{"role":"user","content":"big"}]},)",
+                      R"("response":{"message":{"role":"assistant","content":"x"}},)",
+                      R"("native":{"provider":"openai","path":"/v1/chat/completions","request_body":")",
+                      request_b64, R"(","status":200,"content_type":"text/event-stream","chunks":[)",
+                      native_chunks, "]}}}\n"));
+  ASSERT_OK_AND_ASSIGN(ProcessResult imported, Cli({"import", file, "--db", db_path()}));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
+                       StartServer("", {"--mode", "replay", "--session", "big", "--repeat", "true"}));
+  const std::string run = server->first_line().substr(server->first_line().find("run=") + 4);
+  Clients c(server->NewChannel());
+  const int64_t before = RssMiB(server->pid());
+  // 30 clients ask for it and never read a byte.
+  const std::string body = R"({"model":"m","messages":[{"role":"user","content":"big"}],"stream":true})";
+  const std::string address = server->http_address();
+  const int port = std::stoi(address.substr(address.rfind(':') + 1));
+  std::vector<int> sockets;
+  for (int i = 0; i < 30; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const int small = 4096;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+    sockaddr_in sa{};
+    sa.sin_family = AF_INET;
+    sa.sin_port = htons(static_cast<uint16_t>(port));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+    const std::string request =
+        absl::StrCat("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n",
+                     "content-type: application/json\r\ncontent-length: ", body.size(),
+                     "\r\n\r\n", body);
+    ASSERT_EQ(::send(fd, request.data(), request.size(), MSG_NOSIGNAL),
+              static_cast<ssize_t>(request.size()));
+    sockets.push_back(fd);
+  }
+  // Every request was answered (as far as the server is concerned).
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        absl::StatusOr<std::vector<v1::TraceEvent>> events = QueryTrace(c, run, {"exchange"});
+        return events.ok() && events->size() == 30;
+      },
+      absl::Seconds(20)));
+  const int64_t after = RssMiB(server->pid());
+  for (int fd : sockets) ::close(fd);
+  // Each connection used to hold its own copy of the 4 MB stream (30 copies:
+  // +120 MiB and more); now they share the recording.
+  EXPECT_LT(after - before, 80) << "before " << before << " MiB, after " << after << " MiB";
+  ExpectServing(c);
 }
 
 // --- 9. Paging a session's trace ---------------------------------------------------
