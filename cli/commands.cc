@@ -173,6 +173,7 @@ int Serve(const ServeFlags& flags) {
   absl::Status mode = ApplyMode(flags.mode, &options);
   if (!mode.ok()) return FailStart(service::Tagged(mode, service::StartStage::kOptions));
   options.drain_timeout = absl::Seconds(flags.drain_timeout_seconds);
+  options.request_timeout = absl::Seconds(flags.request_timeout_seconds);
 
   // Signals are taken by sigwait below; block them before any thread starts
   // so that every thread inherits the mask.
@@ -245,6 +246,7 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
   options.listen = "127.0.0.1:0";
   options.http_listen = "127.0.0.1:0";
   options.drain_timeout = absl::Seconds(flags.drain_timeout_seconds);
+  options.request_timeout = absl::Seconds(flags.request_timeout_seconds);
 
   // Signals reach this thread through sigwait; the command gets them from
   // here. Blocked before any thread starts so that every thread inherits it.

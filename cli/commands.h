@@ -29,6 +29,7 @@ struct ServeFlags {
   std::string mode;  // "" or an ApplyMode value
   std::string ready_file;
   double drain_timeout_seconds = 10;
+  double request_timeout_seconds = 60;
 };
 // Runs the server until SIGINT or SIGTERM. The first stdout line is
 // `understudy serving grpc=HOST:PORT[ http=HOST:PORT] db=PATH[ run=ID]`.

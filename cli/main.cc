@@ -6,6 +6,7 @@
 #include <iostream>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -158,9 +159,16 @@ int main(int argc, char** argv) {
   std::set<std::string> serve_keys;
   std::vector<std::string> wrapped;
   auto add_serve_options = [&](CLI::App* cmd, bool with_addresses) {
+    // A flag given twice takes its last value (`serve --listen A ... --listen
+    // B` listens on B), as shells' aliases and wrappers expect.
     auto option = [&](const std::string& name, auto& target, const std::string& help) {
       serve_keys.insert(name);
-      return cmd->add_option("--" + name, target, help)->envname(EnvName(name));
+      CLI::Option* o = cmd->add_option("--" + name, target, help)->envname(EnvName(name));
+      using Target = std::decay_t<decltype(target)>;
+      if constexpr (!std::is_same_v<Target, std::vector<std::string>>) {
+        o->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      }
+      return o;
     };
     // Repeatable options: in UNDERSTUDY_* variables and config arrays, one
     // value per line.
@@ -175,6 +183,16 @@ int main(int argc, char** argv) {
              "OpenAI/Anthropic HTTP address (\"\" for none); port 0 picks a free port");
       option("ready-file", serve.ready_file,
              "Also write {\"grpc\":ADDR,\"http\":ADDR,...} to this file once serving");
+      option("auth-token-file", serve.server.auth_token_file,
+             "File (mode 600) holding the token every caller must present (docs/security.md)");
+      option("auth-token", serve.server.auth_token,
+             "The token itself (visible in the process list: prefer --auth-token-file)");
+      option("allow-unauthenticated", serve.server.allow_unauthenticated,
+             "Serve anyone who can reach a non-loopback address, without a token");
+      option("tls-cert", serve.server.tls_cert, "PEM certificate chain: both listeners speak TLS");
+      option("tls-key", serve.server.tls_key, "PEM private key of --tls-cert");
+      list("allow-host", serve.server.allow_hosts,
+           "Another name the HTTP listener answers to (Host header); * for any (repeatable)");
     }
     list("upstream", serve.server.upstreams,
          "Upstream model for record/passthrough: grpc://HOST:PORT, openai=URL or anthropic=URL "
@@ -208,6 +226,9 @@ int main(int argc, char** argv) {
     option("drain-timeout", serve.drain_timeout_seconds,
            "Seconds in-flight calls may take to finish on SIGINT/SIGTERM")
         ->check(CLI::Range(0.0, 3600.0));
+    option("request-timeout", serve.request_timeout_seconds,
+           "Seconds an HTTP request may take to arrive whole, from its first byte (408 after)")
+        ->check(CLI::Range(0.1, 3600.0));
     cmd->add_option("--config", config_path, "TOML file with these options")
         ->envname("UNDERSTUDY_CONFIG");
   };

@@ -467,6 +467,14 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
                         *out);
   }
   const bool anthropic_client = !request.Header("anthropic-version").empty();
+  const bool provider_route = route.path == "/v1/chat/completions" ||
+                              route.path == "/v1/messages" || route.path == "/v1/models";
+  if (absl::Status access = CheckHttpAccess(options_.access, provider_route, &request);
+      !access.ok()) {
+    return RespondError(anthropic_client || route.path == "/v1/messages" ? Api::kAnthropic
+                                                                        : Api::kOpenAI,
+                        access, *out);
+  }
   Api api;
   if (route.path == "/v1/chat/completions") {
     api = Api::kOpenAI;

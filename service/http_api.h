@@ -29,6 +29,7 @@
 #include "recorder/http_upstream.h"
 #include "recorder/redact.h"
 #include "replayer/engine.h"
+#include "service/access.h"
 #include "service/http_server.h"
 
 namespace understudy {
@@ -43,6 +44,8 @@ struct HttpApiOptions {
   // What never reaches the store. Not owned; null means the defaults.
   const recorder::Redactor* redactor = nullptr;
   Clock* clock = Clock::Real();
+  // The token callers must present (service/access.h); none by default.
+  AccessToken access;
 };
 
 class HttpApi {

@@ -29,6 +29,8 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -183,13 +185,16 @@ class Responder;
 class Connection final : public std::enable_shared_from_this<Connection> {
  public:
   // `server` outlives every Connection (Shutdown destroys them all).
-  Connection(ServerImpl* server, tcp::socket socket)
+  // `tls` (not owned; outlives the connection) makes it a TLS connection.
+  Connection(ServerImpl* server, tcp::socket socket, net::ssl::context* tls)
       : server_(server),
         executor_(socket.get_executor()),
         socket_(std::move(socket)),
         read_timer_(executor_),
         write_timer_(executor_),
-        pace_timer_(executor_) {}
+        pace_timer_(executor_) {
+    if (tls != nullptr) tls_ = std::make_unique<net::ssl::stream<tcp::socket&>>(socket_, *tls);
+  }
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
   ~Connection();
@@ -259,7 +264,9 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   void Close();
   // Drops every queued piece, and their count in the server's total.
   void ClearQueue();
-  void ArmReadTimer(SteadyClock::duration timeout);
+  // Closes the connection when `timeout` passes first; with
+  // `request_deadline`, answers 408 first (a request did not arrive whole).
+  void ArmReadTimer(SteadyClock::duration timeout, bool request_deadline = false);
   void DisarmReadTimer();
   void ArmWriteTimer();
   void DisarmWriteTimer();
@@ -268,6 +275,8 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   ServerImpl* const server_;
   const net::any_io_executor executor_;
   tcp::socket socket_;
+  // Over socket_, for a TLS listener; null for plaintext.
+  std::unique_ptr<net::ssl::stream<tcp::socket&>> tls_;
   net::steady_timer read_timer_;
   net::steady_timer write_timer_;
   net::steady_timer pace_timer_;
@@ -286,6 +295,9 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool header_seen_ = false;
+  // When the request being received began (its first byte), for
+  // request_timeout; max() between requests.
+  SteadyClock::time_point request_started_ = SteadyClock::time_point::max();
 
   // The answer in progress.
   uint64_t answer_id_ = 0;
@@ -363,6 +375,9 @@ class ServerImpl final : public HttpServer {
 
   // Binds `endpoint` and starts `threads` threads.
   absl::Status Listen(const tcp::endpoint& endpoint, int threads);
+  // Sets up TLS from the options' PEM certificate and key (none when both
+  // are empty). INVALID_ARGUMENT when they cannot be used.
+  absl::Status ConfigureTls();
 
   int port() const override { return port_; }
   std::string address() const override { return address_; }
@@ -393,6 +408,8 @@ class ServerImpl final : public HttpServer {
   HttpServerOptions options_;
   const HttpHandler handler_;
   const std::shared_ptr<Gate> gate_;
+  // TLS settings shared by every connection; null for plaintext.
+  std::unique_ptr<net::ssl::context> tls_;
   int port_ = 0;
   std::string address_;
 
@@ -426,8 +443,25 @@ Connection::~Connection() {
 void Connection::PostStart() {
   net::post(executor_, [self = shared_from_this()] {
     if (self->state_ != State::kNew) return;
-    self->state_ = State::kReading;
-    self->Parse();
+    if (self->tls_ == nullptr) {
+      self->state_ = State::kReading;
+      return self->Parse();
+    }
+    // The handshake, bounded like a request: a client that opens a TLS
+    // connection and sends nothing is closed.
+    self->ArmReadTimer(absl::ToChronoNanoseconds(self->server_->options().request_timeout));
+    self->tls_->async_handshake(net::ssl::stream_base::server,
+                                [self](beast::error_code ec) {
+                                  if (self->state_ != State::kNew) return;  // closed meanwhile
+                                  self->DisarmReadTimer();
+                                  if (ec) {
+                                    Log(LogLevel::kDebug, "tls_handshake_failed",
+                                        {{"error", ec.message()}});
+                                    return self->Close();
+                                  }
+                                  self->state_ = State::kReading;
+                                  self->Parse();
+                                });
   });
 }
 
@@ -452,9 +486,14 @@ void Connection::StartRead() {
   if (read_pending_ || state_ == State::kClosed || state_ == State::kNew) return;
   if (state_ == State::kAnswering && buffer_.size() >= kMaxBufferedWhileAnswering) return;
   read_pending_ = true;
-  socket_.async_read_some(
-      net::buffer(read_chunk_),
-      [self = shared_from_this()](beast::error_code ec, size_t n) { self->OnRead(ec, n); });
+  auto on_read = [self = shared_from_this()](beast::error_code ec, size_t n) {
+    self->OnRead(ec, n);
+  };
+  if (tls_ != nullptr) {
+    tls_->async_read_some(net::buffer(read_chunk_), std::move(on_read));
+  } else {
+    socket_.async_read_some(net::buffer(read_chunk_), std::move(on_read));
+  }
 }
 
 void Connection::OnRead(beast::error_code ec, size_t n) {
@@ -490,7 +529,18 @@ void Connection::OnRead(beast::error_code ec, size_t n) {
 }
 
 void Connection::WaitForData() {
-  ArmReadTimer(absl::ToChronoNanoseconds(server_->options().idle_timeout));
+  const HttpServerOptions& options = server_->options();
+  if (request_started_ == SteadyClock::time_point::max()) {
+    ArmReadTimer(absl::ToChronoNanoseconds(options.idle_timeout));
+  } else {
+    // Part of a request is in: the rest must come by its deadline, which
+    // each trickled byte does not move.
+    const SteadyClock::time_point deadline =
+        request_started_ + absl::ToChronoNanoseconds(options.request_timeout);
+    const SteadyClock::time_point now = SteadyClock::now();
+    ArmReadTimer(deadline > now ? deadline - now : SteadyClock::duration::zero(),
+                 /*request_deadline=*/true);
+  }
   StartRead();
 }
 
@@ -505,6 +555,7 @@ void Connection::Parse() {
       header_seen_ = false;
     }
     if (buffer_.size() == 0) break;
+    if (request_started_ == SteadyClock::time_point::max()) request_started_ = SteadyClock::now();
     beast::error_code ec;
     const size_t n = parser_->put(buffer_.data(), ec);
     buffer_.consume(n);
@@ -543,6 +594,7 @@ void Connection::OnHeader() {
 void Connection::Dispatch() {
   http::request<http::string_body> msg = parser_->release();
   parser_.reset();
+  request_started_ = SteadyClock::time_point::max();
   keep_alive_ = msg.keep_alive();
   http10_ = msg.version() < 11;
   head_request_ = msg.method() == http::verb::head;
@@ -562,6 +614,11 @@ void Connection::Dispatch() {
                                  std::string(value.data(), value.size()));
   }
   request.body = std::move(msg.body());
+  if (const auto& check_host = server_->options().check_host) {
+    if (absl::Status host = check_host(request); !host.ok()) {
+      return Reject(403, host.message());
+    }
+  }
 
   answer_id_ = ++next_answer_id_;
   state_ = State::kAnswering;
@@ -574,6 +631,7 @@ void Connection::Dispatch() {
 void Connection::Reject(int status, absl::string_view message) {
   CountInFlight(false);
   parser_.reset();
+  request_started_ = SteadyClock::time_point::max();
   buffer_.consume(buffer_.size());
   keep_alive_ = false;
   http10_ = false;
@@ -767,9 +825,12 @@ void Connection::Pump() {
   }
   writing_ = true;
   ArmWriteTimer();
-  net::async_write(
-      socket_, write_buffers_,
-      [self = shared_from_this()](beast::error_code ec, size_t) { self->OnWrite(ec); });
+  auto on_write = [self = shared_from_this()](beast::error_code ec, size_t) { self->OnWrite(ec); };
+  if (tls_ != nullptr) {
+    net::async_write(*tls_, write_buffers_, std::move(on_write));
+  } else {
+    net::async_write(socket_, write_buffers_, std::move(on_write));
+  }
 }
 
 void Connection::OnWrite(beast::error_code ec) {
@@ -851,12 +912,17 @@ void Connection::ClearQueue() {
   out_.clear();
 }
 
-void Connection::ArmReadTimer(SteadyClock::duration timeout) {
+void Connection::ArmReadTimer(SteadyClock::duration timeout, bool request_deadline) {
   const uint64_t gen = ++read_gen_;
   read_timer_.expires_after(timeout);
-  read_timer_.async_wait([self = shared_from_this(), gen](beast::error_code ec) {
+  read_timer_.async_wait([self = shared_from_this(), gen, request_deadline](beast::error_code ec) {
     if (ec || gen != self->read_gen_) return;
-    self->Close();  // Idle, too slow a request, or the end of lingering.
+    if (request_deadline && self->state_ == State::kReading) {
+      return self->Reject(408, absl::StrCat("the request did not arrive whole within ",
+                                            absl::FormatDuration(
+                                                self->server_->options().request_timeout)));
+    }
+    self->Close();  // Idle, a TLS handshake that never came, or the end of lingering.
   });
 }
 
@@ -1010,6 +1076,25 @@ void Responder::MarkClientGone() {
 // ---------------------------------------------------------------------------
 // ServerImpl
 
+absl::Status ServerImpl::ConfigureTls() {
+  if (options_.tls_cert_pem.empty() && options_.tls_key_pem.empty()) return absl::OkStatus();
+  if (options_.tls_cert_pem.empty() || options_.tls_key_pem.empty()) {
+    return absl::InvalidArgumentError("TLS needs both a certificate and a private key");
+  }
+  auto context = std::make_unique<net::ssl::context>(net::ssl::context::tls_server);
+  // TLS 1.2 and newer only.
+  context->set_options(net::ssl::context::default_workarounds | net::ssl::context::no_sslv2 |
+                       net::ssl::context::no_sslv3 | net::ssl::context::no_tlsv1 |
+                       net::ssl::context::no_tlsv1_1 | net::ssl::context::single_dh_use);
+  beast::error_code ec;
+  context->use_certificate_chain(net::buffer(options_.tls_cert_pem), ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("TLS certificate: ", ec.message()));
+  context->use_private_key(net::buffer(options_.tls_key_pem), net::ssl::context::pem, ec);
+  if (ec) return absl::InvalidArgumentError(absl::StrCat("TLS private key: ", ec.message()));
+  tls_ = std::move(context);
+  return absl::OkStatus();
+}
+
 absl::Status ServerImpl::Listen(const tcp::endpoint& endpoint, int threads) {
   ioc_ = std::make_unique<net::io_context>(threads);
   acceptor_ = std::make_unique<tcp::acceptor>(net::make_strand(*ioc_));
@@ -1069,7 +1154,7 @@ void ServerImpl::OnAccept(beast::error_code ec, tcp::socket socket) {
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) return;  // The socket closes as it goes out of scope.
-    connection = std::make_shared<Connection>(this, std::move(socket));
+    connection = std::make_shared<Connection>(this, std::move(socket), tls_.get());
     connections_.emplace(connection.get(), connection);
   }
   connection->PostStart();
@@ -1200,6 +1285,7 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOp
   int threads = options.threads;
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
   auto server = std::make_unique<ServerImpl>(options, std::move(handler));
+  if (absl::Status status = server->ConfigureTls(); !status.ok()) return status;
   if (absl::Status status = server->Listen(endpoint, threads); !status.ok()) return status;
   return std::unique_ptr<HttpServer>(std::move(server));
 }

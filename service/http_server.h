@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -113,6 +114,17 @@ struct HttpServerOptions {
   size_t max_queued_bytes_total = 256 << 20;
   // A connection with no request in progress for this long is closed.
   absl::Duration idle_timeout = absl::Seconds(120);
+  // A request must arrive whole (header and body) within this long of its
+  // first byte, however steadily its bytes trickle in (slowloris): else 408
+  // and the connection closes. Also bounds a TLS handshake.
+  absl::Duration request_timeout = absl::Seconds(60);
+  // TLS: the PEM certificate chain and private key (their contents); both
+  // empty for plaintext.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  // Says whether a request's Host is one the listener answers to (DNS
+  // rebinding); OK, or the reason, which a 403 answer carries. Null: any.
+  std::function<absl::Status(const HttpRequest&)> check_host;
   // Bodies for the server's own error answers (400, 404 route-less, 413),
   // given the HTTP status and a message; JSON by default.
   std::function<std::string(int status, absl::string_view message)> error_body;
@@ -121,7 +133,8 @@ struct HttpServerOptions {
 class HttpServer {
  public:
   // Binds and starts serving. UNAVAILABLE when the address cannot be bound
-  // (in use, not local), INVALID_ARGUMENT when it does not parse.
+  // (in use, not local), INVALID_ARGUMENT when it does not parse or the TLS
+  // certificate or key cannot be used.
   static absl::StatusOr<std::unique_ptr<HttpServer>> Start(const HttpServerOptions& options,
                                                            HttpHandler handler);
   virtual ~HttpServer() = default;

@@ -1,6 +1,8 @@
 #include "service/server.h"
 
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 #include <utility>
 
@@ -16,9 +18,11 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
 #include "recorder/grpc_upstream.h"
 #include "recorder/http_upstream.h"
 #include "recorder/redact.h"
+#include "service/access.h"
 #include "service/http_api.h"
 #include "service/http_server.h"
 #include "replayer/engine.h"
@@ -34,6 +38,9 @@ namespace service {
 // store last.
 struct Server::Parts {
   ServerOptions options;
+  AccessToken access;
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
   std::unique_ptr<store::Store> store;
   std::unique_ptr<recorder::GrpcUpstream> upstream;
   std::unique_ptr<recorder::HttpUpstream> openai_upstream;
@@ -84,6 +91,40 @@ absl::Status CheckListenAddress(absl::string_view flag, absl::string_view addres
 absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
                              replayer::EngineOptions* engine_options);
 
+// The token, TLS material and the listeners' exposure (service/access.h).
+absl::Status ConfigureAccess(const ServerOptions& options, Server::Parts* parts);
+
+// The contents of `path` (a PEM file), naming `flag` when it cannot be read.
+absl::StatusOr<std::string> ReadPem(absl::string_view flag, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": cannot read it"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, ": not a PEM file"));
+  }
+  return text;
+}
+
+// The gRPC listener's credentials: TLS when configured; with a token, a
+// processor that refuses calls without it (gRPC runs one only on secure
+// credentials: local ones, loopback peers only, stand in for TLS there).
+std::shared_ptr<grpc::ServerCredentials> GrpcCredentials(const Server::Parts& parts) {
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  if (!parts.tls_cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({parts.tls_key_pem, parts.tls_cert_pem});
+    credentials = grpc::SslServerCredentials(ssl);
+  } else if (parts.access.enabled()) {
+    credentials = grpc::experimental::LocalServerCredentials(LOCAL_TCP);
+  } else {
+    return grpc::InsecureServerCredentials();
+  }
+  if (parts.access.enabled()) {
+    credentials->SetAuthMetadataProcessor(MakeGrpcAccessProcessor(parts.access));
+  }
+  return credentials;
+}
+
 }  // namespace
 
 absl::Status Tagged(absl::Status status, StartStage stage) {
@@ -126,6 +167,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     US_RETURN_IF_ERROR(
         Tagged(CheckListenAddress("--http", options.http_listen), StartStage::kOptions));
   }
+  US_RETURN_IF_ERROR(Tagged(ConfigureAccess(options, parts.get()), StartStage::kOptions));
   US_RETURN_IF_ERROR(ConfigureEngine(options, parts.get(), &engine_options));
 
   store::StoreOptions store_options;
@@ -155,7 +197,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(options.listen, grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(options.listen, GrpcCredentials(*parts), &port);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // gRPC sets SO_REUSEPORT by default, which lets a second server bind the
@@ -188,11 +230,21 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     api_options.openai_upstream = parts->openai_upstream.get();
     api_options.anthropic_upstream = parts->anthropic_upstream.get();
     api_options.redactor = parts->redactor.get();
+    api_options.access = parts->access;
     parts->http_api = std::make_unique<HttpApi>(api_options);
     HttpServerOptions http_options;
     http_options.listen = options.http_listen;
     http_options.max_body_bytes = options.max_body_bytes;
+    http_options.request_timeout = options.request_timeout;
     http_options.error_body = &HttpApi::ServerErrorBody;
+    http_options.tls_cert_pem = parts->tls_cert_pem;
+    http_options.tls_key_pem = parts->tls_key_pem;
+    std::vector<std::string> hosts = AllowedHosts(options.http_listen, options.allow_hosts);
+    if (!hosts.empty()) {
+      http_options.check_host = [hosts](const HttpRequest& request) {
+        return CheckHost(hosts, request);
+      };
+    }
     HttpApi* api = parts->http_api.get();
     absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
         http_options, [api](HttpRequest request, std::shared_ptr<HttpResponder> out) {
@@ -235,6 +287,45 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 }
 
 namespace {
+
+absl::Status ConfigureAccess(const ServerOptions& options, Server::Parts* parts) {
+  if (!options.auth_token.empty() && !options.auth_token_file.empty()) {
+    return absl::InvalidArgumentError("--auth-token, --auth-token-file: give at most one");
+  }
+  if (!options.auth_token.empty()) {
+    US_ASSIGN_OR_RETURN(parts->access, AccessToken::Create(options.auth_token));
+  } else if (!options.auth_token_file.empty()) {
+    US_ASSIGN_OR_RETURN(parts->access, AccessToken::FromFile(options.auth_token_file));
+  }
+  if (options.tls_cert.empty() != options.tls_key.empty()) {
+    return absl::InvalidArgumentError("--tls-cert, --tls-key: give both or neither");
+  }
+  if (!options.tls_cert.empty()) {
+    US_ASSIGN_OR_RETURN(parts->tls_cert_pem, ReadPem("--tls-cert", options.tls_cert));
+    US_ASSIGN_OR_RETURN(parts->tls_key_pem, ReadPem("--tls-key", options.tls_key));
+  }
+  const bool tls = !parts->tls_cert_pem.empty();
+  // A listener other machines can reach needs a token, and a token crossing
+  // a network needs TLS (else anyone on the path reads it).
+  for (const auto& [flag, address] :
+       {std::pair<const char*, std::string>{"--listen", options.listen},
+        std::pair<const char*, std::string>{"--http", options.http_listen}}) {
+    if (address.empty() || IsLoopbackHost(HostOf(address))) continue;
+    if (!parts->access.enabled() && !options.allow_unauthenticated) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " ", address,
+          " is reachable from other machines: give --auth-token-file FILE (and TLS), or "
+          "--allow-unauthenticated to serve anyone who can reach it"));
+    }
+    if (parts->access.enabled() && !tls) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " ", address,
+          ": a token sent in the clear to another machine can be read on the way; give "
+          "--tls-cert and --tls-key"));
+    }
+  }
+  return absl::OkStatus();
+}
 
 absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
                              replayer::EngineOptions* engine_options) {

@@ -37,6 +37,9 @@ struct ServerOptions {
   std::vector<std::string> redact_json_paths;
   // Largest HTTP request body accepted (413 beyond).
   size_t max_body_bytes = 16 << 20;
+  // An HTTP request must arrive whole within this long of its first byte
+  // (408 beyond; slowloris).
+  absl::Duration request_timeout = absl::Seconds(60);
   // A run started with the server, used by calls that name no run. Empty
   // mode: none.
   v1::RunMode default_mode = v1::RUN_MODE_UNSPECIFIED;
@@ -57,6 +60,20 @@ struct ServerOptions {
   int max_record_exchanges = 100000;
   // How long Shutdown lets in-flight calls finish before cancelling them.
   absl::Duration drain_timeout = absl::Seconds(10);
+
+  // Access (service/access.h). The token every caller must present: given
+  // directly, or (better: not in the process list) in a file; "" for none.
+  std::string auth_token;
+  std::string auth_token_file;
+  // Serve callers on other machines without a token (a listener on a
+  // non-loopback address is refused otherwise).
+  bool allow_unauthenticated = false;
+  // TLS for both listeners: PEM certificate chain and private key files.
+  std::string tls_cert;
+  std::string tls_key;
+  // More names the HTTP listener answers to (Host), besides its address's;
+  // "*" for any.
+  std::vector<std::string> allow_hosts;
 };
 
 // What a Server::Start error is about, so that a command line can tell a
