@@ -11,6 +11,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
@@ -420,7 +421,16 @@ int main(int argc, char** argv) {
   understudy::ParseLogFormat(log_format, &format);
   understudy::SetLogging(level, format);
 
-  if (*serve_cmd) return understudy::cli::Serve(serve);
+  if (*serve_cmd) {
+    // `serve --listen HOST:0` (what tests run, several at once) with no
+    // --http of its own: the HTTP listener takes a free port too, instead of
+    // every such server fighting over the default 7141.
+    const std::string& listen = serve.server.listen;
+    if (serve_cmd->get_option("--http")->count() == 0 && absl::EndsWith(listen, ":0")) {
+      serve.server.http_listen = listen;
+    }
+    return understudy::cli::Serve(serve);
+  }
   if (*record_cmd || *replay_cmd) {
     serve.mode = *record_cmd ? record_mode : replay_mode;
     serve.server.default_session = wrap_session;

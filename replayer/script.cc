@@ -171,6 +171,11 @@ absl::Status ErrorStatusFor(const ErrorAction& error) {
                   ? absl::StrCat("scripted error: HTTP ", *error.http_status)
                   : absl::StrCat("scripted error: ", absl::StatusCodeToString(code));
   }
+  // gRPC has no retry header: the delay travels in the message (HTTP gets
+  // the same text, and retry-after headers besides).
+  if (error.retry_after_seconds.has_value()) {
+    absl::StrAppend(&message, " (retry after ", *error.retry_after_seconds, "s)");
+  }
   return absl::Status(code, message);
 }
 

@@ -97,7 +97,8 @@ std::vector<v1::CompletionChunk> ChunksFor(const v1::CompletionResponse& respons
 
 // The status an `error` action answers gRPC callers with: its grpc_code, or
 // the code for its http_status, with its message (a default naming the code
-// when empty). The retry delay travels separately (Decision).
+// when empty) and, with retry_after_seconds S, " (retry after Ss)". HTTP
+// callers also get the delay as retry-after headers (Decision).
 absl::Status ErrorStatusFor(const ErrorAction& error);
 
 // The HTTP status an `error` action answers HTTP callers with: its

@@ -185,6 +185,17 @@ TEST(ChunksForTest, CapsThePieces) {
   EXPECT_EQ(joined, respond.content);
 }
 
+TEST(ErrorStatusForTest, TheRetryDelayIsInTheMessage) {
+  ErrorAction throttled;
+  throttled.grpc_code = absl::StatusCode::kResourceExhausted;
+  throttled.message = "Rate limit reached";
+  throttled.retry_after_seconds = 1.5;
+  EXPECT_EQ(ErrorStatusFor(throttled),
+            absl::ResourceExhaustedError("Rate limit reached (retry after 1.5s)"));
+  throttled.retry_after_seconds = 2;
+  EXPECT_EQ(ErrorStatusFor(throttled).message(), "Rate limit reached (retry after 2s)");
+}
+
 TEST(ErrorStatusForTest, CodesAndStatuses) {
   ErrorAction http;
   http.http_status = 429;

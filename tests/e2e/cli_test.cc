@@ -368,6 +368,22 @@ TEST_F(CliTest, ExportOntoAFullDiskLeavesNoTemporaryFileBehind) {
   EXPECT_TRUE(std::filesystem::is_empty(Path("out"))) << "a temporary file was left behind";
 }
 
+TEST_F(CliTest, TwoServersOnPortZeroSideBySideDoNotCollideOnTheHttpPort) {
+  // As the docs show for tests: `serve --listen 127.0.0.1:0`, no --http.
+  std::vector<std::unique_ptr<ServerProcess>> servers;
+  for (int i = 0; i < 2; ++i) {
+    ServerProcess::Options options;
+    options.db_path = Path(absl::StrCat("side-", i, ".db"));
+    options.stderr_path = Path(absl::StrCat("side-", i, ".stderr"));
+    options.pick_http_port = false;
+    ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, ServerProcess::Start(options));
+    EXPECT_THAT(server->http_address(), StartsWith("127.0.0.1:"));
+    EXPECT_NE(server->http_address(), "127.0.0.1:7141");
+    servers.push_back(std::move(server));
+  }
+  EXPECT_NE(servers[0]->http_address(), servers[1]->http_address());
+}
+
 TEST_F(CliTest, ServeRefusesAnAddressAlreadyInUse) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> first, StartServer());
   ASSERT_OK_AND_ASSIGN(ProcessResult second,

@@ -256,8 +256,9 @@ absl::StatusOr<std::unique_ptr<ServerProcess>> ServerProcess::Start(const Option
     argv.push_back(options.upstream);
   }
   // A free HTTP port too, unless the test picks one: tests run in parallel.
-  if (std::find(options.extra_args.begin(), options.extra_args.end(), "--http") ==
-      options.extra_args.end()) {
+  if (options.pick_http_port &&
+      std::find(options.extra_args.begin(), options.extra_args.end(), "--http") ==
+          options.extra_args.end()) {
     argv.push_back("--http");
     argv.push_back("127.0.0.1:0");
   }

@@ -99,6 +99,9 @@ class ServerProcess {
     std::string upstream;
     // More `serve` flags, e.g. {"--max-message-bytes", "65536"}.
     std::vector<std::string> extra_args;
+    // Adds `--http 127.0.0.1:0` unless extra_args has --http; false leaves
+    // the HTTP address to serve's own default.
+    bool pick_http_port = true;
     // Required: the file stderr is written to (truncated first).
     std::string stderr_path;
     // How long the first stdout line may take.
