@@ -783,7 +783,7 @@ class Checker : public validation::YamlChecker {
       Capture capture;
       capture.name = it->first.Scalar();
       const std::string p = Join(path, capture.name);
-      const YAML::Node& c = it->second;
+      const YAML::Node c = it->second;  // a copy: `it->` is a temporary proxy
       if (!Map(c, p, {"from_tool_result", "regex"})) {
         ok = false;
         continue;
@@ -815,9 +815,9 @@ class Checker : public validation::YamlChecker {
         Error(it->first, path, "tool names must be strings");
         continue;
       }
-      const std::string& tool = it->first.Scalar();
+      const std::string tool = it->first.Scalar();
       const std::string p = Join(path, tool);
-      const YAML::Node& v = it->second;
+      const YAML::Node v = it->second;  // a copy: `it->` is a temporary proxy
       MockTool mock;
       if (v.IsScalar()) {
         mock.text = v.Scalar();

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -11,14 +12,19 @@
 #include "validation/suggest.h"
 #include "validation/utf8.h"
 #include "yaml-cpp/depthguard.h"
+#include "yaml-cpp/eventhandler.h"
+#include "yaml-cpp/parser.h"
 
 namespace understudy {
 namespace validation {
 namespace {
 
+// Messages may quote the document (yaml-cpp's quote a byte of it: "unknown
+// escape character: \xF0"); reports are printed as JSON and sent in
+// protobuf strings, so they are made valid UTF-8 here.
 Problem At(const YAML::Mark& mark, std::string message) {
   Problem p;
-  p.message = std::move(message);
+  p.message = SanitizeUtf8(message);
   if (!mark.is_null()) {
     p.line = mark.line + 1;
     p.column = mark.column + 1;
@@ -62,6 +68,44 @@ std::string CheckNode(const YAML::Node& n, int depth, const YamlLimits& limits, 
   return "";
 }
 
+// Counts parser events, and gives up past a bound no real document reaches:
+// yaml-cpp 0.7 never returns from some inputs (a document whose first token
+// is ',', e.g. the text ","), its parser emitting the same event forever.
+class Progress final : public YAML::EventHandler {
+ public:
+  struct Stalled {
+    YAML::Mark mark;
+  };
+  explicit Progress(size_t bound) : bound_(bound) {}
+  void OnDocumentStart(const YAML::Mark& mark) override { Count(mark); }
+  void OnDocumentEnd() override { Count(last_); }
+  void OnNull(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t) override { Count(mark); }
+  void OnScalar(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                const std::string&) override {
+    Count(mark);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {
+    Count(mark);
+  }
+  void OnSequenceEnd() override { Count(last_); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {
+    Count(mark);
+  }
+  void OnMapEnd() override { Count(last_); }
+
+ private:
+  void Count(const YAML::Mark& mark) {
+    last_ = mark;
+    if (++events_ > bound_) throw Stalled{mark};
+  }
+  const size_t bound_;
+  size_t events_ = 0;
+  YAML::Mark last_ = YAML::Mark::null_mark();
+};
+
 std::string Quote(absl::string_view s) {
   return nlohmann::json(std::string(s)).dump(-1, ' ', false,
                                              nlohmann::json::error_handler_t::replace);
@@ -90,9 +134,27 @@ std::optional<YAML::Node> LoadYamlDocument(absl::string_view text, const YamlLim
     return fail(mark, absl::StrCat("invalid UTF-8 (byte ", byte, " at offset ", *bad, "); save the ",
                                    limits.what, " as UTF-8"));
   }
+  const std::string owned(text);
+  {
+    // A first pass that cannot hang (see Progress): a document yields a few
+    // events per byte at most.
+    std::istringstream stream(owned);
+    YAML::Parser parser(stream);
+    Progress progress(4 * text.size() + 64);
+    try {
+      while (parser.HandleNextDocument(progress)) {
+      }
+    } catch (const Progress::Stalled& stalled) {
+      return fail(stalled.mark,
+                  "YAML syntax error: the parser makes no progress here (a document cannot "
+                  "start with ',')");
+    } catch (const YAML::Exception&) {
+      // Reported by the load below, which fails the same way.
+    }
+  }
   std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    documents = YAML::LoadAll(owned);
   } catch (const YAML::DeepRecursion& e) {
     // yaml-cpp's own guard (2000 levels) fires before our walk could.
     return fail(e.mark, absl::StrCat("nesting deeper than ", limits.max_depth, " levels"));
@@ -170,8 +232,8 @@ void YamlChecker::Add(Problem::Severity severity, const YAML::Node& at, const st
                       std::string message, std::string suggestion) {
   Problem p = At(at.IsDefined() ? at.Mark() : YAML::Mark::null_mark(), std::move(message));
   p.severity = severity;
-  p.path = path;
-  p.suggestion = std::move(suggestion);
+  p.path = SanitizeUtf8(path);
+  p.suggestion = SanitizeUtf8(suggestion);
   report_->problems.push_back(std::move(p));
 }
 
@@ -197,7 +259,7 @@ bool YamlChecker::Map(const YAML::Node& n, const std::string& path,
       Error(it->first, path, "field names must be strings");
       continue;
     }
-    const std::string& key = it->first.Scalar();
+    const std::string key = it->first.Scalar();
     if (!seen.insert(key).second) {
       Error(it->first, JoinPath(path, key), "duplicate field");
     } else if (std::find(names.begin(), names.end(), key) == names.end()) {

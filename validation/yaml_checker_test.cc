@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "validation/utf8.h"
 
 namespace understudy {
 namespace validation {
@@ -55,6 +56,14 @@ TEST(LoadYamlDocumentTest, RefusesEachKindOfHostileInput) {
   EXPECT_EQ(Refusal("a: 1\n---\nb: 2\n"),
             "t.yaml:3:1: error: the text holds 2 YAML documents; a thing is exactly one");
   EXPECT_THAT(Refusal("a: [1"), HasSubstr("YAML syntax error"));
+  // yaml-cpp's message quotes one byte of a multibyte character: kept UTF-8.
+  const std::string escape = Refusal("a: \"\\\xC3\xA9\"\n");
+  EXPECT_THAT(escape, HasSubstr("unknown escape character"));
+  EXPECT_TRUE(IsValidUtf8(escape)) << escape;
+  // yaml-cpp alone never returns from these.
+  for (const char* stalls : {",", " ,", ",a", "a: b\n---\n,", "---\n, x"}) {
+    EXPECT_THAT(Refusal(stalls), HasSubstr("the parser makes no progress")) << stalls;
+  }
 }
 
 class TestChecker : public YamlChecker {

@@ -260,6 +260,38 @@ TEST_F(HardeningTest, ServeRefusesAScenarioDirThatIsNotADirectory) {
   EXPECT_EQ(r.err, "understudy: --scenario-dir /etc/passwd: not a directory\n");
 }
 
+// yaml-cpp never returns from a document that starts with ','; a caller's
+// scenario_text or spec must not be able to hold a server thread forever.
+TEST_F(HardeningTest, YamlThatStallsTheParserIsRefusedNotHung) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
+  Clients c(server->NewChannel());
+  v1::StartRunRequest start;
+  start.set_mode(v1::RUN_MODE_REPLAY);
+  start.set_scenario_text(",");
+  v1::Run run;
+  {
+    auto context = CallContext("", "", absl::Seconds(5));
+    EXPECT_THAT(FromGrpc(c.runs->StartRun(context.get(), start, &run)),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("makes no progress")));
+  }
+  ASSERT_OK_AND_ASSIGN(v1::Run scripted, StartScriptedRun(c, "ok"));
+  v1::AssertRequest request;
+  request.set_run(scripted.id());
+  request.add_assertions()->set_spec("assertions:\n---\n, x\n");
+  v1::AssertResponse response;
+  {
+    auto context = CallContext("", "", absl::Seconds(5));
+    EXPECT_THAT(FromGrpc(c.traces->Assert(context.get(), request, &response)),
+                StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("makes no progress")));
+  }
+  const std::string file = Path("comma.yaml");
+  WriteFile(file, ",\n");
+  ASSERT_OK_AND_ASSIGN(ProcessResult validated, Cli({"validate", file}, "", absl::Seconds(10)));
+  EXPECT_EQ(validated.exit_code, 1);
+  EXPECT_THAT(validated.out, HasSubstr("comma.yaml:1:1: error: YAML syntax error"));
+  ExpectServing(c);
+}
+
 // --- 3. Invalid UTF-8 --------------------------------------------------------------
 
 TEST_F(HardeningTest, AScenarioWithInvalidUtf8IsRefusedAndItsEscapedFormAnswersInUtf8) {

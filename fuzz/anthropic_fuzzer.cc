@@ -1,0 +1,48 @@
+// The Anthropic codec both ways (provider/anthropic.h).
+#include <cstddef>
+#include <cstdint>
+
+#include "absl/strings/match.h"
+#include "fuzz/fuzz_util.h"
+#include "provider/anthropic.h"
+#include "provider/sse.h"
+#include "recorder/canonical.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace understudy;
+  namespace anthropic = provider::anthropic;
+  const absl::string_view body = fuzz::View(data, size);
+
+  absl::StatusOr<provider::ParsedRequest> request = anthropic::ParseRequest(body);
+  if (request.ok()) {
+    (void)recorder::CanonicalText(request->canonical);
+  } else {
+    FUZZ_CHECK(absl::IsInvalidArgument(request.status()), "a bad body is INVALID_ARGUMENT");
+  }
+
+  absl::StatusOr<v1::CompletionResponse> response = anthropic::ParseResponse(body);
+  if (response.ok()) {
+    absl::StatusOr<std::string> rendered = anthropic::RenderResponse(*response);
+    if (rendered.ok()) {
+      absl::StatusOr<v1::CompletionResponse> again = anthropic::ParseResponse(*rendered);
+      FUZZ_CHECK(again.ok(), "a rendered response parses");
+    }
+  }
+
+  provider::SseParser parser;
+  anthropic::StreamDecoder decoder;
+  google::protobuf::RepeatedPtrField<v1::CompletionChunk> chunks;
+  absl::StatusOr<std::vector<provider::SseEvent>> events = parser.Feed(body);
+  if (events.ok()) {
+    absl::StatusOr<std::vector<provider::SseEvent>> rest = parser.Finish();
+    if (rest.ok()) events->insert(events->end(), rest->begin(), rest->end());
+    for (const provider::SseEvent& e : *events) {
+      absl::StatusOr<std::optional<v1::CompletionChunk>> chunk = decoder.Decode(e);
+      if (chunk.ok() && chunk->has_value()) *chunks.Add() = **chunk;
+    }
+  }
+  for (const std::string& e : anthropic::RenderStream(chunks)) {
+    FUZZ_CHECK(absl::EndsWith(e, "\n\n"), "rendered events are whole SSE events");
+  }
+  return 0;
+}
