@@ -4,8 +4,8 @@
 
 #include "absl/strings/match.h"
 #include "fuzz/fuzz_util.h"
+#include "fuzz/stream_util.h"
 #include "provider/anthropic.h"
-#include "provider/sse.h"
 #include "recorder/canonical.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -29,18 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
 
-  provider::SseParser parser;
-  anthropic::StreamDecoder decoder;
-  google::protobuf::RepeatedPtrField<v1::CompletionChunk> chunks;
-  absl::StatusOr<std::vector<provider::SseEvent>> events = parser.Feed(body);
-  if (events.ok()) {
-    absl::StatusOr<std::vector<provider::SseEvent>> rest = parser.Finish();
-    if (rest.ok()) events->insert(events->end(), rest->begin(), rest->end());
-    for (const provider::SseEvent& e : *events) {
-      absl::StatusOr<std::optional<v1::CompletionChunk>> chunk = decoder.Decode(e);
-      if (chunk.ok() && chunk->has_value()) *chunks.Add() = **chunk;
-    }
-  }
+  const google::protobuf::RepeatedPtrField<v1::CompletionChunk> chunks =
+      fuzz::DecodeStream<anthropic::StreamDecoder>(body);
   for (const std::string& e : anthropic::RenderStream(chunks)) {
     FUZZ_CHECK(absl::EndsWith(e, "\n\n"), "rendered events are whole SSE events");
   }

@@ -6,8 +6,8 @@
 
 #include "absl/strings/match.h"
 #include "fuzz/fuzz_util.h"
+#include "fuzz/stream_util.h"
 #include "provider/openai.h"
-#include "provider/sse.h"
 #include "recorder/canonical.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -33,18 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
 
   // The same bytes as a stream.
-  provider::SseParser parser;
-  openai::StreamDecoder decoder;
-  google::protobuf::RepeatedPtrField<v1::CompletionChunk> chunks;
-  absl::StatusOr<std::vector<provider::SseEvent>> events = parser.Feed(body);
-  if (events.ok()) {
-    absl::StatusOr<std::vector<provider::SseEvent>> rest = parser.Finish();
-    if (rest.ok()) events->insert(events->end(), rest->begin(), rest->end());
-    for (const provider::SseEvent& e : *events) {
-      absl::StatusOr<std::optional<v1::CompletionChunk>> chunk = decoder.Decode(e);
-      if (chunk.ok() && chunk->has_value()) *chunks.Add() = **chunk;
-    }
-  }
+  const google::protobuf::RepeatedPtrField<v1::CompletionChunk> chunks =
+      fuzz::DecodeStream<openai::StreamDecoder>(body);
   for (const std::string& e : openai::RenderStream(chunks, /*include_usage=*/true, 7)) {
     FUZZ_CHECK(absl::StartsWith(e, "data: ") && absl::EndsWith(e, "\n\n"),
                "rendered events are whole SSE events");

@@ -278,14 +278,7 @@ TEST_F(AccessTest, TheHttpListenerAnswersOnlyToItsOwnNames) {
 TEST_F(AccessTest, ARequestTrickledInByteByByteMeetsItsDeadline) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
                        StartServer("", {"--request-timeout", "1"}));
-  const std::string address = server->http_address();
-  const int port = std::stoi(address.substr(address.rfind(':') + 1));
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
+  ASSERT_OK_AND_ASSIGN(int fd, ConnectTcp(server->http_address()));
   // A byte every 100 ms, each well inside the idle timeout: the request as a
   // whole is what must arrive in time.
   const std::string header = "POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nx-slow: ";

@@ -48,15 +48,6 @@ v1::Exchange SimpleExchange(const std::string& agent, const std::string& prompt)
   return e;
 }
 
-v1::CompletionRequest UserRequest(const std::string& content) {
-  v1::CompletionRequest r;
-  r.set_model("fake-gpt-1");
-  v1::Message* m = r.add_messages();
-  m->set_role("user");
-  m->set_content(content);
-  return r;
-}
-
 class BadInputTest : public E2eTest {};
 
 TEST_F(BadInputTest, MalformedImportFileExitsOneNamingTheLineAndStoresNothing) {

@@ -185,8 +185,16 @@ absl::StatusOr<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
   return static_cast<int>(response.status());
 }
 
-absl::StatusOr<std::string> SendRaw(const std::string& address, const std::string& bytes,
-                                    absl::Duration timeout) {
+v1::CompletionRequest UserRequest(const std::string& content) {
+  v1::CompletionRequest r;
+  r.set_model("fake-gpt-1");
+  v1::Message* m = r.add_messages();
+  m->set_role("user");
+  m->set_content(content);
+  return r;
+}
+
+absl::StatusOr<int> ConnectTcp(const std::string& address) {
   size_t colon = address.rfind(':');
   int port = 0;
   if (colon == std::string::npos || !absl::SimpleAtoi(address.substr(colon + 1), &port)) {
@@ -202,6 +210,14 @@ absl::StatusOr<std::string> SendRaw(const std::string& address, const std::strin
     ::close(fd);
     return absl::UnavailableError(absl::StrCat("connect ", address));
   }
+  return fd;
+}
+
+absl::StatusOr<std::string> SendRaw(const std::string& address, const std::string& bytes,
+                                    absl::Duration timeout) {
+  absl::StatusOr<int> connected = ConnectTcp(address);
+  if (!connected.ok()) return connected.status();
+  const int fd = *connected;
   size_t sent = 0;
   while (sent < bytes.size()) {
     ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);

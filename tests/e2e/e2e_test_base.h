@@ -109,6 +109,13 @@ absl::StatusOr<v1::RecordExchangesResponse> RecordExchanges(
 absl::StatusOr<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
                                 const std::string& service = "");
 
+// A request with one user message, for model "fake-gpt-1".
+v1::CompletionRequest UserRequest(const std::string& content);
+
+// A TCP socket connected to `address` (HOST:PORT, IPv4), or UNAVAILABLE.
+// The caller closes it.
+absl::StatusOr<int> ConnectTcp(const std::string& address);
+
 // Connects to `address` (HOST:PORT, IPv4 loopback), sends `bytes`, and reads
 // whatever comes back until the server closes or `timeout` passes. Returns
 // the bytes read.

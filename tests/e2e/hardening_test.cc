@@ -44,20 +44,11 @@ std::string DeepObject(int levels) {
 
 constexpr int kDeep = 100000;
 
-v1::CompletionRequest Ask(const std::string& content) {
-  v1::CompletionRequest r;
-  r.set_model("fake-gpt-1");
-  v1::Message* m = r.add_messages();
-  m->set_role("user");
-  m->set_content(content);
-  return r;
-}
-
 // An exchange whose answer calls `continue` with arguments {"phase": DEEP}.
 v1::Exchange DeepToolCallExchange() {
   v1::Exchange e;
   e.set_agent("executor");
-  *e.mutable_request() = Ask("go on");
+  *e.mutable_request() = UserRequest("go on");
   v1::Message* answer = e.mutable_response()->mutable_message();
   answer->set_role("assistant");
   v1::ToolCall* call = answer->add_tool_calls();
@@ -92,7 +83,7 @@ class HardeningTest : public E2eTest {
   // The server still answers a simple call.
   void ExpectServing(Clients& c) {
     ASSERT_OK_AND_ASSIGN(v1::Run run, StartScriptedRun(c, "still here"));
-    ASSERT_OK_AND_ASSIGN(v1::CompletionResponse r, Complete(c, run.id(), "", Ask("ping")));
+    ASSERT_OK_AND_ASSIGN(v1::CompletionResponse r, Complete(c, run.id(), "", UserRequest("ping")));
     EXPECT_EQ(r.message().content(), "still here");
   }
 };
@@ -133,7 +124,7 @@ TEST_F(HardeningTest, ARecordedAnswerNestedTooDeeplyIsReplayedTracedAndAssertedW
     ASSERT_OK(FromGrpc(c.runs->StartRun(context.get(), start, &run)));
   }
   ASSERT_OK_AND_ASSIGN(v1::CompletionResponse answer,
-                       Complete(c, run.id(), "executor", Ask("go on")));
+                       Complete(c, run.id(), "executor", UserRequest("go on")));
   ASSERT_THAT(answer.message().tool_calls(), SizeIs(1));
   EXPECT_EQ(answer.message().tool_calls(0).arguments().size(),
             DeepToolCallExchange().response().message().tool_calls(0).arguments().size());
@@ -232,7 +223,7 @@ TEST_F(HardeningTest, ScenarioDirAllowsItsFilesAndNothingOutsideIt) {
                        StartServer("", {"--scenario-dir", allowed}));
   Clients c(server->NewChannel());
   ASSERT_OK_AND_ASSIGN(v1::Run run, StartRunNaming(c, "ok.yaml"));
-  ASSERT_OK_AND_ASSIGN(v1::CompletionResponse r, Complete(c, run.id(), "", Ask("hi")));
+  ASSERT_OK_AND_ASSIGN(v1::CompletionResponse r, Complete(c, run.id(), "", UserRequest("hi")));
   EXPECT_EQ(r.message().content(), "from the dir");
   EXPECT_OK(StartRunNaming(c, allowed + "/ok.yaml").status());
   for (const std::string& path : {std::string("../outside.yaml"), Path("outside.yaml"),
@@ -316,7 +307,7 @@ TEST_F(HardeningTest, AScenarioWithInvalidUtf8IsRefusedAndItsEscapedFormAnswersI
   // \xE9 in YAML is the character U+00E9, which is valid: the run starts and
   // answers in UTF-8.
   ASSERT_OK(FromGrpc(c.runs->StartRun(context.get(), request, &run)));
-  ASSERT_OK_AND_ASSIGN(v1::CompletionResponse r, Complete(c, run.id(), "", Ask("hi")));
+  ASSERT_OK_AND_ASSIGN(v1::CompletionResponse r, Complete(c, run.id(), "", UserRequest("hi")));
   EXPECT_EQ(r.message().content(), "caf\xC3\xA9");
   ASSERT_OK_AND_ASSIGN(std::vector<v1::TraceEvent> events, QueryTrace(c, run.id()));
   EXPECT_THAT(events, Not(SizeIs(0)));
@@ -410,7 +401,7 @@ class BackgroundStream {
 
 TEST_F(HardeningTest, TheLastChunkOfARecordedStreamWaitsForTheCommit) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<fakes::FakeModel> fake, fakes::FakeModel::Start());
-  const v1::CompletionRequest request = Ask("write login()");
+  const v1::CompletionRequest request = UserRequest("write login()");
   // How many chunks the upstream sends for it.
   size_t total = 0;
   {
@@ -556,17 +547,11 @@ TEST_F(HardeningTest, HttpClientsThatNeverReadABigRecordedStreamCostNoCopyOfIt) 
   // 30 clients ask for it and never read a byte.
   const std::string body = R"({"model":"m","messages":[{"role":"user","content":"big"}],"stream":true})";
   const std::string address = server->http_address();
-  const int port = std::stoi(address.substr(address.rfind(':') + 1));
   std::vector<int> sockets;
   for (int i = 0; i < 30; ++i) {
-    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_OK_AND_ASSIGN(int fd, ConnectTcp(address));
     const int small = 4096;
     ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
-    sockaddr_in sa{};
-    sa.sin_family = AF_INET;
-    sa.sin_port = htons(static_cast<uint16_t>(port));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)), 0);
     const std::string request =
         absl::StrCat("POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n",
                      "content-type: application/json\r\ncontent-length: ", body.size(),
@@ -597,7 +582,7 @@ TEST_F(HardeningTest, ASessionsTracePagesThroughEveryRunAndAnUnknownSessionIsNot
   Clients c(server->NewChannel());
   v1::Exchange e;
   e.set_agent("a");
-  *e.mutable_request() = Ask("hi");
+  *e.mutable_request() = UserRequest("hi");
   e.mutable_response()->mutable_message()->set_content("hello");
   ASSERT_OK(RecordExchanges(c, "paged", {e}, /*close=*/true).status());
   // Three runs of the session, each with run_started, 38 custom events and
@@ -748,7 +733,7 @@ std::string LogField(const std::string& log, const std::string& event, const std
 
 TEST_F(HardeningTest, DebugLogsSayWhyNoRuleFiredWhatTheMatchKeyWasAndWhatAnswered) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<fakes::FakeModel> fake, fakes::FakeModel::Start());
-  const v1::CompletionRequest request = Ask("SECRET-PROMPT-TEXT please");
+  const v1::CompletionRequest request = UserRequest("SECRET-PROMPT-TEXT please");
   std::string record_log;
   {
     ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server,
@@ -782,7 +767,7 @@ rules:
     ASSERT_OK(FromGrpc(c.runs->StartRun(context.get(), start, &run)));
   }
   ASSERT_OK(Complete(c, run.id(), "executor", request).status());
-  EXPECT_THAT(Complete(c, run.id(), "executor", Ask("something else")),
+  EXPECT_THAT(Complete(c, run.id(), "executor", UserRequest("something else")),
               StatusIs(absl::StatusCode::kNotFound));
   const std::string log = server->Stderr();
   EXPECT_THAT(log, HasSubstr(R"(rule_not_matched run=)" + run.id() +
