@@ -599,23 +599,27 @@ struct FloodState {
 };
 
 // Streams 256 KiB pieces on GET /flood, from its own thread, for as long as
-// the client is there (at most 1,000 pieces: 250 MiB); echoes other targets.
+// the client is there (at most 1,000 pieces: 250 MiB), 200 µs apart (faster
+// than a client reads), or 2 ms apart on GET /paced (slower than a client
+// reads, so a reading client's queue stays near empty); echoes other targets.
 HttpHandler Flood(std::shared_ptr<FloodState> state) {
   return [state](HttpRequest request, std::shared_ptr<HttpResponder> out) {
-    if (request.target != "/flood") {
+    if (request.target != "/flood" && request.target != "/paced") {
       return out->Respond(200, {{"content-type", "text/plain"}}, request.target);
     }
+    const absl::Duration gap =
+        request.target == "/paced" ? absl::Milliseconds(2) : absl::Microseconds(200);
     out->StartStream(200, {{"content-type", "text/event-stream"}});
     {
       absl::MutexLock lock(&state->mu);
       state->responders.push_back(out);
     }
-    std::thread([out, state] {
+    std::thread([out, state, gap] {
       const std::string piece(256 << 10, 'x');
       for (int i = 0; i < 1000 && !out->cancelled(); ++i) {
         out->Write(piece);
         state->written.fetch_add(1);
-        absl::SleepFor(absl::Microseconds(200));
+        absl::SleepFor(gap);
       }
     }).detach();
   };
@@ -656,14 +660,15 @@ TEST(HttpServerTest, TheServerWideBoundDisconnectsTheClientThatWouldPassIt) {
       << "written " << state->written.load() << " pieces";
   EXPECT_LT(state->written.load(), 200);
   // The closed connections' bytes left the server-wide count: a client that
-  // reads gets more than the bound's worth.
+  // reads gets more than the bound's worth (from a producer slower than it
+  // reads: one that outran the reader by 6 MiB would rightly be cut too).
   TestClient c(server->port());
   c.Send(Get("/after"));
   auto response = c.ReadResponse();
   ASSERT_TRUE(response.has_value());
   EXPECT_EQ(response->body, "/after");
   TestClient reader(server->port());
-  reader.Send(Get("/flood"));
+  reader.Send(Get("/paced"));
   EXPECT_EQ(reader.ReadExactly(8 << 20).size(), size_t{8} << 20);
 }
 
