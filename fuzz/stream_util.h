@@ -2,6 +2,10 @@
 #ifndef UNDERSTUDY_FUZZ_STREAM_UTIL_H_
 #define UNDERSTUDY_FUZZ_STREAM_UTIL_H_
 
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_field.h"
 #include "provider/sse.h"

@@ -114,7 +114,8 @@ class ServerProcess {
   // prints something else; each error carries the child's stderr.
   static absl::StatusOr<std::unique_ptr<ServerProcess>> Start(const Options& options);
 
-  // Kills the server (SIGKILL) if it is still running.
+  // Stops the server (SIGTERM) if it is still running; a test failure if it
+  // does not exit with 0 (a sanitizer report included) within 20 s.
   ~ServerProcess();
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
