@@ -266,6 +266,7 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
   for (char** e = environ; *e != nullptr; ++e) {
     absl::string_view kv(*e);
     if (absl::StartsWith(kv, "OPENAI_BASE_URL=") || absl::StartsWith(kv, "ANTHROPIC_BASE_URL=") ||
+        absl::StartsWith(kv, "GOOGLE_GEMINI_BASE_URL=") ||
         absl::StartsWith(kv, "UNDERSTUDY_ADDR=") || absl::StartsWith(kv, "UNDERSTUDY_RUN=") ||
         absl::StartsWith(kv, "UNDERSTUDY_HTTP=")) {
       continue;
@@ -274,6 +275,7 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
   }
   env.push_back(absl::StrCat("OPENAI_BASE_URL=", http, "/run/", run, "/v1"));
   env.push_back(absl::StrCat("ANTHROPIC_BASE_URL=", http, "/run/", run));
+  env.push_back(absl::StrCat("GOOGLE_GEMINI_BASE_URL=", http, "/run/", run));
   env.push_back(absl::StrCat("UNDERSTUDY_ADDR=", (*server)->grpc_address()));
   env.push_back(absl::StrCat("UNDERSTUDY_HTTP=", http));
   env.push_back(absl::StrCat("UNDERSTUDY_RUN=", run));

@@ -196,7 +196,8 @@ int main(int argc, char** argv) {
            "Another name the HTTP listener answers to (Host header); * for any (repeatable)");
     }
     list("upstream", serve.server.upstreams,
-         "Upstream model for record/passthrough: grpc://HOST:PORT, openai=URL or anthropic=URL "
+         "Upstream model for record/passthrough: grpc://HOST:PORT, openai=URL, anthropic=URL or "
+         "gemini=URL "
          "(repeat for several)");
     list("ignore-path", serve.server.ignore_paths,
          "Canonical request path matching ignores, e.g. params.temperature, messages[*].name, "
@@ -280,12 +281,12 @@ int main(int argc, char** argv) {
   replay_cmd->add_option("--mode", replay_mode, "none (strict), replay, or new")
       ->check(CLI::IsMember({"none", "replay", "new"}));
   record_cmd->footer(
-      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and "
+      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and "
       "UNDERSTUDY_RUN for the command.\n" + modes +
       "Example:\n  understudy record --session golden --upstream openai=https://api.openai.com "
       "-- node agent.js");
   replay_cmd->footer(
-      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and "
+      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and "
       "UNDERSTUDY_RUN for the command. No upstream is contacted in the default mode (none).\n"
       "Example:\n  understudy replay --session golden -- node agent.js");
 

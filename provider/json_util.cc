@@ -68,6 +68,11 @@ absl::StatusOr<int64_t> JsonToInt64(const Json& value, absl::string_view path) {
   return ExpectedError(path, "an integer", value);
 }
 
+absl::StatusOr<double> JsonToDouble(const Json& value, absl::string_view path) {
+  if (!value.is_number()) return ExpectedError(path, "a number", value);
+  return value.get<double>();
+}
+
 const Json* FindMember(const Json& object, absl::string_view key) {
   if (!object.is_object()) return nullptr;
   auto it = object.find(std::string(key));
@@ -98,6 +103,19 @@ bool HasOnlyKeys(const Json& object, std::initializer_list<absl::string_view> ke
     if (!known) return false;
   }
   return true;
+}
+
+absl::StatusCode OpenAiErrorStatusCode(absl::string_view type) {
+  if (type == "invalid_request_error") return absl::StatusCode::kInvalidArgument;
+  if (type == "authentication_error") return absl::StatusCode::kUnauthenticated;
+  if (type == "permission_error") return absl::StatusCode::kPermissionDenied;
+  if (type == "rate_limit_error" || type == "insufficient_quota" ||
+      type == "rate_limit_exceeded") {
+    return absl::StatusCode::kResourceExhausted;
+  }
+  if (type == "timeout_error") return absl::StatusCode::kDeadlineExceeded;
+  if (type == "server_error") return absl::StatusCode::kUnavailable;
+  return absl::StatusCode::kUnknown;
 }
 
 }  // namespace provider

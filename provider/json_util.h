@@ -72,6 +72,10 @@ absl::Status MissingError(absl::string_view path, absl::string_view expected);
 // exponent and integers outside the int64 range.
 absl::StatusOr<int64_t> JsonToInt64(const Json& value, absl::string_view path);
 
+// `value` as a double. Fails with ExpectedError(path, "a number", value)
+// for anything that is not a JSON number.
+absl::StatusOr<double> JsonToDouble(const Json& value, absl::string_view path);
+
 // The member `key` of `object`, or nullptr when `object` is not an object or
 // has no such member or its value is null: in both providers' APIs a null
 // field means the same as an absent one. The pointer lives as long as
@@ -92,6 +96,13 @@ absl::Status ReadRequiredString(const Json& object, absl::string_view key, absl:
 // True when every non-null member of `object` is named in `keys`: the test
 // for "this object maps exactly onto canonical fields".
 bool HasOnlyKeys(const Json& object, std::initializer_list<absl::string_view> keys);
+
+// The status code an OpenAI API error stands for, from the error object's
+// `type` (or, in the Responses API, its `code`): the inverse of
+// openai::ErrorType, plus "insufficient_quota" and "rate_limit_exceeded"
+// (RESOURCE_EXHAUSTED); UNKNOWN for anything else. Shared by the Chat
+// Completions and Responses stream decoders.
+absl::StatusCode OpenAiErrorStatusCode(absl::string_view type);
 
 }  // namespace provider
 }  // namespace understudy

@@ -159,11 +159,6 @@ absl::Status ParseTools(const Json& tools, v1::CompletionRequest* request, Json*
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> ReadNumber(const Json& value, absl::string_view path) {
-  if (!value.is_number()) return ExpectedError(path, "a number", value);
-  return value.get<double>();
-}
-
 absl::Status ParseUsage(const Json& usage, absl::string_view path, v1::Usage* out) {
   if (!usage.is_object()) return ExpectedError(path, "a usage object", usage);
   if (const Json* v = FindMember(usage, "prompt_tokens")) {
@@ -187,15 +182,7 @@ absl::Status UpstreamError(const Json& error, absl::string_view path) {
   } else if (error.is_string()) {
     message = error.get<std::string>();
   }
-  absl::StatusCode code = absl::StatusCode::kUnknown;
-  if (type == "invalid_request_error") code = absl::StatusCode::kInvalidArgument;
-  if (type == "authentication_error") code = absl::StatusCode::kUnauthenticated;
-  if (type == "permission_error") code = absl::StatusCode::kPermissionDenied;
-  if (type == "rate_limit_error" || type == "insufficient_quota") {
-    code = absl::StatusCode::kResourceExhausted;
-  }
-  if (type == "timeout_error") code = absl::StatusCode::kDeadlineExceeded;
-  if (type == "server_error") code = absl::StatusCode::kUnavailable;
+  const absl::StatusCode code = OpenAiErrorStatusCode(type);
   return absl::Status(code, absl::StrCat("upstream stream error (", type.empty() ? "untyped" : type,
                                          "): ", message));
 }
@@ -236,11 +223,11 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
 
   v1::SamplingParams params;
   if (const Json* v = FindMember(root, "temperature")) {
-    US_ASSIGN_OR_RETURN(double t, ReadNumber(*v, "temperature"));
+    US_ASSIGN_OR_RETURN(double t, JsonToDouble(*v, "temperature"));
     params.set_temperature(t);
   }
   if (const Json* v = FindMember(root, "top_p")) {
-    US_ASSIGN_OR_RETURN(double p, ReadNumber(*v, "top_p"));
+    US_ASSIGN_OR_RETURN(double p, JsonToDouble(*v, "top_p"));
     params.set_top_p(p);
   }
   // max_completion_tokens replaced max_tokens; both bound the answer's

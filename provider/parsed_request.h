@@ -2,6 +2,8 @@
 #ifndef UNDERSTUDY_PROVIDER_PARSED_REQUEST_H_
 #define UNDERSTUDY_PROVIDER_PARSED_REQUEST_H_
 
+#include <string>
+
 #include "understudy/v1/completion.pb.h"
 
 namespace understudy {
@@ -20,6 +22,18 @@ struct ParsedRequest {
   // `stream_options.include_usage`; Anthropic streams always report usage,
   // so there it equals `stream`.
   bool include_usage = false;
+  // OpenAI Responses: the `previous_response_id` the request continues
+  // ("" for none). Not part of `canonical`: the service resolves it to the
+  // conversation it names and puts that before `canonical.messages`.
+  std::string previous_response_id;
+  // OpenAI Responses: how many of `canonical.messages` come before the
+  // request's input items (1 when `instructions` became the system message),
+  // which is where the service puts the conversation a previous response
+  // id names.
+  int leading_messages = 0;
+  // Gemini: the caller asked for a stream without `alt=sse`, which Gemini
+  // sends as one JSON array, element by element.
+  bool json_array_stream = false;
 };
 
 }  // namespace provider

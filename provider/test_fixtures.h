@@ -12,6 +12,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "gtest/gtest.h"
 #include "provider/anthropic.h"
+#include "provider/json_array_stream.h"
 #include "provider/openai.h"
 #include "provider/sse.h"
 #include "understudy/v1/completion.pb.h"
@@ -237,6 +238,19 @@ inline Chunks DecodeAnthropicStream(absl::string_view stream) {
 inline std::string Join(const std::vector<std::string>& events) {
   std::string out;
   for (const std::string& e : events) out += e;
+  return out;
+}
+
+// The segments a splitter makes of `text` fed `piece` bytes at a time,
+// followed by its Rest(); fails the test unless the array ends properly.
+inline std::vector<std::string> Split(absl::string_view text, size_t piece) {
+  JsonArraySplitter splitter;
+  std::vector<std::string> out;
+  for (size_t i = 0; i < text.size(); i += piece) {
+    for (std::string& s : splitter.Feed(text.substr(i, piece))) out.push_back(std::move(s));
+  }
+  EXPECT_THAT(splitter.Finish(), ::testing::Eq(absl::OkStatus()));
+  out.push_back(splitter.Rest());
   return out;
 }
 

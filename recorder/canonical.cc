@@ -68,6 +68,9 @@ json CanonicalJson(const v1::CompletionRequest& request) {
     if (!params.empty()) out["params"] = std::move(params);
   }
   if (!request.extra().empty()) out["extra"] = ParsedOrString(request.extra());
+  if (!request.operation().empty() && request.operation() != "chat") {
+    out["operation"] = request.operation();
+  }
   return out;
 }
 

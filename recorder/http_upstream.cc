@@ -258,8 +258,11 @@ size_t OnBodyData(char* data, size_t size, size_t count, void* user) {
   return n;
 }
 
+// Names the URL without its query: a query may carry a credential (Gemini's
+// `key`), and errors reach logs and callers.
 absl::Status Failure(absl::StatusCode code, const HttpTransfer& t, absl::string_view what) {
-  return absl::Status(code, absl::StrCat("upstream ", t.request.method, " ", t.url, ": ", what));
+  const absl::string_view url = absl::string_view(t.url).substr(0, t.url.find('?'));
+  return absl::Status(code, absl::StrCat("upstream ", t.request.method, " ", url, ": ", what));
 }
 
 // The outcome of a transfer curl reports done with `result`.

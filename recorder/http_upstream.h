@@ -26,7 +26,7 @@
 //
 // Credentials (Authorization, x-api-key, …) travel in the request's headers;
 // this client never logs, stores or echoes headers, and error messages name
-// only the method and URL.
+// only the method and the URL without its query (which may carry a key).
 #ifndef UNDERSTUDY_RECORDER_HTTP_UPSTREAM_H_
 #define UNDERSTUDY_RECORDER_HTTP_UPSTREAM_H_
 

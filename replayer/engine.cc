@@ -62,6 +62,8 @@ class RunState {
 
   const Script& script() const { return *script_; }
   RunContext& context() { return context_; }
+  // The run's OpenAI Responses chains; thread-safe on its own.
+  ResponseChain& responses() { return responses_; }
   PlaybookRun* playbook() { return playbook_.get(); }
   bool has_index() const { return index_ != nullptr; }
 
@@ -250,6 +252,7 @@ class RunState {
   const std::string id_;
   const std::shared_ptr<const Script> script_;  // never null
   RunContext context_;
+  ResponseChain responses_;
   std::unique_ptr<PlaybookRun> playbook_;  // null without a playbook
   const v1::RunMode mode_;
   const bool strict_;
@@ -381,7 +384,7 @@ v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionReque
   event.set_kind("exchange");
   event.set_agent(agent);
   auto& attrs = *event.mutable_attributes();
-  attrs["gen_ai.operation.name"] = "chat";
+  attrs["gen_ai.operation.name"] = request.operation().empty() ? "chat" : request.operation();
   if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
   if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
   attrs["understudy.answer.source"] = std::string(source);
@@ -1081,6 +1084,22 @@ absl::StatusOr<std::vector<std::string>> Engine::RunModels(const CallInfo& call)
     }
   }
   return models;
+}
+
+absl::Status Engine::RememberResponse(const CallInfo& call, std::string id, ChainLink link) {
+  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
+  return run->responses().Remember(std::move(id), std::move(link));
+}
+
+absl::StatusOr<std::vector<v1::Message>> Engine::ResolveResponse(const CallInfo& call,
+                                                                 absl::string_view id) {
+  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
+  return run->responses().Resolve(id);
+}
+
+absl::StatusOr<std::string> Engine::ResponseBody(const CallInfo& call, absl::string_view id) {
+  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
+  return run->responses().Body(id);
 }
 
 void Engine::SetDefaultRun(std::string run_id) {

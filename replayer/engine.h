@@ -53,6 +53,7 @@
 #include "base/clock.h"
 #include "recorder/upstream.h"
 #include "replayer/normalize.h"
+#include "replayer/response_chain.h"
 #include "replayer/script.h"
 #include "replayer/session_index.h"
 #include "store/store.h"
@@ -311,6 +312,15 @@ class Engine {
   absl::StatusOr<std::unique_ptr<EventSubscription>> Subscribe(
       absl::string_view run_id, std::function<void(const v1::TraceEvent&)> on_event,
       std::function<void()> on_end);
+
+  // The OpenAI Responses chains of `call`'s run (replayer/response_chain.h):
+  // what a response answered, kept so that a request naming it as its
+  // `previous_response_id` reads as the whole conversation, and so that it
+  // can be fetched again. Errors as FindActiveRun, then as ResponseChain.
+  absl::Status RememberResponse(const CallInfo& call, std::string id, ChainLink link);
+  absl::StatusOr<std::vector<v1::Message>> ResolveResponse(const CallInfo& call,
+                                                           absl::string_view id);
+  absl::StatusOr<std::string> ResponseBody(const CallInfo& call, absl::string_view id);
 
   // Decides how to answer `request` from `call`: a recording (replay, and
   // recorded requests in new mode) or forwarding (record, passthrough, and

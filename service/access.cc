@@ -136,7 +136,7 @@ absl::Status CheckHttpAccess(const AccessToken& token, bool provider_route,
     return absl::OkStatus();
   }
   if (provider_route) {
-    for (const char* header : {"x-api-key", "api-key"}) {
+    for (const char* header : {"x-api-key", "api-key", "x-goog-api-key"}) {
       if (token.Matches(request->Header(header))) {
         Remove(request, header);
         return absl::OkStatus();

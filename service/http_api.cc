@@ -1,52 +1,43 @@
 #include "service/http_api.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/mutex.h"
 #include "base/http_status.h"
-#include "base/scheduler.h"
 #include "base/log.h"
+#include "base/scheduler.h"
 #include "nlohmann/json.hpp"
-#include "provider/anthropic.h"
 #include "provider/openai.h"
-#include "provider/sse.h"
-#include "recorder/stream.h"
-#include "validation/json_bounds.h"
+#include "provider/responses.h"
+#include "service/http_relay.h"
+#include "service/http_render.h"
+#include "service/http_wire.h"
 #include "validation/utf8.h"
 
 namespace understudy {
 namespace service {
 namespace {
 
-enum class Api { kOpenAI, kAnthropic };
-
-constexpr char kJson[] = "application/json";
-constexpr char kEventStream[] = "text/event-stream; charset=utf-8";
-
-const char* ProviderName(Api api) { return api == Api::kOpenAI ? "openai" : "anthropic"; }
-
 // A request's route, once the /run/{run}[/agent/{agent}] prefix is off.
 struct Route {
   std::string run;
   std::string agent;
-  std::string path;  // e.g. "/v1/chat/completions", no query
+  std::string path;   // e.g. "/v1/chat/completions", no query
+  std::string query;  // after '?', "" when none
 };
 
 // Splits the optional prefix off `target`. False for a malformed prefix.
 bool ParseRoute(absl::string_view target, Route* route) {
   size_t q = target.find('?');
   absl::string_view path = target.substr(0, q);
+  if (q != absl::string_view::npos) route->query = std::string(target.substr(q + 1));
   if (absl::StartsWith(path, "/run/")) {
     std::vector<absl::string_view> parts = absl::StrSplit(path.substr(1), '/');
     // run, {run}, [agent, {agent},] rest...
@@ -67,39 +58,33 @@ bool ParseRoute(absl::string_view target, Route* route) {
   return true;
 }
 
-std::string ErrorBodyFor(Api api, const absl::Status& status, absl::string_view code) {
-  if (api == Api::kAnthropic) {
-    return provider::anthropic::ErrorBody(status.message(),
-                                          provider::anthropic::ErrorType(status.code()));
+// The value of query parameter `name` ("" when absent). Values are compared
+// as sent; none of the parameters read here needs percent-decoding.
+absl::string_view QueryParam(absl::string_view query, absl::string_view name) {
+  for (absl::string_view pair : absl::StrSplit(query, '&')) {
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) {
+      return eq == absl::string_view::npos ? absl::string_view() : pair.substr(eq + 1);
+    }
   }
-  return provider::openai::ErrorBody(status.message(), provider::openai::ErrorType(status.code()),
-                                     code);
+  return {};
 }
 
-// The stable code a test can check, by what went wrong.
-std::string ErrorCodeFor(const absl::Status& status) {
-  if (status.GetPayload(replayer::kMissPayloadUrl).has_value()) return "understudy_no_recording";
-  switch (status.code()) {
-    case absl::StatusCode::kInvalidArgument:
-      return "invalid_request";
-    case absl::StatusCode::kNotFound:
-      return "understudy_not_found";
-    case absl::StatusCode::kFailedPrecondition:
-      return "understudy_failed_precondition";
-    case absl::StatusCode::kUnavailable:
-      return "understudy_upstream_unavailable";
-    default:
-      return "";
-  }
-}
+constexpr absl::string_view kGeminiPrefixes[] = {"/v1beta/models/", "/v1/models/"};
 
-void RespondError(Api api, const absl::Status& status, HttpResponder& out) {
-  HttpHeaders headers = {{"content-type", kJson}};
-  if (status.GetPayload(replayer::kMissPayloadUrl).has_value()) {
-    headers.emplace_back("x-understudy-error", "no_recording");
+// Gemini's `/{version}/models/{model}:{method}`; false for other paths.
+// `method` is what follows the last ':'.
+bool ParseGeminiPath(absl::string_view path, std::string* model, std::string* method) {
+  for (absl::string_view prefix : kGeminiPrefixes) {
+    if (!absl::StartsWith(path, prefix)) continue;
+    absl::string_view rest = path.substr(prefix.size());
+    const size_t colon = rest.rfind(':');
+    if (colon == absl::string_view::npos) return false;
+    *model = std::string(rest.substr(0, colon));
+    *method = std::string(rest.substr(colon + 1));
+    return true;
   }
-  out.Respond(HttpStatusFor(status.code()), std::move(headers),
-              ErrorBodyFor(api, status, ErrorCodeFor(status)));
+  return false;
 }
 
 // Run ids and agent names reach the trace, and through it every client that
@@ -135,316 +120,42 @@ HttpHeaders ForwardHeaders(const HttpRequest& request) {
   return out;
 }
 
-// Response headers recorded and replayed: what SDKs read besides the body
-// (request ids for support tickets, rate-limit state, retry hints). Framing
-// headers are the server's; anything else (cookies, account ids) stays out.
-bool IsReplayedHeader(absl::string_view name) {
-  return name == "x-request-id" || name == "request-id" || name == "retry-after" ||
-         name == "retry-after-ms" || name == "openai-processing-ms" ||
-         name == "openai-version" || absl::StartsWith(name, "x-ratelimit-") ||
-         absl::StartsWith(name, "anthropic-ratelimit-");
+replayer::CallInfo CallFor(const Route& route, const HttpRequest& request) {
+  replayer::CallInfo call;
+  call.run = !route.run.empty() ? route.run : std::string(request.Header("x-understudy-run"));
+  call.agent =
+      !route.agent.empty() ? route.agent : std::string(request.Header("x-understudy-agent"));
+  return call;
 }
 
-absl::Time NotBefore(absl::Time start, int64_t offset_micros, double speed) {
-  if (speed <= 0) return absl::InfinitePast();
-  return start + absl::Microseconds(static_cast<int64_t>(static_cast<double>(offset_micros) / speed));
+void MethodNotAllowed(WireApi api, absl::string_view allowed, HttpResponder& out) {
+  out.Respond(405, {{"content-type", kJsonContentType}, {"allow", std::string(allowed)}},
+              ErrorBody(api,
+                        absl::InvalidArgumentError(
+                            absl::StrCat("method not allowed: use ", allowed)),
+                        "method_not_allowed"));
 }
 
-// Answers from a recorded (or scripted) exchange, in the caller's shape.
-// `disconnect_after` >= 0 drops the connection after that many stream
-// events (a whole response is never sent).
-// `keepalive` holds `ex` alive: recorded stream events are sent from it
-// without a copy.
-void RenderRecorded(Api api, const v1::Exchange& ex, std::shared_ptr<const void> keepalive,
-                    bool stream, bool include_usage, double speed, absl::Time start,
-                    int64_t disconnect_after, HttpResponder& out) {
-  if (disconnect_after == 0 || (disconnect_after > 0 && !stream)) return out.Abort();
-  const auto finish = [&] {
-    if (disconnect_after >= 0) {
-      out.Abort();
-    } else {
-      out.End();
-    }
-  };
-  const size_t limit = disconnect_after < 0 ? SIZE_MAX : static_cast<size_t>(disconnect_after);
-  const v1::NativeExchange& native = ex.native();
-  const bool same_api = ex.has_native() && native.provider() == ProviderName(api);
-  const std::string content_type =
-      native.content_type().empty() ? std::string(kJson) : native.content_type();
-  HttpHeaders headers = {{"content-type", content_type}};
-  for (const v1::NativeHeader& h : native.headers()) headers.emplace_back(h.name(), h.value());
-  // The recorded bytes, when the recording was made over this API and in
-  // this form (streamed or not).
-  if (same_api && stream && native.chunks_size() > 0) {
-    out.StartStream(native.status() == 0 ? 200 : native.status(), std::move(headers));
-    const size_t n = std::min(limit, static_cast<size_t>(native.chunks_size()));
-    // Every event handed over at once (one HTTP chunk each), paced by its
-    // recorded offset when a speed is set, straight from the recording: a
-    // client that reads slowly costs no copy of it.
-    std::vector<HttpSlice> slices;
-    slices.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      const v1::NativeChunk& chunk = native.chunks(static_cast<int>(i));
-      slices.push_back({chunk.data(), NotBefore(start, chunk.offset_micros(), speed)});
-    }
-    out.WriteShared(std::move(keepalive), std::move(slices));
-    return finish();
-  }
-  if (same_api && native.chunks_size() == 0 && (!stream || native.status() >= 300)) {
-    out.Respond(native.status() == 0 ? 200 : native.status(), std::move(headers),
-                native.response_body());
-    return;
-  }
-  // Rendered from the canonical exchange.
-  if (ex.has_error()) {
-    RespondError(api, absl::Status(static_cast<absl::StatusCode>(ex.error().code()),
-                                   ex.error().message()),
-                 out);
-    return;
-  }
-  // `created` is the recording's (scripted answers, built at request time,
-  // have none: 0), so that every replay sends the same bytes.
-  const int64_t created = ex.recorded_at_micros() / 1000000;
-  if (!stream) {
-    std::string body;
-    if (api == Api::kOpenAI) {
-      body = provider::openai::RenderResponse(ex.response(), created);
-    } else {
-      absl::StatusOr<std::string> rendered = provider::anthropic::RenderResponse(ex.response());
-      if (!rendered.ok()) return RespondError(api, rendered.status(), out);
-      body = std::move(*rendered);
-    }
-    out.Respond(200, {{"content-type", kJson}}, std::move(body));
-    return;
-  }
-  google::protobuf::RepeatedPtrField<v1::CompletionChunk> chunks = ex.chunks();
-  if (chunks.empty()) *chunks.Add() = recorder::ChunkFromResponse(ex.response());
-  // A streaming caller answered from a whole recorded body of this API: the
-  // stream says what the body said (created, service tier, fingerprint).
-  const provider::openai::StreamMeta meta =
-      same_api && native.status() < 300
-          ? provider::openai::StreamMetaFromBody(native.response_body(), created)
-          : provider::openai::StreamMeta{created, "", ""};
-  std::vector<std::string> events =
-      api == Api::kOpenAI ? provider::openai::RenderStream(chunks, include_usage, meta)
-                          : provider::anthropic::RenderStream(chunks);
-  out.StartStream(200, {{"content-type", kEventStream}});
-  // Rendered events follow the chunks one to one only for OpenAI; pace by
-  // chunk where that holds, else send as they are. Sent from one rendered
-  // copy, shared with the connection.
-  const bool one_to_one = api == Api::kOpenAI;
-  if (events.size() > limit) events.resize(limit);
-  auto rendered = std::make_shared<const std::vector<std::string>>(std::move(events));
-  std::vector<HttpSlice> slices;
-  slices.reserve(rendered->size());
-  for (size_t i = 0; i < rendered->size(); ++i) {
-    absl::Time when = absl::InfinitePast();
-    if (speed > 0 && one_to_one && i < static_cast<size_t>(chunks.size())) {
-      when = NotBefore(start, chunks[static_cast<int>(i)].offset_micros(), speed);
-    }
-    slices.push_back({(*rendered)[i], when});
-  }
-  out.WriteShared(std::move(rendered), std::move(slices));
-  finish();
-}
-
-// Relays one forwarded request's response to the client as it arrives and
-// builds the exchange to record. Upstream callbacks come from one thread at
-// a time; the responder may be used from any thread.
-class Relay final : public recorder::UpstreamHttpObserver {
- public:
-  Relay(Api api, bool stream, replayer::Engine* engine,
-        std::unique_ptr<replayer::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
-        Clock* clock)
-      : api_(api),
-        stream_(stream),
-        engine_(engine),
-        ticket_(std::move(ticket)),
-        out_(std::move(out)),
-        clock_(clock) {}
-
-  v1::NativeExchange* native() { return exchange_.mutable_native(); }
-
-  void OnHead(int status, recorder::UpstreamHttpHeaders headers) override {
-    status_ = status;
-    for (auto& [name, value] : headers) {
-      if (name == "content-type") {
-        content_type_ = value;
-      } else if (IsReplayedHeader(name)) {
-        v1::NativeHeader* h = native()->add_headers();
-        h->set_name(name);
-        h->set_value(validation::SanitizeUtf8(value));  // stored: must be UTF-8
-        relayed_.emplace_back(std::move(name), std::move(value));
-      }
-    }
-    native()->set_status(status);
-    native()->set_content_type(content_type_);
-    HttpHeaders out_headers = {{"content-type", content_type_}};
-    out_headers.insert(out_headers.end(), relayed_.begin(), relayed_.end());
-    streaming_ = stream_ && status >= 200 && status < 300 &&
-                 absl::StartsWith(absl::AsciiStrToLower(content_type_), "text/event-stream");
-    if (streaming_) out_->StartStream(status, std::move(out_headers));
-  }
-
-  void OnData(absl::string_view bytes) override {
-    if (!streaming_) {
-      if (body_.size() + bytes.size() > kMaxBody) {
-        failure_ = absl::ResourceExhaustedError("upstream response over 64 MiB");
-        return;
-      }
-      body_.append(bytes.data(), bytes.size());
-      return;
-    }
-    absl::StatusOr<std::vector<provider::SseEvent>> events = parser_.Feed(bytes);
-    if (!events.ok()) {
-      failure_ = events.status();
-      return;
-    }
-    for (provider::SseEvent& e : *events) Event(std::move(e));
-  }
-
-  void OnDone(absl::Status transport) override {
-    if (streaming_ && transport.ok()) {
-      absl::StatusOr<std::vector<provider::SseEvent>> rest = parser_.Finish();
-      if (rest.ok()) {
-        for (provider::SseEvent& e : *rest) Event(std::move(e));
-      }
-    }
-    if (transport.ok() && !failure_.ok()) transport = failure_;
-    absl::Status status = transport;
-    if (transport.ok()) {
-      if (streaming_) {
-        *exchange_.mutable_response() = recorder::AssembleResponse(exchange_.chunks());
-        if (!stream_error_.ok()) status = stream_error_;
-      } else {
-        native()->set_response_body(body_);
-        status = ResponseStatus();
-      }
-    }
-    std::unique_ptr<replayer::ForwardTicket> ticket = std::move(ticket_);
-    if (!transport.ok()) {
-      // An outage or a client that went away: nothing is recorded.
-      Log(LogLevel::kWarning, "upstream_failed",
-          {{"provider", ProviderName(api_)}, {"status", transport.ToString()}});
-      if (streaming_) {
-        // What arrived goes out, then the connection drops as upstream's did.
-        if (!held_.empty()) out_->Write(std::move(held_));
-        out_->Abort();
-      } else {
-        absl::Status shown(transport.code(),
-                           absl::StrCat("upstream ", ProviderName(api_), ": ", transport.message()));
-        RespondError(api_, shown, *out_);
-      }
-      engine_->FinishForward(std::move(ticket), std::move(exchange_), transport,
-                             [](absl::Status) {});
-      return;
-    }
-    std::shared_ptr<HttpResponder> out = out_;
-    const bool streaming = streaming_;
-    const int http_status = status_;
-    HttpHeaders headers = {{"content-type", content_type_}};
-    headers.insert(headers.end(), relayed_.begin(), relayed_.end());
-    std::string body = body_;
-    std::string held = std::move(held_);
-    Api api = api_;
-    engine_->FinishForward(
-        std::move(ticket), std::move(exchange_), status,
-        [out, streaming, http_status, headers = std::move(headers), body = std::move(body), api,
-         status, held = std::move(held)](absl::Status committed) mutable {
-          // The answer ends only once it is recorded. `committed` is the
-          // upstream's own status unless recording failed.
-          const bool recording_failed = committed != status;
-          if (streaming) {
-            if (recording_failed) {
-              out->Abort();
-            } else {
-              if (!held.empty()) out->Write(std::move(held));
-              out->End();
-            }
-            return;
-          }
-          if (recording_failed) return RespondError(api, committed, *out);
-          out->Respond(http_status, std::move(headers), std::move(body));
-        });
-  }
-
- private:
-  static constexpr size_t kMaxBody = 64 << 20;
-
-  void Event(provider::SseEvent e) {
-    const int64_t offset = absl::ToInt64Microseconds(clock_->Now() - ticket_start());
-    v1::NativeChunk* chunk = native()->add_chunks();
-    chunk->set_data(e.raw);
-    chunk->set_offset_micros(offset);
-    // The latest event is held back until the next one arrives, and the last
-    // one until the exchange is committed (OnDone): a client that has the
-    // whole answer knows it is recorded.
-    if (!held_.empty()) out_->Write(std::move(held_));
-    held_ = e.raw;
-    absl::StatusOr<std::optional<v1::CompletionChunk>> decoded =
-        api_ == Api::kOpenAI ? openai_.Decode(e) : anthropic_.Decode(e);
-    if (!decoded.ok()) {
-      // An error event in the stream: kept natively, recorded as the error.
-      if (stream_error_.ok()) stream_error_ = decoded.status();
-      return;
-    }
-    if (decoded->has_value()) {
-      v1::CompletionChunk* c = exchange_.add_chunks();
-      *c = std::move(**decoded);
-      c->set_offset_micros(offset);
-    }
-  }
-
-  absl::Time ticket_start() const { return ticket_ != nullptr ? ticket_->start() : start_; }
-
-  // The status a whole (not streamed) response stands for, and its
-  // canonical form.
-  absl::Status ResponseStatus() {
-    if (status_ >= 200 && status_ < 300) {
-      absl::StatusOr<v1::CompletionResponse> r = api_ == Api::kOpenAI
-                                                     ? provider::openai::ParseResponse(body_)
-                                                     : provider::anthropic::ParseResponse(body_);
-      if (r.ok()) {
-        *exchange_.mutable_response() = std::move(*r);
-      } else {
-        Log(LogLevel::kWarning, "upstream_response_not_understood",
-            {{"provider", ProviderName(api_)}, {"status", r.status().ToString()}});
-      }
-      return absl::OkStatus();
-    }
-    std::string message = absl::StrCat("upstream answered HTTP ", status_);
-    nlohmann::json j = validation::ParseJsonOrDiscarded<nlohmann::json>(body_);
-    if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_object() &&
-        j["error"].contains("message") && j["error"]["message"].is_string()) {
-      message = j["error"]["message"].get<std::string>();
-    }
-    return absl::Status(StatusCodeForHttp(status_), message);
-  }
-
-  const Api api_;
-  const bool stream_;
-  replayer::Engine* const engine_;
-  std::unique_ptr<replayer::ForwardTicket> ticket_;
-  std::shared_ptr<HttpResponder> out_;
-  Clock* const clock_;
-  absl::Time start_ = absl::Now();
-
-  int status_ = 0;
-  std::string content_type_;
-  HttpHeaders relayed_;
-  bool streaming_ = false;
-  std::string body_;
-  // The latest SSE event, not yet sent (see Event).
-  std::string held_;
-  provider::SseParser parser_;
-  provider::openai::StreamDecoder openai_;
-  provider::anthropic::StreamDecoder anthropic_;
-  v1::Exchange exchange_;
-  absl::Status failure_;
-  absl::Status stream_error_;
-};
+constexpr char kRoutes[] =
+    "understudy serves POST /v1/chat/completions, POST /v1/responses, GET /v1/responses/{id}, "
+    "POST /v1/embeddings, POST /v1/messages, POST /v1beta/models/{model}:generateContent, "
+    "POST /v1beta/models/{model}:streamGenerateContent and GET /v1/models";
 
 }  // namespace
+
+// A decided request waiting for its answer (after any scripted delay).
+struct HttpApi::Pending {
+  WireCall wire;
+  replayer::CallInfo call;
+  replayer::Decision decision;
+  provider::ParsedRequest parsed;
+  Route route;
+  std::string stored_body;
+  HttpRequest request;
+  // Responses: the messages of this request's own input (not the resolved
+  // conversation before them), for the chain.
+  std::vector<v1::Message> turn_input;
+};
 
 HttpApi::HttpApi(HttpApiOptions options) : options_(std::move(options)) {
   if (options_.clock == nullptr) options_.clock = Clock::Real();
@@ -452,131 +163,224 @@ HttpApi::HttpApi(HttpApiOptions options) : options_(std::move(options)) {
 }
 
 std::string HttpApi::ServerErrorBody(int status, absl::string_view message) {
-  return provider::openai::ErrorBody(message, status == 413 ? "invalid_request_error"
-                                                            : "invalid_request_error",
+  return provider::openai::ErrorBody(message, "invalid_request_error",
                                      status == 413 ? "body_too_large" : "bad_request");
+}
+
+void HttpApi::ListModels(const replayer::CallInfo& call, bool anthropic_client,
+                         HttpResponder& out) {
+  const WireApi api = anthropic_client ? WireApi::kMessages : WireApi::kChatCompletions;
+  absl::StatusOr<std::vector<std::string>> models = options_.engine->RunModels(call);
+  if (call.run.empty() && absl::IsInvalidArgument(models.status())) {
+    // No run named and no default run: SDKs list models at start-up, before
+    // any run exists; they get a valid, empty list.
+    models = std::vector<std::string>();
+  }
+  if (!models.ok()) return RespondError(api, models.status(), out);
+  nlohmann::ordered_json list;
+  nlohmann::ordered_json data = nlohmann::ordered_json::array();
+  for (const std::string& m : *models) {
+    if (anthropic_client) {
+      data.push_back({{"type", "model"}, {"id", m}, {"display_name", m},
+                      {"created_at", "1970-01-01T00:00:00Z"}});
+    } else {
+      data.push_back({{"id", m}, {"object", "model"}, {"created", 0}, {"owned_by", "understudy"}});
+    }
+  }
+  if (anthropic_client) {
+    list["data"] = data;
+    list["has_more"] = false;
+    list["first_id"] =
+        models->empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(models->front());
+    list["last_id"] =
+        models->empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(models->back());
+  } else {
+    list["object"] = "list";
+    list["data"] = data;
+  }
+  out.Respond(200, {{"content-type", kJsonContentType}}, list.dump());
+}
+
+void HttpApi::GetResponse(const replayer::CallInfo& call, absl::string_view id,
+                          HttpResponder& out) {
+  absl::StatusOr<std::string> body = options_.engine->ResponseBody(call, id);
+  if (!body.ok()) return RespondError(WireApi::kResponses, body.status(), out);
+  out.Respond(200, {{"content-type", kJsonContentType}}, *std::move(body));
 }
 
 void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   Route route;
+  const bool anthropic_client = !request.Header("anthropic-version").empty();
   if (!ParseRoute(request.target, &route)) {
-    return RespondError(Api::kOpenAI,
+    return RespondError(WireApi::kChatCompletions,
                         absl::InvalidArgumentError(absl::StrCat(
                             "path: expected /run/{run}[/agent/{agent}]/v1/..., got \"",
                             absl::CHexEscape(request.target.substr(0, 200)), "\"")),
                         *out);
   }
-  const bool anthropic_client = !request.Header("anthropic-version").empty();
-  const bool provider_route = route.path == "/v1/chat/completions" ||
-                              route.path == "/v1/messages" || route.path == "/v1/models";
-  if (absl::Status access = CheckHttpAccess(options_.access, provider_route, &request);
-      !access.ok()) {
-    return RespondError(anthropic_client || route.path == "/v1/messages" ? Api::kAnthropic
-                                                                        : Api::kOpenAI,
-                        access, *out);
-  }
-  Api api;
+  // Which API the path names.
+  WireCall wire;
+  std::optional<WireApi> api;
+  std::string gemini_method;
+  std::string response_id;  // GET /v1/responses/{id}
+  bool list_models = false;
   if (route.path == "/v1/chat/completions") {
-    api = Api::kOpenAI;
+    api = WireApi::kChatCompletions;
   } else if (route.path == "/v1/messages") {
-    api = Api::kAnthropic;
+    api = WireApi::kMessages;
+  } else if (route.path == "/v1/responses") {
+    api = WireApi::kResponses;
+  } else if (absl::StartsWith(route.path, "/v1/responses/")) {
+    api = WireApi::kResponses;
+    response_id = route.path.substr(sizeof("/v1/responses/") - 1);
+  } else if (route.path == "/v1/embeddings") {
+    api = WireApi::kEmbeddings;
   } else if (route.path == "/v1/models") {
-    if (request.method != "GET") {
-      return out->Respond(405, {{"content-type", kJson}, {"allow", "GET"}},
-                          provider::openai::ErrorBody("method not allowed: use GET",
-                                                      "invalid_request_error", "method_not_allowed"));
-    }
-    // The models this run's recording answers as, in the caller's shape.
-    replayer::CallInfo call;
-    call.run = !route.run.empty() ? route.run : std::string(request.Header("x-understudy-run"));
+    list_models = true;
+  } else if (ParseGeminiPath(route.path, &wire.model, &gemini_method)) {
+    api = WireApi::kGemini;
+  }
+  const WireApi shape = api.has_value()
+                            ? *api
+                            : (anthropic_client ? WireApi::kMessages : WireApi::kChatCompletions);
+  if (absl::Status access =
+          CheckHttpAccess(options_.access, api.has_value() || list_models, &request);
+      !access.ok()) {
+    return RespondError(shape, access, *out);
+  }
+  replayer::CallInfo call = CallFor(route, request);
+  if (list_models) {
+    if (request.method != "GET") return MethodNotAllowed(shape, "GET", *out);
     if (absl::Status names = CheckNames(call); !names.ok()) {
-      return RespondError(anthropic_client ? Api::kAnthropic : Api::kOpenAI, names, *out);
+      return RespondError(shape, names, *out);
     }
-    absl::StatusOr<std::vector<std::string>> models = options_.engine->RunModels(call);
-    if (call.run.empty() && absl::IsInvalidArgument(models.status())) {
-      // No run named and no default run: SDKs list models at start-up, before
-      // any run exists; they get a valid, empty list.
-      models = std::vector<std::string>();
-    }
-    if (!models.ok()) {
-      return RespondError(anthropic_client ? Api::kAnthropic : Api::kOpenAI, models.status(), *out);
-    }
-    nlohmann::ordered_json list;
-    nlohmann::ordered_json data = nlohmann::ordered_json::array();
-    for (const std::string& m : *models) {
-      if (anthropic_client) {
-        data.push_back({{"type", "model"}, {"id", m}, {"display_name", m},
-                        {"created_at", "1970-01-01T00:00:00Z"}});
-      } else {
-        data.push_back({{"id", m}, {"object", "model"}, {"created", 0}, {"owned_by", "understudy"}});
-      }
-    }
-    if (anthropic_client) {
-      list["data"] = data;
-      list["has_more"] = false;
-      list["first_id"] = models->empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(models->front());
-      list["last_id"] = models->empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(models->back());
-    } else {
-      list["object"] = "list";
-      list["data"] = data;
-    }
-    return out->Respond(200, {{"content-type", kJson}}, list.dump());
-  } else {
-    return RespondError(anthropic_client ? Api::kAnthropic : Api::kOpenAI,
-                        absl::NotFoundError(absl::StrCat(
-                            "no route for ", request.method, " ", route.path,
-                            "; understudy serves POST /v1/chat/completions, POST /v1/messages "
-                            "and GET /v1/models")),
+    return ListModels(call, anthropic_client, *out);
+  }
+  if (!api.has_value()) {
+    return RespondError(shape,
+                        absl::NotFoundError(absl::StrCat("no route for ", request.method, " ",
+                                                         route.path, "; ", kRoutes)),
                         *out);
   }
-  if (request.method != "POST") {
-    return out->Respond(405, {{"content-type", kJson}, {"allow", "POST"}},
-                        ErrorBodyFor(api, absl::InvalidArgumentError("method not allowed: use POST"),
-                                     "method_not_allowed"));
+  wire.api = *api;
+  if (!response_id.empty() || route.path == "/v1/responses/") {
+    if (request.method != "GET") return MethodNotAllowed(shape, "GET", *out);
+    if (response_id.empty() || absl::StrContains(response_id, '/')) {
+      return RespondError(shape,
+                          absl::NotFoundError(absl::StrCat("no route for GET ", route.path,
+                                                           "; expected /v1/responses/{id}")),
+                          *out);
+    }
+    if (absl::Status names = CheckNames(call); !names.ok()) {
+      return RespondError(shape, names, *out);
+    }
+    return GetResponse(call, response_id, *out);
   }
+  if (wire.api == WireApi::kGemini) {
+    if (gemini_method == "streamGenerateContent") {
+      wire.gemini_stream = true;
+      wire.gemini_sse = QueryParam(route.query, "alt") == "sse";
+    } else if (gemini_method != "generateContent") {
+      return RespondError(
+          shape,
+          absl::NotFoundError(absl::StrCat(
+              "no route for ", request.method, " ", route.path, ": understudy serves the Gemini "
+              "methods generateContent and streamGenerateContent, not \"",
+              absl::CHexEscape(gemini_method.substr(0, 100)), "\"")),
+          *out);
+    }
+    if (absl::StartsWith(wire.model, "models/")) wire.model = wire.model.substr(7);
+    if (wire.model.empty() || !validation::IsValidUtf8(wire.model)) {
+      return RespondError(shape,
+                          absl::InvalidArgumentError(
+                              "path: the model name in /v1beta/models/{model}:method is empty or "
+                              "not valid UTF-8"),
+                          *out);
+    }
+  }
+  if (request.method != "POST") return MethodNotAllowed(shape, "POST", *out);
   absl::string_view content_type = request.Header("content-type");
   if (!absl::StartsWith(absl::AsciiStrToLower(content_type), "application/json")) {
     return out->Respond(
-        415, {{"content-type", kJson}},
-        ErrorBodyFor(api,
-                     absl::InvalidArgumentError(absl::StrCat(
-                         "content-type: expected application/json, got \"",
-                         absl::CHexEscape(content_type.substr(0, 100)), "\"")),
-                     "unsupported_media_type"));
+        415, {{"content-type", kJsonContentType}},
+        ErrorBody(shape,
+                  absl::InvalidArgumentError(
+                      absl::StrCat("content-type: expected application/json, got \"",
+                                   absl::CHexEscape(content_type.substr(0, 100)), "\"")),
+                  "unsupported_media_type"));
   }
+  if (absl::Status names = CheckNames(call); !names.ok()) return RespondError(shape, names, *out);
 
   // Secrets in configured body fields never reach matching or the store;
   // the upstream gets the body as sent.
-  std::string stored_body = options_.redactor->RedactBody(request.body);
-  absl::StatusOr<provider::ParsedRequest> parsed =
-      api == Api::kOpenAI ? provider::openai::ParseRequest(stored_body)
-                          : provider::anthropic::ParseRequest(stored_body);
-  if (!parsed.ok()) return RespondError(api, parsed.status(), *out);
+  auto pending = std::make_shared<Pending>();
+  pending->stored_body = options_.redactor->RedactBody(request.body);
+  absl::StatusOr<provider::ParsedRequest> parsed = ParseRequest(wire, pending->stored_body);
+  if (!parsed.ok()) return RespondError(shape, parsed.status(), *out);
+  pending->parsed = *std::move(parsed);
 
-  replayer::CallInfo call;
-  call.run = !route.run.empty() ? route.run : std::string(request.Header("x-understudy-run"));
-  call.agent = !route.agent.empty() ? route.agent : std::string(request.Header("x-understudy-agent"));
-  if (absl::Status names = CheckNames(call); !names.ok()) return RespondError(api, names, *out);
+  if (wire.api == WireApi::kResponses) {
+    // The conversation a previous response id names goes before this
+    // request's own input, so that rules, agents and traces see all of it.
+    google::protobuf::RepeatedPtrField<v1::Message>* messages =
+        pending->parsed.canonical.mutable_messages();
+    const int lead = std::min(pending->parsed.leading_messages, messages->size());
+    pending->turn_input.assign(messages->begin() + lead, messages->end());
+    if (!pending->parsed.previous_response_id.empty()) {
+      absl::StatusOr<std::vector<v1::Message>> before =
+          options_.engine->ResolveResponse(call, pending->parsed.previous_response_id);
+      if (!before.ok()) {
+        absl::Status shown = before.status();
+        if (absl::IsNotFound(shown)) {
+          // OpenAI answers an unknown id with 400 and the parameter's name.
+          shown = absl::InvalidArgumentError(
+              absl::StrCat("previous_response_id: ", shown.message()));
+        }
+        return RespondError(shape, shown, *out);
+      }
+      google::protobuf::RepeatedPtrField<v1::Message> joined;
+      joined.Reserve(messages->size() + static_cast<int>(before->size()));
+      for (int i = 0; i < lead; ++i) *joined.Add() = std::move(messages->at(i));
+      for (v1::Message& m : *before) *joined.Add() = std::move(m);
+      for (int i = lead; i < messages->size(); ++i) *joined.Add() = std::move(messages->at(i));
+      messages->Swap(&joined);
+    }
+  }
+
   absl::StatusOr<replayer::Decision> decided =
-      options_.engine->Decide(call, parsed->canonical, parsed->stream);
-  if (!decided.ok()) return RespondError(api, decided.status(), *out);
-  auto decision = std::make_shared<replayer::Decision>(*std::move(decided));
-  auto answer = [this, api, decision, out,
-                 parsed = std::make_shared<provider::ParsedRequest>(*std::move(parsed)),
-                 path = std::move(route.path), stored_body = std::move(stored_body),
-                 request = std::make_shared<HttpRequest>(std::move(request))]() mutable {
-    Answer(static_cast<int>(api), *decision, *parsed, path, std::move(stored_body), std::move(*request), out);
-  };
-  if (decision->delay <= absl::ZeroDuration()) return answer();
+      options_.engine->Decide(call, pending->parsed.canonical, pending->parsed.stream);
+  if (!decided.ok()) return RespondError(shape, decided.status(), *out);
+  pending->decision = *std::move(decided);
+  pending->wire = std::move(wire);
+  pending->call = std::move(call);
+  pending->route = std::move(route);
+  pending->request = std::move(request);
+  if (pending->decision.delay <= absl::ZeroDuration()) return Answer(std::move(pending), out);
   // A scripted delay: the answer (or the forwarding) starts afterwards.
-  Scheduler::Shared()->RunAt(absl::Now() + decision->delay, std::move(answer));
+  Scheduler::Shared()->RunAt(absl::Now() + pending->decision.delay,
+                             [this, pending, out] { Answer(pending, out); });
 }
 
-void HttpApi::Answer(int api_index, replayer::Decision& decision,
-                     const provider::ParsedRequest& parsed, const std::string& path,
-                     std::string stored_body, HttpRequest request,
-                     std::shared_ptr<HttpResponder> out) {
-  const Api api = static_cast<Api>(api_index);
+void HttpApi::Remember(const Pending& pending, const v1::Exchange& ex, std::string id,
+                       std::string body) {
+  if (id.empty()) return;
+  replayer::ChainLink link;
+  link.parent = pending.parsed.previous_response_id;
+  link.turn = pending.turn_input;
+  v1::Message answer = ex.response().message();
+  answer.set_role("assistant");
+  link.turn.push_back(std::move(answer));
+  link.body = std::move(body);
+  if (absl::Status s =
+          options_.engine->RememberResponse(pending.call, std::move(id), std::move(link));
+      !s.ok()) {
+    Log(LogLevel::kWarning, "response_not_kept", {{"status", s.ToString()}});
+  }
+}
+
+void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpResponder> out) {
+  const WireApi api = pending->wire.api;
+  replayer::Decision& decision = pending->decision;
   if (decision.error.has_value() && decision.http_status == 0) {
     // A miss after a scripted delay.
     return RespondError(api, *decision.error, *out);
@@ -585,16 +389,16 @@ void HttpApi::Answer(int api_index, replayer::Decision& decision,
     // A scripted error: the HTTP status and body a provider would send.
     const absl::Status shown(StatusCodeForHttp(decision.http_status),
                              decision.error->message());
-    HttpHeaders headers = {{"content-type", kJson}};
+    HttpHeaders headers = {{"content-type", kJsonContentType}};
     if (decision.retry_after_seconds >= 0) {
-      headers.emplace_back("retry-after",
-                           absl::StrCat(static_cast<int64_t>(std::ceil(decision.retry_after_seconds))));
-      headers.emplace_back("retry-after-ms", absl::StrCat(static_cast<int64_t>(
-                                                 std::llround(decision.retry_after_seconds * 1000))));
+      headers.emplace_back("retry-after", absl::StrCat(static_cast<int64_t>(
+                                              std::ceil(decision.retry_after_seconds))));
+      headers.emplace_back("retry-after-ms", absl::StrCat(static_cast<int64_t>(std::llround(
+                                                 decision.retry_after_seconds * 1000))));
     }
-    return out->Respond(decision.http_status, std::move(headers),
-                        ErrorBodyFor(api, shown.ok() ? absl::UnknownError(shown.message()) : shown,
-                                     /*code=*/""));
+    return out->Respond(
+        decision.http_status, std::move(headers),
+        ErrorBody(api, shown.ok() ? absl::UnknownError(shown.message()) : shown, /*code=*/""));
   }
   if (decision.hang != nullptr) {
     std::shared_ptr<replayer::Hang> hang = decision.hang;
@@ -603,36 +407,84 @@ void HttpApi::Answer(int api_index, replayer::Decision& decision,
     return;
   }
   if (decision.recorded != nullptr) {
+    const v1::Exchange& ex = *decision.recorded;
+    RenderContext context;
+    context.parsed = &pending->parsed;
+    context.call = &pending->wire;
+    // `created` is the recording's (scripted answers, built at request time,
+    // have none: 0), so that every replay sends the same bytes.
+    context.created = ex.recorded_at_micros() / 1000000;
+    if (api == WireApi::kResponses && !ex.has_error()) {
+      // The id the caller gets: the recorded one, or a derived one for an
+      // answer recorded another way or scripted; kept before the caller can
+      // continue from it.
+      const bool native = ex.has_native() && ex.native().provider() == NativeProvider(api);
+      std::string body = native ? RecordedResponseObject(ex.native()) : "";
+      if (!body.empty()) context.response_id = provider::responses::ResponseIdOf(body);
+      if (context.response_id.empty()) {
+        context.response_id = ResponseIdFor(pending->parsed.canonical, ex);
+        absl::StatusOr<std::string> rendered = RenderBody(api, ex.response(), context);
+        if (rendered.ok()) body = *std::move(rendered);
+      }
+      Remember(*pending, ex, context.response_id, std::move(body));
+    }
     // `decision` (and its keepalive) lives until the answer is queued; the
     // responder copies what it sends.
-    return RenderRecorded(api, *decision.recorded, decision.keepalive, parsed.stream,
-                          parsed.include_usage, decision.speed, options_.clock->Now(),
-                          decision.disconnect_after, *out);
+    return RenderRecorded(api, ex, decision.keepalive, context, pending->parsed.stream,
+                          decision.speed, options_.clock->Now(), decision.disconnect_after,
+                          *out);
   }
   if (decision.disconnect_after >= 0) return out->Abort();
 
-  recorder::UpstreamHttpInterface* upstream =
-      api == Api::kOpenAI ? options_.openai_upstream : options_.anthropic_upstream;
+  recorder::UpstreamHttpInterface* upstream = api == WireApi::kMessages ? options_.anthropic_upstream
+                                              : api == WireApi::kGemini ? options_.gemini_upstream
+                                                                        : options_.openai_upstream;
   if (upstream == nullptr) {
+    const std::string name(UpstreamName(api));
     return RespondError(
         api,
         absl::FailedPreconditionError(absl::StrCat(
-            "no ", ProviderName(api), " upstream to forward to: start the server with --upstream ",
-            ProviderName(api), "=URL")),
+            "no ", name, " upstream to forward to: start the server with --upstream ", name,
+            "=URL")),
         *out);
   }
-  auto relay = std::make_shared<Relay>(api, parsed.stream, options_.engine,
-                                       std::move(decision.forward), out, options_.clock);
+  Forward(std::move(pending), upstream, std::move(out));
+}
+
+void HttpApi::Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpInterface* upstream,
+                      std::shared_ptr<HttpResponder> out) {
+  const WireApi api = pending->wire.api;
+  std::function<void(const v1::Exchange&)> on_recorded;
+  if (api == WireApi::kResponses) {
+    on_recorded = [this, pending](const v1::Exchange& ex) {
+      const std::string body = RecordedResponseObject(ex.native());
+      std::string id = provider::responses::ResponseIdOf(body);
+      if (id.empty()) id = ex.response().id();
+      Remember(*pending, ex, std::move(id), body);
+    };
+  }
+  auto relay = std::make_shared<Relay>(api, pending->parsed.stream,
+                                       pending->parsed.json_array_stream, options_.engine,
+                                       std::move(pending->decision.forward), out, options_.clock,
+                                       std::move(on_recorded));
   v1::NativeExchange* native = relay->native();
-  native->set_provider(ProviderName(api));
-  native->set_path(path);
-  native->set_request_body(std::move(stored_body));
+  native->set_provider(std::string(NativeProvider(api)));
+  // The path as recorded: no query, but for Gemini's stream form (never its
+  // `key`, which is a credential).
+  std::string recorded_path = pending->route.path;
+  if (api == WireApi::kGemini && pending->wire.gemini_sse) absl::StrAppend(&recorded_path, "?alt=sse");
+  native->set_path(std::move(recorded_path));
+  native->set_request_body(std::move(pending->stored_body));
 
   recorder::UpstreamHttpRequest forward;
   forward.method = "POST";
-  forward.path = path;
-  forward.headers = ForwardHeaders(request);
-  forward.body = std::move(request.body);
+  forward.path = pending->route.path;
+  // Gemini's query (alt, and a key given there) goes upstream as sent.
+  if (api == WireApi::kGemini && !pending->route.query.empty()) {
+    absl::StrAppend(&forward.path, "?", pending->route.query);
+  }
+  forward.headers = ForwardHeaders(pending->request);
+  forward.body = std::move(pending->request.body);
   std::shared_ptr<recorder::UpstreamHttpCall> transfer = upstream->Send(std::move(forward), relay);
   // A client that goes away cancels the upstream call; nothing is recorded.
   out->OnCancel([transfer]() { transfer->Cancel(); });

@@ -1,8 +1,15 @@
 // The provider-compatible HTTP API: what an unmodified agent using the
-// official OpenAI or Anthropic SDK talks to once its base URL points here.
+// official OpenAI, Anthropic or Google SDK talks to once its base URL points
+// here.
 //
 //   POST /v1/chat/completions   OpenAI Chat Completions (stream or not)
+//   POST /v1/responses          OpenAI Responses (stream or not;
+//                               previous_response_id chains)
+//   GET  /v1/responses/{id}     a response this run recorded or served
+//   POST /v1/embeddings         OpenAI embeddings (float or base64)
 //   POST /v1/messages           Anthropic Messages (stream or not)
+//   POST /v1beta/models/{model}:generateContent         Gemini (also /v1/)
+//   POST /v1beta/models/{model}:streamGenerateContent   (?alt=sse or array)
 //   GET  /v1/models             the models of the run's recording
 //
 // Each path may be prefixed with /run/{run} and /run/{run}/agent/{agent},
@@ -41,6 +48,7 @@ struct HttpApiOptions {
   // Upstreams for record and passthrough runs, or null. Not owned.
   recorder::UpstreamHttpInterface* openai_upstream = nullptr;
   recorder::UpstreamHttpInterface* anthropic_upstream = nullptr;
+  recorder::UpstreamHttpInterface* gemini_upstream = nullptr;
   // What never reaches the store. Not owned; null means the defaults.
   const recorder::Redactor* redactor = nullptr;
   Clock* clock = Clock::Real();
@@ -59,11 +67,19 @@ class HttpApi {
   static std::string ServerErrorBody(int status, absl::string_view message);
 
  private:
-  // Answers a decided request (after any scripted delay). `api` is the
-  // internal Api enum.
-  void Answer(int api, replayer::Decision& decision, const provider::ParsedRequest& parsed,
-              const std::string& path, std::string stored_body, HttpRequest request,
-              std::shared_ptr<HttpResponder> out);
+  struct Pending;
+  // Answers a decided request (after any scripted delay).
+  void Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpResponder> out);
+  // Sends it upstream and relays the answer.
+  void Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpInterface* upstream,
+               std::shared_ptr<HttpResponder> out);
+  // Keeps a Responses answer (`ex`, given as response `id` with `body`) for
+  // chains and GET.
+  void Remember(const Pending& pending, const v1::Exchange& ex, std::string id, std::string body);
+  // GET /v1/responses/{id}.
+  void GetResponse(const replayer::CallInfo& call, absl::string_view id, HttpResponder& out);
+  // GET /v1/models.
+  void ListModels(const replayer::CallInfo& call, bool anthropic_client, HttpResponder& out);
 
   HttpApiOptions options_;
   recorder::Redactor default_redactor_;

@@ -45,6 +45,7 @@ struct Server::Parts {
   std::unique_ptr<recorder::GrpcUpstream> upstream;
   std::unique_ptr<recorder::HttpUpstream> openai_upstream;
   std::unique_ptr<recorder::HttpUpstream> anthropic_upstream;
+  std::unique_ptr<recorder::HttpUpstream> gemini_upstream;
   std::unique_ptr<recorder::Redactor> redactor;
   std::unique_ptr<replayer::Engine> engine;
   std::unique_ptr<HttpApi> http_api;
@@ -229,6 +230,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     api_options.engine = parts->engine.get();
     api_options.openai_upstream = parts->openai_upstream.get();
     api_options.anthropic_upstream = parts->anthropic_upstream.get();
+    api_options.gemini_upstream = parts->gemini_upstream.get();
     api_options.redactor = parts->redactor.get();
     api_options.access = parts->access;
     parts->http_api = std::make_unique<HttpApi>(api_options);
@@ -345,12 +347,14 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
     size_t eq = upstream.find('=');
     std::string name = upstream.substr(0, eq == std::string::npos ? 0 : eq);
     std::unique_ptr<recorder::HttpUpstream>* slot =
-        name == "openai" ? &parts->openai_upstream
-                         : name == "anthropic" ? &parts->anthropic_upstream : nullptr;
+        name == "openai"      ? &parts->openai_upstream
+        : name == "anthropic" ? &parts->anthropic_upstream
+        : name == "gemini"    ? &parts->gemini_upstream
+                              : nullptr;
     if (slot == nullptr) {
       return bad(absl::InvalidArgumentError(absl::StrCat(
           "--upstream \"", upstream,
-          "\": expected grpc://HOST:PORT, openai=URL or anthropic=URL")));
+          "\": expected grpc://HOST:PORT, openai=URL, anthropic=URL or gemini=URL")));
     }
     if (*slot != nullptr) {
       return bad(absl::InvalidArgumentError(absl::StrCat("--upstream: more than one ", name, "=")));
@@ -365,7 +369,8 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
   }
   engine_options->has_upstream = parts->upstream != nullptr ||
                                  parts->openai_upstream != nullptr ||
-                                 parts->anthropic_upstream != nullptr;
+                                 parts->anthropic_upstream != nullptr ||
+                                 parts->gemini_upstream != nullptr;
   if (options.speed < 0) {
     return bad(absl::InvalidArgumentError("--speed: must be 0 (as fast as possible) or more"));
   }

@@ -1,0 +1,825 @@
+#include "provider/responses.h"
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "provider/json_util.h"
+#include "recorder/stream.h"
+
+namespace understudy {
+namespace provider {
+namespace responses {
+namespace {
+
+using nlohmann::ordered_json;
+
+// The input item types ParseRequest passes through whole (see the header),
+// with the role of the message that carries them, in the order the SDK's
+// ResponseInputItem union lists them.
+struct PassThroughItem {
+  absl::string_view type;
+  absl::string_view role;
+};
+constexpr PassThroughItem kPassThroughItems[] = {
+    {"file_search_call", "assistant"},
+    {"computer_call", "assistant"},
+    {"computer_call_output", "tool"},
+    {"web_search_call", "assistant"},
+    {"tool_search_call", "assistant"},
+    {"tool_search_output", "tool"},
+    {"additional_tools", "system"},  // developer-provided tools
+    {"reasoning", "assistant"},
+    {"compaction", "assistant"},
+    {"image_generation_call", "assistant"},
+    {"code_interpreter_call", "assistant"},
+    {"local_shell_call", "assistant"},
+    {"local_shell_call_output", "tool"},
+    {"shell_call", "assistant"},
+    {"shell_call_output", "tool"},
+    {"apply_patch_call", "assistant"},
+    {"apply_patch_call_output", "tool"},
+    {"mcp_list_tools", "assistant"},
+    {"mcp_approval_request", "assistant"},
+    {"mcp_approval_response", "user"},
+    {"mcp_call", "assistant"},
+    {"custom_tool_call_output", "tool"},
+    {"custom_tool_call", "assistant"},
+    {"compaction_trigger", "user"},
+    {"item_reference", "user"},
+    {"program", "assistant"},
+    {"program_output", "tool"},
+};
+
+// "message, function_call, function_call_output, file_search_call, ...".
+std::string KnownItemTypes() {
+  std::vector<absl::string_view> types = {"message", "function_call", "function_call_output"};
+  for (const PassThroughItem& item : kPassThroughItems) types.push_back(item.type);
+  return absl::StrJoin(types, ", ");
+}
+
+// A text part that says nothing but its text: `annotations` and `logprobs`
+// count only when not empty (output items sent back carry empty ones).
+bool IsPlainText(const Json& part) {
+  for (auto it = part.begin(); it != part.end(); ++it) {
+    const std::string& key = it.key();
+    if (it->is_null() || key == "type" || key == "text") continue;
+    if ((key == "annotations" || key == "logprobs") && it->is_array() && it->empty()) continue;
+    return false;
+  }
+  return true;
+}
+
+// `value` (message `content` or function_call_output `output`): a string,
+// or an array of content parts whose text parts (input_text, output_text)
+// are joined into the content. An array that is more than plain text parts
+// also goes verbatim into extra[key].
+absl::Status ParseParts(const Json* value, const std::string& path, absl::string_view key,
+                        v1::Message* message, Json* extra) {
+  if (value == nullptr) return absl::OkStatus();
+  if (value->is_string()) {
+    message->set_content(value->get<std::string>());
+    return absl::OkStatus();
+  }
+  if (!value->is_array()) {
+    return ExpectedError(path, "a string or an array of content parts", *value);
+  }
+  std::string text;
+  bool text_only = true;
+  for (size_t i = 0; i < value->size(); ++i) {
+    const Json& part = (*value)[i];
+    const std::string part_path = JoinPath(path, i);
+    if (!part.is_object()) return ExpectedError(part_path, "a content part object", part);
+    std::string type;
+    US_RETURN_IF_ERROR(ReadRequiredString(part, "type", part_path, &type));
+    if (type == "input_text" || type == "output_text") {
+      std::string part_text;
+      US_RETURN_IF_ERROR(ReadRequiredString(part, "text", part_path, &part_text));
+      text += part_text;
+      text_only = text_only && IsPlainText(part);
+    } else {
+      text_only = false;
+    }
+  }
+  message->set_content(std::move(text));
+  if (!text_only) (*extra)[std::string(key)] = *value;
+  return absl::OkStatus();
+}
+
+// Every non-null member of `item` not named in `skip` goes into `extra`.
+void CopyOthers(const Json& item, std::initializer_list<absl::string_view> skip, Json* extra) {
+  for (auto it = item.begin(); it != item.end(); ++it) {
+    if (it->is_null() || absl::c_linear_search(skip, it.key())) continue;
+    (*extra)[it.key()] = *it;
+  }
+}
+
+void SetExtra(const Json& extra, v1::Message* message) {
+  if (!extra.empty()) message->set_extra(DumpJson(extra));
+}
+
+absl::Status ParseMessageItem(const Json& item, const std::string& path, v1::Message* message) {
+  Json extra = Json::object();
+  std::string role;
+  US_RETURN_IF_ERROR(ReadRequiredString(item, "role", path, &role));
+  if (role == "developer") {
+    // The newer name of the system role: same place in the prompt.
+    message->set_role("system");
+    extra["role"] = role;
+  } else if (role == "user" || role == "assistant" || role == "system") {
+    message->set_role(role);
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(JoinPath(path, "role"), ": unknown role \"", role,
+                     "\"; expected one of user, assistant, system, developer"));
+  }
+  US_RETURN_IF_ERROR(ParseParts(FindMember(item, "content"), JoinPath(path, "content"), "content",
+                                message, &extra));
+  CopyOthers(item, {"type", "role", "content"}, &extra);  // type "message" is implied
+  SetExtra(extra, message);
+  return absl::OkStatus();
+}
+
+absl::Status ParseFunctionCall(const Json& item, const std::string& path, v1::Message* message) {
+  message->set_role("assistant");
+  v1::ToolCall* call = message->add_tool_calls();
+  US_RETURN_IF_ERROR(ReadRequiredString(item, "call_id", path, call->mutable_id()));
+  US_RETURN_IF_ERROR(ReadRequiredString(item, "name", path, call->mutable_name()));
+  US_RETURN_IF_ERROR(ReadRequiredString(item, "arguments", path, call->mutable_arguments()));
+  Json extra = Json::object();
+  extra["type"] = "function_call";
+  CopyOthers(item, {"type", "call_id", "name", "arguments"}, &extra);
+  SetExtra(extra, message);
+  return absl::OkStatus();
+}
+
+absl::Status ParseFunctionCallOutput(const Json& item, const std::string& path,
+                                     v1::Message* message) {
+  message->set_role("tool");
+  US_RETURN_IF_ERROR(ReadRequiredString(item, "call_id", path, message->mutable_tool_call_id()));
+  const std::string output_path = JoinPath(path, "output");
+  const Json* output = FindMember(item, "output");
+  if (output == nullptr) return MissingError(output_path, "a string or an array of content parts");
+  Json extra = Json::object();
+  US_RETURN_IF_ERROR(ParseParts(output, output_path, "output", message, &extra));
+  CopyOthers(item, {"type", "call_id", "output"}, &extra);
+  SetExtra(extra, message);
+  return absl::OkStatus();
+}
+
+absl::Status ParseItem(const Json& item, const std::string& path, v1::Message* message) {
+  if (!item.is_object()) return ExpectedError(path, "an input item object", item);
+  std::string type;
+  US_RETURN_IF_ERROR(ReadOptionalString(item, "type", path, &type));
+  if (type.empty()) {
+    // Both have an optional `type`: a message has a role, a reference an id.
+    if (FindMember(item, "role") != nullptr) {
+      type = "message";
+    } else if (FindMember(item, "id") != nullptr) {
+      type = "item_reference";
+    } else {
+      return MissingError(JoinPath(path, "type"), "a string");
+    }
+  }
+  if (type == "message") return ParseMessageItem(item, path, message);
+  if (type == "function_call") return ParseFunctionCall(item, path, message);
+  if (type == "function_call_output") return ParseFunctionCallOutput(item, path, message);
+  for (const PassThroughItem& known : kPassThroughItems) {
+    if (known.type != type) continue;
+    message->set_role(std::string(known.role));
+    Json extra = Json::object();
+    extra["item"] = item;
+    SetExtra(extra, message);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(JoinPath(path, "type"), ": unknown item type ",
+                                                 DumpJson(Json(type)), "; expected one of ",
+                                                 KnownItemTypes()));
+}
+
+absl::Status ParseTools(const Json& tools, v1::CompletionRequest* request, Json* extra) {
+  const std::string path = "tools";
+  if (!tools.is_array()) return ExpectedError(path, "an array of tools", tools);
+  bool exact = true;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& tool = tools[i];
+    const std::string tool_path = JoinPath(path, i);
+    if (!tool.is_object()) return ExpectedError(tool_path, "a tool object", tool);
+    std::string type;
+    US_RETURN_IF_ERROR(ReadRequiredString(tool, "type", tool_path, &type));
+    if (type != "function") {  // a hosted tool: web_search, file_search, mcp, ...
+      exact = false;
+      continue;
+    }
+    v1::ToolDefinition* out = request->add_tools();
+    US_RETURN_IF_ERROR(ReadRequiredString(tool, "name", tool_path, out->mutable_name()));
+    US_RETURN_IF_ERROR(
+        ReadOptionalString(tool, "description", tool_path, out->mutable_description()));
+    if (const Json* parameters = FindMember(tool, "parameters")) {
+      out->set_parameters(DumpJson(*parameters));
+    }
+    exact = exact && HasOnlyKeys(tool, {"type", "name", "description", "parameters"});
+  }
+  if (!exact) (*extra)["tools"] = tools;
+  return absl::OkStatus();
+}
+
+// A required non-negative int32 member, such as an event's output_index.
+absl::StatusOr<int32_t> ReadIndex(const Json& object, absl::string_view key,
+                                  absl::string_view parent) {
+  const std::string path = JoinPath(parent, key);
+  const Json* value = FindMember(object, key);
+  if (value == nullptr) return MissingError(path, "an integer");
+  US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*value, path));
+  if (n < 0 || n > std::numeric_limits<int32_t>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": expected an integer in [0, 2^31), got ", n));
+  }
+  return static_cast<int32_t>(n);
+}
+
+absl::Status ParseUsage(const Json& usage, absl::string_view path, v1::Usage* out) {
+  if (!usage.is_object()) return ExpectedError(path, "a usage object", usage);
+  if (const Json* v = FindMember(usage, "input_tokens")) {
+    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "input_tokens")));
+    out->set_input_tokens(n);
+  }
+  if (const Json* v = FindMember(usage, "output_tokens")) {
+    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "output_tokens")));
+    out->set_output_tokens(n);
+  }
+  return absl::OkStatus();
+}
+
+// A response object (the body of a unary answer, or the `response` of a
+// stream's final event) at `path` ("" for the body).
+absl::Status ParseResponseObject(const Json& root, absl::string_view path,
+                                 v1::CompletionResponse* out) {
+  if (!root.is_object()) {
+    return ExpectedError(path.empty() ? "body" : path, "a response object", root);
+  }
+  US_RETURN_IF_ERROR(ReadOptionalString(root, "id", path, out->mutable_id()));
+  US_RETURN_IF_ERROR(ReadOptionalString(root, "model", path, out->mutable_model()));
+  v1::Message* message = out->mutable_message();
+  message->set_role("assistant");
+  const std::string output_path = JoinPath(path, "output");
+  const Json* output = FindMember(root, "output");
+  if (output == nullptr) return MissingError(output_path, "an array of output items");
+  if (!output->is_array()) return ExpectedError(output_path, "an array of output items", *output);
+  for (size_t i = 0; i < output->size(); ++i) {
+    const Json& item = (*output)[i];
+    const std::string item_path = JoinPath(output_path, i);
+    if (!item.is_object()) return ExpectedError(item_path, "an output item object", item);
+    std::string type;
+    US_RETURN_IF_ERROR(ReadRequiredString(item, "type", item_path, &type));
+    if (type == "function_call") {
+      v1::ToolCall* call = message->add_tool_calls();
+      US_RETURN_IF_ERROR(ReadRequiredString(item, "call_id", item_path, call->mutable_id()));
+      US_RETURN_IF_ERROR(ReadRequiredString(item, "name", item_path, call->mutable_name()));
+      US_RETURN_IF_ERROR(
+          ReadOptionalString(item, "arguments", item_path, call->mutable_arguments()));
+      continue;
+    }
+    if (type != "message") continue;  // reasoning, hosted tool calls, ...
+    const std::string content_path = JoinPath(item_path, "content");
+    const Json* content = FindMember(item, "content");
+    if (content == nullptr) continue;
+    if (!content->is_array()) {
+      return ExpectedError(content_path, "an array of content parts", *content);
+    }
+    for (size_t k = 0; k < content->size(); ++k) {
+      const Json& part = (*content)[k];
+      const std::string part_path = JoinPath(content_path, k);
+      if (!part.is_object()) return ExpectedError(part_path, "a content part object", part);
+      std::string part_type;
+      US_RETURN_IF_ERROR(ReadRequiredString(part, "type", part_path, &part_type));
+      if (part_type != "output_text") continue;  // refusals are dropped, as in openai.h
+      std::string text;
+      US_RETURN_IF_ERROR(ReadRequiredString(part, "text", part_path, &text));
+      message->mutable_content()->append(text);
+    }
+  }
+
+  std::string status;
+  US_RETURN_IF_ERROR(ReadOptionalString(root, "status", path, &status));
+  std::string reason;
+  if (const Json* details = FindMember(root, "incomplete_details")) {
+    const std::string details_path = JoinPath(path, "incomplete_details");
+    if (!details->is_object()) return ExpectedError(details_path, "an object", *details);
+    US_RETURN_IF_ERROR(ReadOptionalString(*details, "reason", details_path, &reason));
+  }
+  if (message->tool_calls_size() > 0) {
+    out->set_finish_reason("tool_calls");
+  } else if (status == "completed") {
+    out->set_finish_reason("stop");
+  } else if (status == "incomplete" && reason == "max_output_tokens") {
+    out->set_finish_reason("length");
+  } else if (status == "incomplete" && reason == "content_filter") {
+    out->set_finish_reason("content_filter");
+  } else {
+    out->set_finish_reason(status);
+  }
+  if (const Json* usage = FindMember(root, "usage")) {
+    US_RETURN_IF_ERROR(ParseUsage(*usage, JoinPath(path, "usage"), out->mutable_usage()));
+  }
+  return absl::OkStatus();
+}
+
+// The status an error sent by the API stands for: `error` is an error
+// object with `code`, `message` and, when `typed`, its own `type` (not so
+// for the flat error event, whose `type` is the event's).
+absl::Status UpstreamError(const Json& error, absl::string_view path, bool typed,
+                           absl::string_view what) {
+  std::string type;
+  std::string code;
+  std::string message;
+  if (typed) US_RETURN_IF_ERROR(ReadOptionalString(error, "type", path, &type));
+  US_RETURN_IF_ERROR(ReadOptionalString(error, "code", path, &code));
+  US_RETURN_IF_ERROR(ReadOptionalString(error, "message", path, &message));
+  absl::StatusCode status_code = OpenAiErrorStatusCode(type);
+  if (status_code == absl::StatusCode::kUnknown) status_code = OpenAiErrorStatusCode(code);
+  const std::string& label = !type.empty() ? type : !code.empty() ? code : "untyped";
+  return absl::Status(status_code, absl::StrCat(what, " (", label, "): ", message));
+}
+
+// --- Rendering ---
+
+std::string ResponseId(const v1::CompletionResponse& response, const RenderMeta& meta) {
+  if (!meta.id.empty()) return meta.id;
+  if (absl::StartsWith(response.id(), "resp_")) return response.id();
+  if (!response.id().empty()) return DerivedId("resp_", response.id());
+  return DerivedId("resp_", response.SerializeAsString());
+}
+
+// The output items of a rendered response, with their ids.
+struct Plan {
+  struct Call {
+    std::string item_id;
+    std::string call_id;
+    const v1::ToolCall* call;
+  };
+  std::string id;
+  std::string model;
+  std::string message_id;  // "" when the answer has no text
+  std::vector<Call> calls;
+};
+
+Plan MakePlan(const v1::CompletionResponse& response, const RenderMeta& meta) {
+  Plan plan;
+  plan.id = ResponseId(response, meta);
+  plan.model = response.model().empty() ? meta.model : response.model();
+  int position = 0;
+  if (!response.message().content().empty()) {
+    plan.message_id = DerivedId("msg_", absl::StrCat(plan.id, "#", position++));
+  }
+  for (const v1::ToolCall& call : response.message().tool_calls()) {
+    const std::string seed = absl::StrCat(plan.id, "#", position++);
+    plan.calls.push_back(
+        {DerivedId("fc_", seed), call.id().empty() ? DerivedId("call_", seed) : call.id(), &call});
+  }
+  return plan;
+}
+
+ordered_json TextPart(const std::string& text) {
+  ordered_json part = ordered_json::object();
+  part["type"] = "output_text";
+  part["annotations"] = ordered_json::array();
+  part["logprobs"] = ordered_json::array();
+  part["text"] = text;
+  return part;
+}
+
+// The message item, in progress (no content yet) or done.
+ordered_json MessageItem(const Plan& plan, const std::string& text, bool done) {
+  ordered_json item = ordered_json::object();
+  item["id"] = plan.message_id;
+  item["type"] = "message";
+  item["status"] = done ? "completed" : "in_progress";
+  item["content"] = done ? ordered_json::array({TextPart(text)}) : ordered_json::array();
+  item["role"] = "assistant";
+  return item;
+}
+
+ordered_json CallItem(const Plan::Call& call, bool done) {
+  ordered_json item = ordered_json::object();
+  item["id"] = call.item_id;
+  item["type"] = "function_call";
+  item["status"] = done ? "completed" : "in_progress";
+  item["arguments"] = done ? call.call->arguments() : "";
+  item["call_id"] = call.call_id;
+  item["name"] = call.call->name();
+  return item;
+}
+
+// The incomplete_details reason a finish reason stands for ("" for none).
+absl::string_view IncompleteReason(const v1::CompletionResponse& response) {
+  if (response.finish_reason() == "length") return "max_output_tokens";
+  if (response.finish_reason() == "content_filter") return "content_filter";
+  return "";
+}
+
+// The response object: finished (with output and usage) or, for the first
+// events of a stream, in progress.
+ordered_json ResponseJson(const v1::CompletionResponse& response, const Plan& plan,
+                          const RenderMeta& meta, bool finished) {
+  const absl::string_view reason = IncompleteReason(response);
+  ordered_json r = ordered_json::object();
+  r["id"] = plan.id;
+  r["object"] = "response";
+  r["created_at"] = meta.created_at;
+  r["status"] = !finished ? "in_progress" : reason.empty() ? "completed" : "incomplete";
+  r["background"] = false;
+  r["error"] = nullptr;
+  if (finished && !reason.empty()) {
+    r["incomplete_details"]["reason"] = std::string(reason);
+  } else {
+    r["incomplete_details"] = nullptr;
+  }
+  r["instructions"] = nullptr;
+  r["max_output_tokens"] = nullptr;
+  r["model"] = plan.model;
+  ordered_json output = ordered_json::array();
+  if (finished) {
+    if (!plan.message_id.empty()) {
+      output.push_back(MessageItem(plan, response.message().content(), /*done=*/true));
+    }
+    for (const Plan::Call& call : plan.calls) output.push_back(CallItem(call, /*done=*/true));
+  }
+  r["output"] = std::move(output);
+  r["parallel_tool_calls"] = true;
+  r["previous_response_id"] = nullptr;
+  r["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
+  r["temperature"] = 1.0;
+  r["text"]["format"]["type"] = "text";
+  r["tool_choice"] = "auto";
+  r["tools"] = ordered_json::array();
+  r["top_p"] = 1.0;
+  r["truncation"] = "disabled";
+  if (finished && response.has_usage()) {
+    const v1::Usage& u = response.usage();
+    ordered_json usage = ordered_json::object();
+    usage["input_tokens"] = u.input_tokens();
+    usage["input_tokens_details"]["cached_tokens"] = 0;
+    usage["output_tokens"] = u.output_tokens();
+    usage["output_tokens_details"]["reasoning_tokens"] = 0;
+    usage["total_tokens"] = u.input_tokens() + u.output_tokens();
+    r["usage"] = std::move(usage);
+  } else {
+    r["usage"] = nullptr;
+  }
+  r["metadata"] = ordered_json::object();
+  return r;
+}
+
+// Numbers the events of a stream and makes them SSE text.
+class EventWriter {
+ public:
+  // A new event object of `type`: "type" and "sequence_number" come first.
+  ordered_json Start(absl::string_view type) {
+    ordered_json e = ordered_json::object();
+    e["type"] = std::string(type);
+    e["sequence_number"] = next_++;
+    return e;
+  }
+  void Emit(const ordered_json& e, int chunk = -1) {
+    events_.push_back(
+        {absl::StrCat("event: ", e["type"].get<std::string>(), "\ndata: ", DumpJson(e), "\n\n"),
+         chunk});
+  }
+  std::vector<RenderedEvent> Take() { return std::move(events_); }
+
+ private:
+  int64_t next_ = 0;
+  std::vector<RenderedEvent> events_;
+};
+
+// FNV-1a over `bytes` from `basis`, then the SplitMix64 finalizer.
+uint64_t MixedFnv1a64(absl::string_view bytes, uint64_t basis) {
+  uint64_t h = basis;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  return h;
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
+  US_ASSIGN_OR_RETURN(Json root, ParseJson(body, "body"));
+  if (!root.is_object()) return ExpectedError("body", "a JSON object", root);
+  ParsedRequest out;
+  v1::CompletionRequest& request = out.canonical;
+  Json extra = Json::object();
+
+  US_RETURN_IF_ERROR(ReadRequiredString(root, "model", "", request.mutable_model()));
+  bool instructions_mapped = false;
+  if (const Json* instructions = FindMember(root, "instructions")) {
+    if (instructions->is_string()) {
+      v1::Message* system = request.add_messages();
+      system->set_role("system");
+      system->set_content(instructions->get<std::string>());
+      instructions_mapped = true;
+      out.leading_messages = 1;
+    } else if (!instructions->is_array()) {  // an array of prompt items stays in extra
+      return ExpectedError("instructions", "a string or an array of input items", *instructions);
+    }
+  }
+  if (const Json* input = FindMember(root, "input")) {
+    if (input->is_string()) {
+      v1::Message* user = request.add_messages();
+      user->set_role("user");
+      user->set_content(input->get<std::string>());
+    } else if (input->is_array()) {
+      for (size_t i = 0; i < input->size(); ++i) {
+        US_RETURN_IF_ERROR(ParseItem((*input)[i], JoinPath("input", i), request.add_messages()));
+      }
+    } else {
+      return ExpectedError("input", "a string or an array of input items", *input);
+    }
+  }
+  if (const Json* tools = FindMember(root, "tools")) {
+    US_RETURN_IF_ERROR(ParseTools(*tools, &request, &extra));
+  }
+
+  v1::SamplingParams params;
+  if (const Json* v = FindMember(root, "temperature")) {
+    US_ASSIGN_OR_RETURN(double t, JsonToDouble(*v, "temperature"));
+    params.set_temperature(t);
+  }
+  if (const Json* v = FindMember(root, "top_p")) {
+    US_ASSIGN_OR_RETURN(double p, JsonToDouble(*v, "top_p"));
+    params.set_top_p(p);
+  }
+  if (const Json* v = FindMember(root, "max_output_tokens")) {
+    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, "max_output_tokens"));
+    params.set_max_tokens(n);
+  }
+  if (params.ByteSizeLong() > 0) *request.mutable_params() = std::move(params);
+
+  if (const Json* v = FindMember(root, "stream")) {
+    if (!v->is_boolean()) return ExpectedError("stream", "a boolean", *v);
+    out.stream = v->get<bool>();
+  }
+  out.include_usage = out.stream;  // response.completed always carries usage
+  US_RETURN_IF_ERROR(
+      ReadOptionalString(root, "previous_response_id", "", &out.previous_response_id));
+
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    const std::string& key = it.key();
+    if (it->is_null() || absl::c_linear_search(kIgnoredRequestFields, key) || key == "model" ||
+        key == "input" || key == "tools" || key == "temperature" || key == "top_p" ||
+        key == "max_output_tokens" || (key == "instructions" && instructions_mapped)) {
+      continue;
+    }
+    extra[key] = *it;
+  }
+  if (!extra.empty()) request.set_extra(DumpJson(extra));
+  return out;
+}
+
+absl::StatusOr<v1::CompletionResponse> ParseResponse(absl::string_view body) {
+  US_ASSIGN_OR_RETURN(Json root, ParseJson(body, "body"));
+  v1::CompletionResponse out;
+  US_RETURN_IF_ERROR(ParseResponseObject(root, "", &out));
+  return out;
+}
+
+absl::StatusOr<std::optional<v1::CompletionChunk>> StreamDecoder::Decode(const SseEvent& event) {
+  if (done_) return absl::FailedPreconditionError("data: event after the end of the stream");
+  US_ASSIGN_OR_RETURN(Json data, ParseJson(event.data, "data"));
+  if (!data.is_object()) return ExpectedError("data", "an event object", data);
+  std::string type = event.event;
+  US_RETURN_IF_ERROR(ReadOptionalString(data, "type", "data", &type));
+  if (type.empty()) return MissingError("data.type", "a string");
+
+  v1::CompletionChunk chunk;
+  if (type == "response.created") {
+    const Json* response = FindMember(data, "response");
+    if (response == nullptr) return MissingError("data.response", "a response object");
+    if (!response->is_object())
+      return ExpectedError("data.response", "a response object", *response);
+    US_RETURN_IF_ERROR(ReadOptionalString(*response, "id", "data.response", chunk.mutable_id()));
+    US_RETURN_IF_ERROR(
+        ReadOptionalString(*response, "model", "data.response", chunk.mutable_model()));
+    return chunk;
+  }
+  if (type == "response.output_text.delta") {
+    US_RETURN_IF_ERROR(ReadRequiredString(data, "delta", "data", chunk.mutable_content()));
+    return chunk;
+  }
+  if (type == "response.output_item.added") {
+    const Json* item = FindMember(data, "item");
+    if (item == nullptr) return MissingError("data.item", "an output item object");
+    if (!item->is_object()) return ExpectedError("data.item", "an output item object", *item);
+    std::string item_type;
+    US_RETURN_IF_ERROR(ReadRequiredString(*item, "type", "data.item", &item_type));
+    if (item_type != "function_call") return std::nullopt;
+    US_ASSIGN_OR_RETURN(int32_t index, ReadIndex(data, "output_index", "data"));
+    v1::ToolCallDelta* d = chunk.add_tool_calls();
+    d->set_index(index);
+    US_RETURN_IF_ERROR(ReadRequiredString(*item, "call_id", "data.item", d->mutable_id()));
+    US_RETURN_IF_ERROR(ReadRequiredString(*item, "name", "data.item", d->mutable_name()));
+    return chunk;
+  }
+  if (type == "response.function_call_arguments.delta") {
+    US_ASSIGN_OR_RETURN(int32_t index, ReadIndex(data, "output_index", "data"));
+    v1::ToolCallDelta* d = chunk.add_tool_calls();
+    d->set_index(index);
+    US_RETURN_IF_ERROR(ReadRequiredString(data, "delta", "data", d->mutable_arguments()));
+    return chunk;
+  }
+  if (type == "response.completed" || type == "response.incomplete") {
+    const Json* response = FindMember(data, "response");
+    if (response == nullptr) return MissingError("data.response", "a response object");
+    v1::CompletionResponse final_response;
+    US_RETURN_IF_ERROR(ParseResponseObject(*response, "data.response", &final_response));
+    chunk.set_finish_reason(final_response.finish_reason());
+    if (final_response.has_usage()) *chunk.mutable_usage() = final_response.usage();
+    done_ = true;
+    return chunk;
+  }
+  if (type == "response.failed") {
+    done_ = true;
+    const Json* response = FindMember(data, "response");
+    const Json* error = response == nullptr ? nullptr : FindMember(*response, "error");
+    if (error == nullptr || !error->is_object()) {
+      return absl::UnknownError("upstream response failed (untyped): no error object");
+    }
+    return UpstreamError(*error, "data.response.error", true, "upstream response failed");
+  }
+  if (type == "error") {
+    // The API nests the error under `error`; its reference puts the fields
+    // at the top level. Both are read.
+    const Json* nested = FindMember(data, "error");
+    if (nested != nullptr && nested->is_object()) {
+      return UpstreamError(*nested, "data.error", true, "upstream stream error");
+    }
+    return UpstreamError(data, "data", false, "upstream stream error");
+  }
+  return std::nullopt;  // adds nothing to the canonical answer
+}
+
+std::string RenderResponse(const v1::CompletionResponse& response, const RenderMeta& meta) {
+  return DumpJson(ResponseJson(response, MakePlan(response, meta), meta, /*finished=*/true));
+}
+
+std::vector<RenderedEvent> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, const RenderMeta& meta) {
+  const v1::CompletionResponse response = recorder::AssembleResponse(chunks);
+  const Plan plan = MakePlan(response, meta);
+  EventWriter w;
+
+  const ordered_json in_progress = ResponseJson(response, plan, meta, /*finished=*/false);
+  for (absl::string_view type : {"response.created", "response.in_progress"}) {
+    ordered_json e = w.Start(type);
+    e["response"] = in_progress;
+    w.Emit(e);
+  }
+
+  int output_index = 0;
+  if (!plan.message_id.empty()) {
+    const std::string& text = response.message().content();
+    const auto text_event = [&](absl::string_view type) {
+      ordered_json e = w.Start(type);
+      e["item_id"] = plan.message_id;
+      e["output_index"] = output_index;
+      e["content_index"] = 0;
+      return e;
+    };
+    ordered_json e = w.Start("response.output_item.added");
+    e["output_index"] = output_index;
+    e["item"] = MessageItem(plan, text, /*done=*/false);
+    w.Emit(e);
+    e = text_event("response.content_part.added");
+    e["part"] = TextPart("");
+    w.Emit(e);
+    for (int i = 0; i < chunks.size(); ++i) {
+      if (chunks[i].content().empty()) continue;
+      e = text_event("response.output_text.delta");
+      e["delta"] = chunks[i].content();
+      e["logprobs"] = ordered_json::array();
+      w.Emit(e, i);
+    }
+    e = text_event("response.output_text.done");
+    e["text"] = text;
+    e["logprobs"] = ordered_json::array();
+    w.Emit(e);
+    e = text_event("response.content_part.done");
+    e["part"] = TextPart(text);
+    w.Emit(e);
+    e = w.Start("response.output_item.done");
+    e["output_index"] = output_index;
+    e["item"] = MessageItem(plan, text, /*done=*/true);
+    w.Emit(e);
+    ++output_index;
+  }
+
+  // The argument fragments of each call, keyed as AssembleResponse keys the
+  // calls (so the k-th key is plan.calls[k]), with their chunk's index.
+  std::map<int, std::vector<std::pair<int, const std::string*>>> fragments;
+  for (int i = 0; i < chunks.size(); ++i) {
+    for (const v1::ToolCallDelta& d : chunks[i].tool_calls()) {
+      auto& list = fragments[d.index()];
+      if (!d.arguments().empty()) list.emplace_back(i, &d.arguments());
+    }
+  }
+  auto call_fragments = fragments.begin();
+  for (const Plan::Call& call : plan.calls) {
+    const auto call_event = [&](absl::string_view type) {
+      ordered_json e = w.Start(type);
+      e["item_id"] = call.item_id;
+      e["output_index"] = output_index;
+      return e;
+    };
+    ordered_json e = w.Start("response.output_item.added");
+    e["output_index"] = output_index;
+    e["item"] = CallItem(call, /*done=*/false);
+    w.Emit(e);
+    for (const auto& [chunk_index, arguments] : call_fragments->second) {
+      e = call_event("response.function_call_arguments.delta");
+      e["delta"] = *arguments;
+      w.Emit(e, chunk_index);
+    }
+    ++call_fragments;
+    e = call_event("response.function_call_arguments.done");
+    e["arguments"] = call.call->arguments();
+    e["name"] = call.call->name();
+    w.Emit(e);
+    e = w.Start("response.output_item.done");
+    e["output_index"] = output_index;
+    e["item"] = CallItem(call, /*done=*/true);
+    w.Emit(e);
+    ++output_index;
+  }
+
+  ordered_json e =
+      w.Start(IncompleteReason(response).empty() ? "response.completed" : "response.incomplete");
+  e["response"] = ResponseJson(response, plan, meta, /*finished=*/true);
+  w.Emit(e);
+  return w.Take();
+}
+
+std::string DerivedId(absl::string_view prefix, absl::string_view seed) {
+  constexpr char kHex[] = "0123456789abcdef";
+  std::string out(prefix);
+  for (uint64_t h :
+       {MixedFnv1a64(seed, 0xcbf29ce484222325ULL), MixedFnv1a64(seed, 0x6c62272e07bb0142ULL)}) {
+    for (int shift = 60; shift >= 0; shift -= 4) out.push_back(kHex[(h >> shift) & 0xf]);
+  }
+  return out;
+}
+
+std::string ErrorEvent(absl::string_view message, absl::string_view code, int64_t sequence_number) {
+  ordered_json error = ordered_json::object();
+  if (code.empty()) {
+    error["code"] = nullptr;
+  } else {
+    error["code"] = std::string(code);
+  }
+  error["message"] = std::string(message);
+  error["param"] = nullptr;
+  ordered_json e = ordered_json::object();
+  e["type"] = "error";
+  e["sequence_number"] = sequence_number;
+  for (auto it = error.begin(); it != error.end(); ++it) e[it.key()] = *it;
+  e["error"] = std::move(error);
+  return absl::StrCat("event: error\ndata: ", DumpJson(e), "\n\n");
+}
+
+std::string ResponseObjectFromEvent(absl::string_view data) {
+  absl::StatusOr<Json> root = ParseJson(data, "data");
+  if (!root.ok()) return "";
+  const Json* type = FindMember(*root, "type");
+  if (type == nullptr || !type->is_string()) return "";
+  const std::string& t = type->get_ref<const std::string&>();
+  if (t != "response.completed" && t != "response.incomplete" && t != "response.failed") return "";
+  const Json* response = FindMember(*root, "response");
+  if (response == nullptr || !response->is_object()) return "";
+  return DumpJson(*response);
+}
+
+std::string ResponseIdOf(absl::string_view body) {
+  absl::StatusOr<Json> root = ParseJson(body, "body");
+  if (!root.ok()) return "";
+  const Json* id = FindMember(*root, "id");
+  return id != nullptr && id->is_string() ? id->get<std::string>() : "";
+}
+
+}  // namespace responses
+}  // namespace provider
+}  // namespace understudy

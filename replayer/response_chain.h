@@ -1,0 +1,93 @@
+// The responses a run has recorded or served over the OpenAI Responses API,
+// so that a request continuing one (`previous_response_id`) can be read as
+// the whole conversation it continues, and `GET /v1/responses/{id}` can
+// answer.
+//
+// Each response is kept as a link: the response it continued (its parent),
+// the turn it added (the request's own input messages, then the answer as an
+// assistant message) and the response object's JSON. Resolving an id walks
+// the links back to the start and joins the turns, so a chain of n turns
+// costs O(n) memory, not O(n^2).
+//
+// Bounded: at most `max_responses` links and `max_bytes` of their text; past
+// either, the oldest links are forgotten first (a chain that reaches a
+// forgotten link resolves to NOT_FOUND naming it). Thread-safe.
+#ifndef UNDERSTUDY_REPLAYER_RESPONSE_CHAIN_H_
+#define UNDERSTUDY_REPLAYER_RESPONSE_CHAIN_H_
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "understudy/v1/completion.pb.h"
+
+namespace understudy {
+namespace replayer {
+
+// One response of a chain.
+struct ChainLink {
+  // The response it continued ("" for the first of a chain).
+  std::string parent;
+  // What this turn added to the conversation: the request's input messages
+  // (without the system prompt, which a Responses request never inherits)
+  // and the answer as an assistant message.
+  std::vector<v1::Message> turn;
+  // The response object as the caller got it (JSON), for GET.
+  std::string body;
+};
+
+class ResponseChain {
+ public:
+  static constexpr size_t kDefaultMaxResponses = 100000;
+  static constexpr size_t kDefaultMaxBytes = 256 << 20;
+  // The longest chain Resolve walks: a longer one (or a cycle, possible when
+  // a replay serves one recorded id twice) is FAILED_PRECONDITION.
+  static constexpr size_t kMaxChainLength = 100000;
+
+  explicit ResponseChain(size_t max_responses = kDefaultMaxResponses,
+                         size_t max_bytes = kDefaultMaxBytes)
+      : max_responses_(max_responses), max_bytes_(max_bytes) {}
+  ResponseChain(const ResponseChain&) = delete;
+  ResponseChain& operator=(const ResponseChain&) = delete;
+
+  // Keeps `link` under `id` (INVALID_ARGUMENT for an empty id). The same id
+  // again replaces the earlier link: a replay that serves a recorded
+  // response twice continues from the latest.
+  absl::Status Remember(std::string id, ChainLink link) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The conversation up to and including response `id`, oldest first.
+  // NOT_FOUND when `id` (or a link it needs) is not known, naming it.
+  absl::StatusOr<std::vector<v1::Message>> Resolve(absl::string_view id) const
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The response object `id` was answered with; NOT_FOUND when unknown.
+  absl::StatusOr<std::string> Body(absl::string_view id) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  size_t size() const ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  static size_t Cost(const std::string& id, const ChainLink& link);
+  void EvictLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const size_t max_responses_;
+  const size_t max_bytes_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const ChainLink>> links_ ABSL_GUARDED_BY(mu_);
+  // Ids in the order they were remembered (an id remembered again appears
+  // again; eviction skips entries that no longer own their id's link).
+  std::deque<std::pair<std::string, std::shared_ptr<const ChainLink>>> order_ ABSL_GUARDED_BY(mu_);
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace replayer
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_REPLAYER_RESPONSE_CHAIN_H_

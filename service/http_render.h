@@ -1,0 +1,54 @@
+// How the provider-compatible HTTP API answers from what it already has: a
+// recorded exchange (its very bytes when it was recorded over the caller's
+// API and in the caller's form, paced by the recorded offsets), a scripted
+// answer rendered in the caller's shape, or an error in that shape.
+#ifndef UNDERSTUDY_SERVICE_HTTP_RENDER_H_
+#define UNDERSTUDY_SERVICE_HTTP_RENDER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "service/http_server.h"
+#include "service/http_wire.h"
+#include "understudy/v1/understudy.pb.h"
+
+namespace understudy {
+namespace service {
+
+inline constexpr char kJsonContentType[] = "application/json";
+inline constexpr char kEventStreamContentType[] = "text/event-stream; charset=utf-8";
+
+// The stable code a test can check, by what went wrong:
+// "understudy_no_recording" for a replay miss, "invalid_request",
+// "understudy_not_found", "understudy_failed_precondition",
+// "understudy_upstream_unavailable", else "".
+std::string ErrorCodeFor(const absl::Status& status);
+
+// Answers `status` in `api`'s error shape with its HTTP status; a miss also
+// gets `x-understudy-error: no_recording`.
+void RespondError(WireApi api, const absl::Status& status, HttpResponder& out);
+
+// Response headers recorded and replayed: what SDKs read besides the body
+// (request ids, rate-limit state, retry hints). Framing headers are the
+// server's; anything else (cookies, account ids) stays out.
+bool IsReplayedHeader(absl::string_view name);
+
+// Answers from `ex` in `api`'s shape: its recorded bytes when it was recorded
+// over `api` in the form asked for (streamed or not; for Gemini also SSE or
+// JSON array), otherwise rendered from its canonical answer with `context`.
+// Stream events are paced by their recorded offsets when `speed` > 0,
+// counted from `start`. `disconnect_after` >= 0 drops the connection after
+// that many stream events (a whole response is never sent). `keepalive`
+// holds `ex` alive: recorded events are sent from it without a copy.
+void RenderRecorded(WireApi api, const v1::Exchange& ex, std::shared_ptr<const void> keepalive,
+                    const RenderContext& context, bool stream, double speed, absl::Time start,
+                    int64_t disconnect_after, HttpResponder& out);
+
+}  // namespace service
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_SERVICE_HTTP_RENDER_H_
