@@ -162,7 +162,18 @@ HttpApi::HttpApi(HttpApiOptions options) : options_(std::move(options)) {
   if (options_.redactor == nullptr) options_.redactor = &default_redactor_;
 }
 
-std::string HttpApi::ServerErrorBody(int status, absl::string_view message) {
+std::string HttpApi::ServerErrorBody(int status, absl::string_view message,
+                                     absl::string_view target) {
+  Route route;
+  std::string model;
+  std::string method;
+  WireApi api = WireApi::kChatCompletions;
+  if (ParseRoute(target, &route)) {
+    if (route.path == "/v1/messages") api = WireApi::kMessages;
+    if (ParseGeminiPath(route.path, &model, &method)) api = WireApi::kGemini;
+  }
+  const absl::Status error(StatusCodeForHttp(status), message);
+  if (api != WireApi::kChatCompletions) return ErrorBody(api, error, "");
   return provider::openai::ErrorBody(message, "invalid_request_error",
                                      status == 413 ? "body_too_large" : "bad_request");
 }

@@ -63,8 +63,11 @@ class HttpApi {
   // The HttpHandler: answers one request. Thread-safe; never blocks.
   void Handle(HttpRequest request, std::shared_ptr<HttpResponder> out);
 
-  // The error body for the server's own errors (413, 400): OpenAI's shape.
-  static std::string ServerErrorBody(int status, absl::string_view message);
+  // The error body for the server's own errors (413, 400) to a request for
+  // `target` ("" when unknown): the shape of the API the target names
+  // (Anthropic's, Gemini's), else OpenAI's.
+  static std::string ServerErrorBody(int status, absl::string_view message,
+                                     absl::string_view target);
 
  private:
   struct Pending;

@@ -367,7 +367,11 @@ class ServerImpl final : public HttpServer {
  public:
   ServerImpl(const HttpServerOptions& options, HttpHandler handler)
       : options_(options), handler_(std::move(handler)), gate_(std::make_shared<Gate>()) {
-    if (!options_.error_body) options_.error_body = DefaultErrorBody;
+    if (!options_.error_body) {
+    options_.error_body = [](int status, absl::string_view message, absl::string_view) {
+      return DefaultErrorBody(status, message);
+    };
+  }
   }
   ServerImpl(const ServerImpl&) = delete;
   ServerImpl& operator=(const ServerImpl&) = delete;
@@ -630,12 +634,20 @@ void Connection::Dispatch() {
 
 void Connection::Reject(int status, absl::string_view message) {
   CountInFlight(false);
+  // The target, when the request line was read (empty before): the error
+  // body may take the shape of the API it names. Beast finds a body over
+  // the limit as the header completes, before is_header_done().
+  std::string target;
+  if (parser_.has_value()) {
+    const beast::string_view t = parser_->get().target();
+    target.assign(t.data(), t.size());
+  }
   parser_.reset();
   request_started_ = SteadyClock::time_point::max();
   buffer_.consume(buffer_.size());
   keep_alive_ = false;
   http10_ = false;
-  const std::string body = server_->options().error_body(status, message);
+  const std::string body = server_->options().error_body(status, message, target);
   Piece piece;
   piece.head =
       Head(status, {{"content-type", "application/json"}}, Framing::kContentLength, body.size());
@@ -785,7 +797,7 @@ void Connection::DoAbandon(uint64_t id) {
   if (!answer_started_) {
     const std::string message = "the server dropped the request without answering";
     DoRespond(id, 500, {{"content-type", "application/json"}},
-              server_->options().error_body(500, message));
+              server_->options().error_body(500, message, ""));
   } else if (!answer_ending_) {
     Close();  // A stream nobody will end.
   }

@@ -126,8 +126,10 @@ struct HttpServerOptions {
   // rebinding); OK, or the reason, which a 403 answer carries. Null: any.
   std::function<absl::Status(const HttpRequest&)> check_host;
   // Bodies for the server's own error answers (400, 404 route-less, 413),
-  // given the HTTP status and a message; JSON by default.
-  std::function<std::string(int status, absl::string_view message)> error_body;
+  // given the HTTP status, a message and the request target ("" when the
+  // request line was not read); JSON by default.
+  std::function<std::string(int status, absl::string_view message, absl::string_view target)>
+      error_body;
 };
 
 class HttpServer {

@@ -463,16 +463,16 @@ TEST(HttpServerTest, BodyOverTheLimitGets413AndTheServerKeepsServing) {
 TEST(HttpServerTest, ErrorBodiesComeFromTheOption) {
   HttpServerOptions options;
   options.max_body_bytes = 10;
-  options.error_body = [](int status, absl::string_view message) {
-    return absl::StrCat("{\"status\":", status, "}");
+  options.error_body = [](int status, absl::string_view message, absl::string_view target) {
+    return absl::StrCat("{\"status\":", status, ",\"target\":\"", target, "\"}");
   };
   std::unique_ptr<HttpServer> server = StartServer(options, EchoTarget());
   ASSERT_NE(server, nullptr);
   TestClient client(server->port());
-  client.Send(Post("/", std::string(11, 'x')));
+  client.Send(Post("/v1/x", std::string(11, 'x')));
   std::optional<TestClient::Response> response = client.ReadResponse();
   ASSERT_TRUE(response.has_value());
-  EXPECT_EQ(response->body, R"({"status":413})");
+  EXPECT_EQ(response->body, R"({"status":413,"target":"/v1/x"})");
 }
 
 TEST(HttpServerTest, MalformedRequestLineGets400AndTheConnectionCloses) {
