@@ -19,7 +19,10 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "provider/anthropic.h"
+#include "provider/embeddings.h"
+#include "provider/gemini.h"
 #include "provider/openai.h"
+#include "provider/responses.h"
 
 #ifndef UNDERSTUDY_VERSION
 #define UNDERSTUDY_VERSION "0.0.0-dev"
@@ -237,7 +240,12 @@ int main(int argc, char** argv) {
   const std::string ignored_fields = absl::StrCat(
       "Never part of matching (they never change the answer):\n  openai: ",
       absl::StrJoin(understudy::provider::openai::kIgnoredRequestFields, ", "),
+      "\n  openai responses: ",
+      absl::StrJoin(understudy::provider::responses::kIgnoredRequestFields, ", "),
+      "\n  openai embeddings: ",
+      absl::StrJoin(understudy::provider::embeddings::kIgnoredRequestFields, ", "),
       "\n  anthropic: ", absl::StrJoin(understudy::provider::anthropic::kIgnoredRequestFields, ", "),
+      "\n  gemini: ", absl::StrJoin(understudy::provider::gemini::kIgnoredRequestFields, ", "),
       "\n");
   const std::string modes =
       "Modes: record, replay, passthrough, once (record an empty session, else replay), "

@@ -6,9 +6,9 @@
 //   gRPC          metadata `authorization: Bearer TOKEN` (or `understudy-token:
 //                 TOKEN`), on every service, health and reflection included;
 //   HTTP          `Authorization: Bearer TOKEN` on every route; the provider
-//                 routes (/v1/chat/completions, /v1/messages, /v1/models) also
+//                 routes (every model API route and /v1/models) also
 //                 take it where their SDKs send the API key (`Authorization:
-//                 Bearer`, `x-api-key`, `api-key`), so an unmodified agent only
+//                 Bearer`, `x-api-key`, `api-key`, `x-goog-api-key`), so an unmodified agent only
 //                 swaps its key, or in `X-Understudy-Token`, so that a recording
 //                 agent's real provider key still passes through untouched.
 // A token presented in a key header is consumed there: it never reaches an
