@@ -245,24 +245,6 @@ absl::Status ParseTools(const Json& tools, v1::CompletionRequest* request, Json*
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> ReadNumber(const Json& value, absl::string_view path) {
-  if (!value.is_number()) return ExpectedError(path, "a number", value);
-  return value.get<double>();
-}
-
-// Reads usage.input_tokens / output_tokens where present.
-absl::Status ParseUsage(const Json& usage, absl::string_view path, v1::Usage* out) {
-  if (!usage.is_object()) return ExpectedError(path, "a usage object", usage);
-  if (const Json* v = FindMember(usage, "input_tokens")) {
-    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "input_tokens")));
-    out->set_input_tokens(n);
-  }
-  if (const Json* v = FindMember(usage, "output_tokens")) {
-    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "output_tokens")));
-    out->set_output_tokens(n);
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<int64_t> ReadBlockIndex(const Json& data) {
   const Json* index = FindMember(data, "index");
@@ -345,11 +327,11 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
     params.set_max_tokens(n);
   }
   if (const Json* v = FindMember(root, "temperature")) {
-    US_ASSIGN_OR_RETURN(double t, ReadNumber(*v, "temperature"));
+    US_ASSIGN_OR_RETURN(double t, JsonToDouble(*v, "temperature"));
     params.set_temperature(t);
   }
   if (const Json* v = FindMember(root, "top_p")) {
-    US_ASSIGN_OR_RETURN(double p, ReadNumber(*v, "top_p"));
+    US_ASSIGN_OR_RETURN(double p, JsonToDouble(*v, "top_p"));
     params.set_top_p(p);
   }
   if (const Json* stop = FindMember(root, "stop_sequences")) {
@@ -411,7 +393,7 @@ absl::StatusOr<v1::CompletionResponse> ParseResponse(absl::string_view body) {
   US_RETURN_IF_ERROR(ReadOptionalString(root, "stop_reason", "", &stop_reason));
   out.set_finish_reason(FinishReasonFromStopReason(stop_reason));
   if (const Json* usage = FindMember(root, "usage")) {
-    US_RETURN_IF_ERROR(ParseUsage(*usage, "usage", out.mutable_usage()));
+    US_RETURN_IF_ERROR(ReadUsage(*usage, "usage", "input_tokens", "output_tokens", out.mutable_usage()));
   }
   return out;
 }
@@ -432,7 +414,7 @@ absl::StatusOr<std::optional<v1::CompletionChunk>> StreamDecoder::Decode(const S
     US_RETURN_IF_ERROR(
         ReadOptionalString(*message, "model", "data.message", chunk.mutable_model()));
     if (const Json* usage = FindMember(*message, "usage")) {
-      US_RETURN_IF_ERROR(ParseUsage(*usage, "data.message.usage", chunk.mutable_usage()));
+      US_RETURN_IF_ERROR(ReadUsage(*usage, "data.message.usage", "input_tokens", "output_tokens", chunk.mutable_usage()));
       input_tokens_ = chunk.usage().input_tokens();
     }
     return chunk;
@@ -502,7 +484,7 @@ absl::StatusOr<std::optional<v1::CompletionChunk>> StreamDecoder::Decode(const S
     if (const Json* usage = FindMember(data, "usage")) {
       v1::Usage* u = chunk.mutable_usage();
       u->set_input_tokens(input_tokens_);
-      US_RETURN_IF_ERROR(ParseUsage(*usage, "data.usage", u));
+      US_RETURN_IF_ERROR(ReadUsage(*usage, "data.usage", "input_tokens", "output_tokens", u));
     }
     return chunk;
   }

@@ -381,19 +381,6 @@ struct Answer {
   v1::Usage usage;
 };
 
-absl::Status ParseUsage(const Json& usage, const std::string& path, v1::Usage* out) {
-  if (!usage.is_object()) return ExpectedError(path, "a usage object", usage);
-  if (const Json* v = FindMember(usage, "promptTokenCount")) {
-    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "promptTokenCount")));
-    out->set_input_tokens(n);
-  }
-  if (const Json* v = FindMember(usage, "candidatesTokenCount")) {
-    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "candidatesTokenCount")));
-    out->set_output_tokens(n);
-  }
-  return absl::OkStatus();
-}
-
 // Reads a GenerateContentResponse object; `where` names its root ("" for
 // a body, so that paths read "candidates[0]...").
 absl::Status ParseAnswer(const Json& root, const std::string& where, Answer* out) {
@@ -453,7 +440,7 @@ absl::Status ParseAnswer(const Json& root, const std::string& where, Answer* out
   }
   if (const Json* usage = FindMember(root, "usageMetadata")) {
     out->has_usage = true;
-    US_RETURN_IF_ERROR(ParseUsage(*usage, JoinPath(where, "usageMetadata"), &out->usage));
+    US_RETURN_IF_ERROR(ReadUsage(*usage, JoinPath(where, "usageMetadata"), "promptTokenCount", "candidatesTokenCount", &out->usage));
   }
   return absl::OkStatus();
 }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "validation/utf8.h"
 
 namespace understudy {
@@ -71,6 +72,20 @@ absl::StatusOr<int64_t> JsonToInt64(const Json& value, absl::string_view path) {
 absl::StatusOr<double> JsonToDouble(const Json& value, absl::string_view path) {
   if (!value.is_number()) return ExpectedError(path, "a number", value);
   return value.get<double>();
+}
+
+absl::Status ReadUsage(const Json& usage, absl::string_view path, absl::string_view input_key,
+                       absl::string_view output_key, v1::Usage* out) {
+  if (!usage.is_object()) return ExpectedError(path, "a usage object", usage);
+  if (const Json* v = FindMember(usage, input_key)) {
+    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, input_key)));
+    out->set_input_tokens(n);
+  }
+  if (const Json* v = FindMember(usage, output_key)) {
+    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, output_key)));
+    out->set_output_tokens(n);
+  }
+  return absl::OkStatus();
 }
 
 const Json* FindMember(const Json& object, absl::string_view key) {

@@ -25,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 #include "validation/json_bounds.h"
+#include "understudy/v1/completion.pb.h"
 #include "validation/problems.h"
 
 namespace understudy {
@@ -92,6 +93,12 @@ absl::Status ReadOptionalString(const Json& object, absl::string_view key, absl:
 // MissingError(parent.key, "a string").
 absl::Status ReadRequiredString(const Json& object, absl::string_view key, absl::string_view parent,
                                 std::string* out);
+
+// Reads a usage object's token counts, `input_key` and `output_key` (each
+// where present), into `out`. Fails with ExpectedError at `path` for a
+// non-object, and at `path.key` for a count that is not an integer.
+absl::Status ReadUsage(const Json& usage, absl::string_view path, absl::string_view input_key,
+                       absl::string_view output_key, v1::Usage* out);
 
 // True when every non-null member of `object` is named in `keys`: the test
 // for "this object maps exactly onto canonical fields".

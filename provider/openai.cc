@@ -159,19 +159,6 @@ absl::Status ParseTools(const Json& tools, v1::CompletionRequest* request, Json*
   return absl::OkStatus();
 }
 
-absl::Status ParseUsage(const Json& usage, absl::string_view path, v1::Usage* out) {
-  if (!usage.is_object()) return ExpectedError(path, "a usage object", usage);
-  if (const Json* v = FindMember(usage, "prompt_tokens")) {
-    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "prompt_tokens")));
-    out->set_input_tokens(n);
-  }
-  if (const Json* v = FindMember(usage, "completion_tokens")) {
-    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "completion_tokens")));
-    out->set_output_tokens(n);
-  }
-  return absl::OkStatus();
-}
-
 // The status an error object sent by the API stands for.
 absl::Status UpstreamError(const Json& error, absl::string_view path) {
   std::string type;
@@ -321,7 +308,7 @@ absl::StatusOr<v1::CompletionResponse> ParseResponse(absl::string_view body) {
   US_RETURN_IF_ERROR(
       ReadOptionalString(choice, "finish_reason", "choices[0]", out.mutable_finish_reason()));
   if (const Json* usage = FindMember(root, "usage")) {
-    US_RETURN_IF_ERROR(ParseUsage(*usage, "usage", out.mutable_usage()));
+    US_RETURN_IF_ERROR(ReadUsage(*usage, "usage", "prompt_tokens", "completion_tokens", out.mutable_usage()));
   }
   return out;
 }
@@ -387,7 +374,7 @@ absl::StatusOr<std::optional<v1::CompletionChunk>> StreamDecoder::Decode(const S
     }
   }
   if (const Json* usage = FindMember(root, "usage")) {
-    US_RETURN_IF_ERROR(ParseUsage(*usage, "data.usage", chunk.mutable_usage()));
+    US_RETURN_IF_ERROR(ReadUsage(*usage, "data.usage", "prompt_tokens", "completion_tokens", chunk.mutable_usage()));
   }
   return chunk;
 }

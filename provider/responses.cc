@@ -247,19 +247,6 @@ absl::StatusOr<int32_t> ReadIndex(const Json& object, absl::string_view key,
   return static_cast<int32_t>(n);
 }
 
-absl::Status ParseUsage(const Json& usage, absl::string_view path, v1::Usage* out) {
-  if (!usage.is_object()) return ExpectedError(path, "a usage object", usage);
-  if (const Json* v = FindMember(usage, "input_tokens")) {
-    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "input_tokens")));
-    out->set_input_tokens(n);
-  }
-  if (const Json* v = FindMember(usage, "output_tokens")) {
-    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, JoinPath(path, "output_tokens")));
-    out->set_output_tokens(n);
-  }
-  return absl::OkStatus();
-}
-
 // A response object (the body of a unary answer, or the `response` of a
 // stream's final event) at `path` ("" for the body).
 absl::Status ParseResponseObject(const Json& root, absl::string_view path,
@@ -329,7 +316,7 @@ absl::Status ParseResponseObject(const Json& root, absl::string_view path,
     out->set_finish_reason(status);
   }
   if (const Json* usage = FindMember(root, "usage")) {
-    US_RETURN_IF_ERROR(ParseUsage(*usage, JoinPath(path, "usage"), out->mutable_usage()));
+    US_RETURN_IF_ERROR(ReadUsage(*usage, JoinPath(path, "usage"), "input_tokens", "output_tokens", out->mutable_usage()));
   }
   return absl::OkStatus();
 }
