@@ -10,7 +10,7 @@ namespace understudy {
 namespace replayer {
 
 size_t ResponseChain::Cost(const std::string& id, const ChainLink& link) {
-  size_t bytes = id.size() + link.parent.size() + link.body.size() + 64;
+  size_t bytes = id.size() + link.parent.size() + link.body_bytes + 96;
   for (const v1::Message& m : link.turn) bytes += m.ByteSizeLong();
   return bytes;
 }
@@ -19,13 +19,12 @@ absl::Status ResponseChain::Remember(std::string id, ChainLink link) {
   if (id.empty()) return absl::InvalidArgumentError("response id: empty");
   auto shared = std::make_shared<const ChainLink>(std::move(link));
   absl::MutexLock lock(&mu_);
-  auto [it, inserted] = links_.try_emplace(id, shared);
-  if (!inserted) {
-    bytes_ -= Cost(id, *it->second);
-    it->second = shared;
-  }
+  const uint64_t generation = ++next_generation_;
+  auto [it, inserted] = links_.try_emplace(id);
+  if (!inserted) bytes_ -= Cost(id, *it->second.link);
   bytes_ += Cost(id, *shared);
-  order_.emplace_back(std::move(id), std::move(shared));
+  it->second = Held{std::move(shared), generation};
+  order_.emplace_back(std::move(id), generation);
   EvictLocked();
   return absl::OkStatus();
 }
@@ -33,10 +32,10 @@ absl::Status ResponseChain::Remember(std::string id, ChainLink link) {
 void ResponseChain::EvictLocked() {
   while (!order_.empty() && (links_.size() > max_responses_ || bytes_ > max_bytes_ ||
                              order_.size() > 2 * max_responses_)) {
-    auto& [id, link] = order_.front();
+    const auto& [id, generation] = order_.front();
     auto it = links_.find(id);
-    if (it != links_.end() && it->second == link) {
-      bytes_ -= Cost(id, *link);
+    if (it != links_.end() && it->second.generation == generation) {
+      bytes_ -= Cost(id, *it->second.link);
       links_.erase(it);
     }
     order_.pop_front();
@@ -64,8 +63,8 @@ absl::StatusOr<std::vector<v1::Message>> ResponseChain::Resolve(absl::string_vie
             "the chain of response \"", absl::CHexEscape(id), "\" is longer than ",
             kMaxChainLength, " responses (or loops)"));
       }
-      links.push_back(it->second);
-      next = it->second->parent;
+      links.push_back(it->second.link);
+      next = it->second.link->parent;
     }
   }
   std::vector<v1::Message> out;
@@ -79,13 +78,17 @@ absl::StatusOr<std::vector<v1::Message>> ResponseChain::Resolve(absl::string_vie
 }
 
 absl::StatusOr<std::string> ResponseChain::Body(absl::string_view id) const {
-  absl::MutexLock lock(&mu_);
-  auto it = links_.find(id);
-  if (it == links_.end()) {
-    return absl::NotFoundError(absl::StrCat("no response \"", absl::CHexEscape(id),
-                                            "\" was recorded or served in this run"));
+  std::shared_ptr<const ChainLink> link;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = links_.find(id);
+    if (it == links_.end()) {
+      return absl::NotFoundError(absl::StrCat("no response \"", absl::CHexEscape(id),
+                                              "\" was recorded or served in this run"));
+    }
+    link = it->second.link;
   }
-  return it->second->body;
+  return link->body ? link->body() : std::string();
 }
 
 size_t ResponseChain::size() const {

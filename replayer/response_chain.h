@@ -16,7 +16,9 @@
 #define UNDERSTUDY_REPLAYER_RESPONSE_CHAIN_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,8 +42,13 @@ struct ChainLink {
   // (without the system prompt, which a Responses request never inherits)
   // and the answer as an assistant message.
   std::vector<v1::Message> turn;
-  // The response object as the caller got it (JSON), for GET.
-  std::string body;
+  // The response object as the caller got it (JSON), for GET: made when
+  // asked, so that serving a response costs no rendering of it. Must be
+  // thread-safe and hold what it reads alive.
+  std::function<std::string()> body;
+  // What `body` holds, counted against the byte bound (0 when it only
+  // reads a recording that the run holds anyway).
+  size_t body_bytes = 0;
 };
 
 class ResponseChain {
@@ -80,10 +87,16 @@ class ResponseChain {
   const size_t max_responses_;
   const size_t max_bytes_;
   mutable absl::Mutex mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<const ChainLink>> links_ ABSL_GUARDED_BY(mu_);
-  // Ids in the order they were remembered (an id remembered again appears
-  // again; eviction skips entries that no longer own their id's link).
-  std::deque<std::pair<std::string, std::shared_ptr<const ChainLink>>> order_ ABSL_GUARDED_BY(mu_);
+  struct Held {
+    std::shared_ptr<const ChainLink> link;
+    uint64_t generation = 0;
+  };
+  absl::flat_hash_map<std::string, Held> links_ ABSL_GUARDED_BY(mu_);
+  // Ids in the order they were remembered, with the generation each got: an
+  // id remembered again appears again, and eviction skips the entries whose
+  // generation is no longer the id's (they hold nothing else).
+  std::deque<std::pair<std::string, uint64_t>> order_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_generation_ ABSL_GUARDED_BY(mu_) = 0;
   size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

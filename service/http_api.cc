@@ -373,15 +373,16 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
 }
 
 void HttpApi::Remember(const Pending& pending, const v1::Exchange& ex, std::string id,
-                       std::string body) {
+                       std::function<std::string()> body, size_t body_bytes) {
   if (id.empty()) return;
   replayer::ChainLink link;
   link.parent = pending.parsed.previous_response_id;
+  link.turn.reserve(pending.turn_input.size() + 1);
   link.turn = pending.turn_input;
-  v1::Message answer = ex.response().message();
+  v1::Message& answer = link.turn.emplace_back(ex.response().message());
   answer.set_role("assistant");
-  link.turn.push_back(std::move(answer));
   link.body = std::move(body);
+  link.body_bytes = body_bytes;
   if (absl::Status s =
           options_.engine->RememberResponse(pending.call, std::move(id), std::move(link));
       !s.ok()) {
@@ -426,18 +427,33 @@ void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
     // have none: 0), so that every replay sends the same bytes.
     context.created = ex.recorded_at_micros() / 1000000;
     if (api == WireApi::kResponses && !ex.has_error()) {
-      // The id the caller gets: the recorded one, or a derived one for an
-      // answer recorded another way or scripted; kept before the caller can
-      // continue from it.
-      const bool native = ex.has_native() && ex.native().provider() == NativeProvider(api);
-      std::string body = native ? RecordedResponseObject(ex.native()) : "";
-      if (!body.empty()) context.response_id = provider::responses::ResponseIdOf(body);
+      // The id the caller gets: the recorded one (read into the canonical
+      // answer when it was recorded), or one derived from the conversation
+      // for an answer recorded another way or scripted. Kept before the
+      // caller can continue from it; the object GET returns is made only
+      // when asked, from what the run holds anyway.
+      std::shared_ptr<const void> keep = decision.keepalive;
+      std::function<std::string()> body;
+      if (ex.has_native() && ex.native().provider() == NativeProvider(api)) {
+        const v1::NativeExchange* native = &ex.native();
+        body = [keep, native] { return RecordedResponseObject(*native); };
+        context.response_id = absl::StartsWith(ex.response().id(), "resp")
+                                  ? ex.response().id()
+                                  : provider::responses::ResponseIdOf(body());
+      }
       if (context.response_id.empty()) {
         context.response_id = ResponseIdFor(pending->parsed.canonical, ex);
-        absl::StatusOr<std::string> rendered = RenderBody(api, ex.response(), context);
-        if (rendered.ok()) body = *std::move(rendered);
+        body = [keep, answer = &ex.response(), id = context.response_id,
+                created = context.created, model = pending->parsed.canonical.model()] {
+          RenderContext at_get;
+          at_get.response_id = id;
+          at_get.created = created;
+          v1::CompletionResponse response = *answer;
+          if (response.model().empty()) response.set_model(model);
+          return RenderBody(WireApi::kResponses, response, at_get).value_or("");
+        };
       }
-      Remember(*pending, ex, context.response_id, std::move(body));
+      Remember(*pending, ex, context.response_id, std::move(body), 0);
     }
     // `decision` (and its keepalive) lives until the answer is queued; the
     // responder copies what it sends.
@@ -468,10 +484,10 @@ void HttpApi::Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpIn
   std::function<void(const v1::Exchange&)> on_recorded;
   if (api == WireApi::kResponses) {
     on_recorded = [this, pending](const v1::Exchange& ex) {
-      const std::string body = RecordedResponseObject(ex.native());
-      std::string id = provider::responses::ResponseIdOf(body);
+      auto body = std::make_shared<const std::string>(RecordedResponseObject(ex.native()));
+      std::string id = provider::responses::ResponseIdOf(*body);
       if (id.empty()) id = ex.response().id();
-      Remember(*pending, ex, std::move(id), body);
+      Remember(*pending, ex, std::move(id), [body] { return *body; }, body->size());
     };
   }
   auto relay = std::make_shared<Relay>(api, pending->parsed.stream,

@@ -28,6 +28,8 @@
 #ifndef UNDERSTUDY_SERVICE_HTTP_API_H_
 #define UNDERSTUDY_SERVICE_HTTP_API_H_
 
+#include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -78,7 +80,9 @@ class HttpApi {
                std::shared_ptr<HttpResponder> out);
   // Keeps a Responses answer (`ex`, given as response `id` with `body`) for
   // chains and GET.
-  void Remember(const Pending& pending, const v1::Exchange& ex, std::string id, std::string body);
+  // `body` makes the object on demand; `body_bytes` is what it holds.
+  void Remember(const Pending& pending, const v1::Exchange& ex, std::string id,
+                std::function<std::string()> body, size_t body_bytes);
   // GET /v1/responses/{id}.
   void GetResponse(const replayer::CallInfo& call, absl::string_view id, HttpResponder& out);
   // GET /v1/models.
