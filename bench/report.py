@@ -71,6 +71,24 @@ def main(path):
             ratio_row(f"SSE replay vs {name}", f"{f['sse_chunks']:,.0f} chunks/s",
                       f"{name} {f[peer + '_sse']:,.0f} chunks/s, first {f[peer + '_sse_ttfc'] / 1000:.2f} ms",
                       f["sse_chunks"] / f[f"{peer}_sse"], target)
+    if have("resp_rps", "httplib_resp_rps"):
+        ratio_row("HTTP replay /v1/responses",
+                  f"{f['resp_rps']:,.0f} req/s, p50 {f['resp_p50'] / 1000:.2f} p99 {f['resp_p99'] / 1000:.2f} ms",
+                  f"httplib {f['httplib_resp_rps']:,.0f} req/s, p99 {f['httplib_resp_p99'] / 1000:.2f} ms"
+                  f"{unserved('httplib_resp')}", f["resp_rps"] / f["httplib_resp_rps"], 0.7)
+    if have("resp_rps", "aimock_resp_rps"):
+        ratio_row("Responses replay vs aimock", f"{f['resp_rps']:,.0f} req/s",
+                  f"aimock {f['aimock_resp_rps']:,.0f} req/s, p99 {f['aimock_resp_p99'] / 1000:.1f} ms"
+                  f"{unserved('aimock_resp')}", f["resp_rps"] / f["aimock_resp_rps"], 2.5)
+    if have("resp_sse", "httplib_resp_sse"):
+        ratio_row("Responses stream replay, 20 events",
+                  f"{f['resp_sse']:,.0f} events/s, first {f['resp_sse_ttfc'] / 1000:.2f} ms",
+                  f"httplib {f['httplib_resp_sse']:,.0f} events/s, first {f['httplib_resp_sse_ttfc'] / 1000:.2f} ms",
+                  f["resp_sse"] / f["httplib_resp_sse"], 0.7)
+    if have("resp_sse", "aimock_resp_sse"):
+        ratio_row("Responses stream replay vs aimock", f"{f['resp_sse']:,.0f} events/s",
+                  f"aimock {f['aimock_resp_sse']:,.0f} events/s, first {f['aimock_resp_sse_ttfc'] / 1000:.2f} ms",
+                  f["resp_sse"] / f["aimock_resp_sse"], 2.5)
     if have("replay_rss_kb"):
         peers = []
         for peer, name in (("aimock", "aimock"), ("wiremock", "WireMock")):

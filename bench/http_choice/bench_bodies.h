@@ -26,6 +26,27 @@
 //     "assistant"; event 198 carries finish_reason "stop", the others null),
 //     and event 199 is "data: [DONE]\n\n". The answer is sent at once, with
 //     no pacing, so it measures the streaming path and not a timer.
+//   * kResponsesPath, kResponsesRequestBody, kResponsesStreamRequestBody: the
+//     OpenAI Responses API route and its two request bodies (a plain `input`
+//     string; the stream one contains "stream":true, as above).
+//   * kResponseObjectBody: the body of every 200 answer to a non-streaming
+//     POST /v1/responses (application/json). ~1 KB, shaped like the
+//     `response` object OpenAI returns for gpt-4o-mini: one completed
+//     `message` output item with one `output_text` part, usage with its
+//     details, and the echoed request settings.
+//   * ResponsesEvent(i) for i in [0, kResponsesEventCount): the i-th event
+//     of the streaming answer to POST /v1/responses, each a complete
+//     "event: TYPE\ndata: {...}\n\n" frame whose JSON carries that "type" and
+//     "sequence_number": i, in OpenAI's order: response.created,
+//     response.in_progress, response.output_item.added,
+//     response.content_part.added, then kResponsesDeltaCount
+//     response.output_text.delta events with the pieces
+//     ResponsesDelta(0..11) = "step00 ", "step01 ", ..., "step11 ", then
+//     response.output_text.done, response.content_part.done,
+//     response.output_item.done (each with the whole text) and
+//     response.completed (the whole `response` object, with usage): 20
+//     events. The pieces are all 7 characters, so a tool that cuts a text
+//     into fixed-size pieces (aimock's chunkSize) can send the same ones.
 //
 // Everything here is immutable and safe to use from any thread.
 #ifndef UNDERSTUDY_BENCH_HTTP_CHOICE_BENCH_BODIES_H_
@@ -89,6 +110,120 @@ inline std::string SseChatEvent(int i) {
                      R"("choices":[{"index":0,"delta":{)") +
          role + R"("content":"tok)" + std::to_string(i) +
          R"( "},"logprobs":null,"finish_reason":)" + finish + "}]}\n\n";
+}
+
+inline constexpr std::string_view kResponsesPath = "/v1/responses";
+
+inline constexpr std::string_view kResponsesRequestBody =
+    R"({"model":"gpt-4o-mini",)"
+    R"("input":"Say hello for the Responses benchmark."})";
+
+inline constexpr std::string_view kResponseObjectBody =
+    R"({"id":"resp_understudy_bench_0001","object":"response",)"
+    R"("created_at":1718000000,"status":"completed","background":false,)"
+    R"("error":null,"incomplete_details":null,"instructions":null,)"
+    R"("max_output_tokens":null,"max_tool_calls":null,)"
+    R"("model":"gpt-4o-mini-2024-07-18",)"
+    R"("output":[{"id":"msg_understudy_bench_0001","type":"message",)"
+    R"("status":"completed","content":[{"type":"output_text",)"
+    R"("annotations":[],"logprobs":[],)"
+    R"("text":"Hello! This is a recorded answer replayed by understudy )"
+    R"(for the Responses benchmark."}],"role":"assistant"}],)"
+    R"("parallel_tool_calls":true,"previous_response_id":null,)"
+    R"("prompt_cache_key":null,"reasoning":{"effort":null,"summary":null},)"
+    R"("safety_identifier":null,"service_tier":"default","store":true,)"
+    R"("temperature":1.0,"text":{"format":{"type":"text"},)"
+    R"("verbosity":"medium"},"tool_choice":"auto","tools":[],)"
+    R"("top_logprobs":0,"top_p":1.0,"truncation":"disabled",)"
+    R"("usage":{"input_tokens":14,"input_tokens_details":{"cached_tokens":0},)"
+    R"("output_tokens":17,"output_tokens_details":{"reasoning_tokens":0},)"
+    R"("total_tokens":31},"user":null,"metadata":{}})";
+
+inline constexpr std::string_view kResponsesStreamRequestBody =
+    R"({"model":"gpt-4o-mini","stream":true,)"
+    R"("input":"Stream the plan for the Responses SSE benchmark."})";
+
+inline constexpr int kResponsesDeltaCount = 12;
+inline constexpr int kResponsesEventCount = kResponsesDeltaCount + 8;
+
+// The i-th text piece of the streaming Responses answer, "step00 " ..
+// "step11 ". Precondition: 0 <= i < kResponsesDeltaCount.
+inline std::string ResponsesDelta(int i) {
+  return std::string("step") + (i < 10 ? "0" : "") + std::to_string(i) + " ";
+}
+
+// Returns the i-th SSE frame of the streaming Responses answer (see
+// contract above). Precondition: 0 <= i < kResponsesEventCount.
+inline std::string ResponsesEvent(int i) {
+  std::string text;
+  for (int k = 0; k < kResponsesDeltaCount; ++k) text += ResponsesDelta(k);
+  const std::string item = R"("item_id":"msg_understudy_bench_0002",)"
+                           R"("output_index":0,"content_index":0,)";
+  const std::string part_done =
+      R"({"type":"output_text","annotations":[],"logprobs":[],"text":")" +
+      text + R"("})";
+  const std::string message_done =
+      R"({"id":"msg_understudy_bench_0002","type":"message",)"
+      R"("status":"completed","content":[)" +
+      part_done + R"(],"role":"assistant"})";
+  // The response object of response.created/in_progress (status
+  // "in_progress", no output, no usage) or of response.completed.
+  auto response = [&](bool completed) {
+    return std::string(
+               R"({"id":"resp_understudy_bench_0002","object":"response",)"
+               R"("created_at":1718000000,"status":")") +
+           (completed ? "completed" : "in_progress") +
+           R"(","background":false,"error":null,)"
+           R"("incomplete_details":null,"instructions":null,)"
+           R"("max_output_tokens":null,"max_tool_calls":null,)"
+           R"("model":"gpt-4o-mini-2024-07-18","output":[)" +
+           (completed ? message_done : "") +
+           R"(],"parallel_tool_calls":true,"previous_response_id":null,)"
+           R"("prompt_cache_key":null,)"
+           R"("reasoning":{"effort":null,"summary":null},)"
+           R"("safety_identifier":null,"service_tier":"auto","store":true,)"
+           R"("temperature":1.0,"text":{"format":{"type":"text"},)"
+           R"("verbosity":"medium"},"tool_choice":"auto","tools":[],)"
+           R"("top_logprobs":0,"top_p":1.0,"truncation":"disabled","usage":)" +
+           (completed ? R"({"input_tokens":16,"input_tokens_details":)"
+                        R"({"cached_tokens":0},"output_tokens":24,)"
+                        R"("output_tokens_details":{"reasoning_tokens":0},)"
+                        R"("total_tokens":40})"
+                      : "null") +
+           R"(,"user":null,"metadata":{}})";
+  };
+  constexpr int kFirstDelta = 4;
+  std::string type, fields;
+  if (i == 0 || i == 1) {
+    type = i == 0 ? "response.created" : "response.in_progress";
+    fields = R"("response":)" + response(false);
+  } else if (i == 2 || i == kResponsesEventCount - 2) {
+    type = i == 2 ? "response.output_item.added" : "response.output_item.done";
+    fields = R"("output_index":0,"item":)" +
+             (i == 2 ? std::string(R"({"id":"msg_understudy_bench_0002",)"
+                                   R"("type":"message","status":"in_progress",)"
+                                   R"("content":[],"role":"assistant"})")
+                     : message_done);
+  } else if (i == 3 || i == kResponsesEventCount - 3) {
+    type =
+        i == 3 ? "response.content_part.added" : "response.content_part.done";
+    fields = item + R"("part":)" +
+             (i == 3 ? std::string(R"({"type":"output_text","annotations":[],)"
+                                   R"("logprobs":[],"text":""})")
+                     : part_done);
+  } else if (i < kFirstDelta + kResponsesDeltaCount) {
+    type = "response.output_text.delta";
+    fields = item + R"("delta":")" + ResponsesDelta(i - kFirstDelta) +
+             R"(","logprobs":[],"obfuscation":"bench")";
+  } else if (i == kResponsesEventCount - 4) {
+    type = "response.output_text.done";
+    fields = item + R"("text":")" + text + R"(","logprobs":[])";
+  } else {
+    type = "response.completed";
+    fields = R"("response":)" + response(true);
+  }
+  return "event: " + type + "\ndata: {\"type\":\"" + type +
+         "\",\"sequence_number\":" + std::to_string(i) + "," + fields + "}\n\n";
 }
 
 }  // namespace understudy::bench

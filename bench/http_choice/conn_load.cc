@@ -36,7 +36,8 @@
 //                    (coordinated-omission corrected).
 //   --max-requests=N stop once N POST responses (of any outcome) completed
 //                    in the measured window. Default 50,000,000.
-//   --path=PATH      POST target. Default /v1/chat/completions.
+//   --path=PATH      POST target. Default /v1/chat/completions
+//                    (bench/run also loads /v1/responses).
 //   --body-file=FILE POST these exact bytes. Default bench::kChatRequestBody.
 //   --header=K:V     an extra request header (repeatable), sent as "K: V".
 //                    A Host or Content-Type given here replaces the default
@@ -54,7 +55,10 @@
 //                    be chunked, Content-Length or close-delimited. Events
 //                    are frames ended by a blank line ("\n\n", "\r\n\r\n" or
 //                    "\r\r"); blank lines with nothing before them are not
-//                    events. A 2xx response with no event at all is wrong.
+//                    events. A frame counts once whatever lines it holds:
+//                    a chat chunk "data: {...}\n\n" and a Responses event
+//                    "event: TYPE\ndata: {...}\n\n" are one event each.
+//                    A 2xx response with no event at all is wrong.
 //   --expect-events=N  (with --sse) a 2xx response with a number of events
 //                    other than N is wrong.
 //

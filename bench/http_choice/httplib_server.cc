@@ -14,6 +14,11 @@
 //     one chunk per event, as fast as the socket takes them.
 //   * Any other POST /v1/chat/completions -> 200, application/json,
 //     bench::kChatCompletionBody.
+//   * POST /v1/responses, told apart the same way (bench::
+//     kResponsesStreamRequestBody vs kResponsesRequestBody): the stream ->
+//     200, text/event-stream, chunked; bench::ResponsesEvent(0..19), all at
+//     once, one chunk per event; otherwise -> 200, application/json,
+//     bench::kResponseObjectBody.
 //   * GET /stream -> 200, text/event-stream, chunked; bench::SseEvent(0..19),
 //     event 0 at once, then one every 50 ms. Each open stream holds one pool
 //     thread (blocking sleep), which is how cpp-httplib streams.
@@ -42,6 +47,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -114,26 +120,38 @@ int main(int argc, char** argv) {
       events.push_back(bench::SseChatEvent(i));
     return events;
   }();
-  server.Post(std::string(bench::kChatCompletionPath),
-              [](const httplib::Request& req, httplib::Response& res) {
-                if (req.body.find(R"("stream":true)") == std::string::npos) {
-                  res.set_content(bench::kChatCompletionBody.data(),
-                                  bench::kChatCompletionBody.size(),
-                                  "application/json");
-                  return;
+  static const std::vector<std::string> responses_events = [] {
+    std::vector<std::string> events;
+    for (int i = 0; i < bench::kResponsesEventCount; ++i)
+      events.push_back(bench::ResponsesEvent(i));
+    return events;
+  }();
+  // The handler of one route: `body` as JSON, or for a body that asks for a
+  // stream, `events` all at once, one chunk each. Both outlive the server.
+  auto answer = [](std::string_view body,
+                   const std::vector<std::string>& events) {
+    return
+        [body, &events](const httplib::Request& req, httplib::Response& res) {
+          if (req.body.find(R"("stream":true)") == std::string::npos) {
+            res.set_content(body.data(), body.size(), "application/json");
+            return;
+          }
+          res.set_header("Cache-Control", "no-cache");
+          res.set_chunked_content_provider(
+              "text/event-stream",
+              [&events](size_t /*offset*/, httplib::DataSink& sink) {
+                for (const std::string& event : events) {
+                  if (!sink.write(event.data(), event.size())) return false;
                 }
-                res.set_header("Cache-Control", "no-cache");
-                res.set_chunked_content_provider(
-                    "text/event-stream",
-                    [](size_t /*offset*/, httplib::DataSink& sink) {
-                      for (const std::string& event : chat_events) {
-                        if (!sink.write(event.data(), event.size()))
-                          return false;
-                      }
-                      sink.done();
-                      return true;
-                    });
+                sink.done();
+                return true;
               });
+        };
+  };
+  server.Post(std::string(bench::kChatCompletionPath),
+              answer(bench::kChatCompletionBody, chat_events));
+  server.Post(std::string(bench::kResponsesPath),
+              answer(bench::kResponseObjectBody, responses_events));
 
   server.Get(std::string(bench::kStreamPath),
              [](const httplib::Request&, httplib::Response& res) {
