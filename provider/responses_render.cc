@@ -1,0 +1,323 @@
+// Rendering of the Responses API (provider/responses.h): canonical answers
+// as `response` objects and event streams, derived ids, error events.
+#include "provider/responses.h"
+
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+#include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "provider/json_util.h"
+#include "recorder/stream.h"
+
+namespace understudy {
+namespace provider {
+namespace responses {
+namespace {
+
+using nlohmann::ordered_json;
+
+
+std::string ResponseId(const v1::CompletionResponse& response, const RenderMeta& meta) {
+  if (!meta.id.empty()) return meta.id;
+  if (absl::StartsWith(response.id(), "resp_")) return response.id();
+  if (!response.id().empty()) return DerivedId("resp_", response.id());
+  return DerivedId("resp_", response.SerializeAsString());
+}
+
+// The output items of a rendered response, with their ids.
+struct Plan {
+  struct Call {
+    std::string item_id;
+    std::string call_id;
+    const v1::ToolCall* call;
+  };
+  std::string id;
+  std::string model;
+  std::string message_id;  // "" when the answer has no text
+  std::vector<Call> calls;
+};
+
+Plan MakePlan(const v1::CompletionResponse& response, const RenderMeta& meta) {
+  Plan plan;
+  plan.id = ResponseId(response, meta);
+  plan.model = response.model().empty() ? meta.model : response.model();
+  int position = 0;
+  if (!response.message().content().empty()) {
+    plan.message_id = DerivedId("msg_", absl::StrCat(plan.id, "#", position++));
+  }
+  for (const v1::ToolCall& call : response.message().tool_calls()) {
+    const std::string seed = absl::StrCat(plan.id, "#", position++);
+    plan.calls.push_back(
+        {DerivedId("fc_", seed), call.id().empty() ? DerivedId("call_", seed) : call.id(), &call});
+  }
+  return plan;
+}
+
+ordered_json TextPart(const std::string& text) {
+  ordered_json part = ordered_json::object();
+  part["type"] = "output_text";
+  part["annotations"] = ordered_json::array();
+  part["logprobs"] = ordered_json::array();
+  part["text"] = text;
+  return part;
+}
+
+// The message item, in progress (no content yet) or done.
+ordered_json MessageItem(const Plan& plan, const std::string& text, bool done) {
+  ordered_json item = ordered_json::object();
+  item["id"] = plan.message_id;
+  item["type"] = "message";
+  item["status"] = done ? "completed" : "in_progress";
+  item["content"] = done ? ordered_json::array({TextPart(text)}) : ordered_json::array();
+  item["role"] = "assistant";
+  return item;
+}
+
+ordered_json CallItem(const Plan::Call& call, bool done) {
+  ordered_json item = ordered_json::object();
+  item["id"] = call.item_id;
+  item["type"] = "function_call";
+  item["status"] = done ? "completed" : "in_progress";
+  item["arguments"] = done ? call.call->arguments() : "";
+  item["call_id"] = call.call_id;
+  item["name"] = call.call->name();
+  return item;
+}
+
+// The incomplete_details reason a finish reason stands for ("" for none).
+absl::string_view IncompleteReason(const v1::CompletionResponse& response) {
+  if (response.finish_reason() == "length") return "max_output_tokens";
+  if (response.finish_reason() == "content_filter") return "content_filter";
+  return "";
+}
+
+// The response object: finished (with output and usage) or, for the first
+// events of a stream, in progress.
+ordered_json ResponseJson(const v1::CompletionResponse& response, const Plan& plan,
+                          const RenderMeta& meta, bool finished) {
+  const absl::string_view reason = IncompleteReason(response);
+  ordered_json r = ordered_json::object();
+  r["id"] = plan.id;
+  r["object"] = "response";
+  r["created_at"] = meta.created_at;
+  r["status"] = !finished ? "in_progress" : reason.empty() ? "completed" : "incomplete";
+  r["background"] = false;
+  r["error"] = nullptr;
+  if (finished && !reason.empty()) {
+    r["incomplete_details"]["reason"] = std::string(reason);
+  } else {
+    r["incomplete_details"] = nullptr;
+  }
+  r["instructions"] = nullptr;
+  r["max_output_tokens"] = nullptr;
+  r["model"] = plan.model;
+  ordered_json output = ordered_json::array();
+  if (finished) {
+    if (!plan.message_id.empty()) {
+      output.push_back(MessageItem(plan, response.message().content(), /*done=*/true));
+    }
+    for (const Plan::Call& call : plan.calls) output.push_back(CallItem(call, /*done=*/true));
+  }
+  r["output"] = std::move(output);
+  r["parallel_tool_calls"] = true;
+  r["previous_response_id"] = nullptr;
+  r["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
+  r["temperature"] = 1.0;
+  r["text"]["format"]["type"] = "text";
+  r["tool_choice"] = "auto";
+  r["tools"] = ordered_json::array();
+  r["top_p"] = 1.0;
+  r["truncation"] = "disabled";
+  if (finished && response.has_usage()) {
+    const v1::Usage& u = response.usage();
+    ordered_json usage = ordered_json::object();
+    usage["input_tokens"] = u.input_tokens();
+    usage["input_tokens_details"]["cached_tokens"] = 0;
+    usage["output_tokens"] = u.output_tokens();
+    usage["output_tokens_details"]["reasoning_tokens"] = 0;
+    usage["total_tokens"] = u.input_tokens() + u.output_tokens();
+    r["usage"] = std::move(usage);
+  } else {
+    r["usage"] = nullptr;
+  }
+  r["metadata"] = ordered_json::object();
+  return r;
+}
+
+// Numbers the events of a stream and makes them SSE text.
+class EventWriter {
+ public:
+  // A new event object of `type`: "type" and "sequence_number" come first.
+  ordered_json Start(absl::string_view type) {
+    ordered_json e = ordered_json::object();
+    e["type"] = std::string(type);
+    e["sequence_number"] = next_++;
+    return e;
+  }
+  void Emit(const ordered_json& e, int chunk = -1) {
+    events_.push_back(
+        {absl::StrCat("event: ", e["type"].get<std::string>(), "\ndata: ", DumpJson(e), "\n\n"),
+         chunk});
+  }
+  std::vector<RenderedEvent> Take() { return std::move(events_); }
+
+ private:
+  int64_t next_ = 0;
+  std::vector<RenderedEvent> events_;
+};
+
+// FNV-1a over `bytes` from `basis`, then the SplitMix64 finalizer.
+uint64_t MixedFnv1a64(absl::string_view bytes, uint64_t basis) {
+  uint64_t h = basis;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  return h;
+}
+
+}  // namespace
+
+std::string RenderResponse(const v1::CompletionResponse& response, const RenderMeta& meta) {
+  return DumpJson(ResponseJson(response, MakePlan(response, meta), meta, /*finished=*/true));
+}
+
+std::vector<RenderedEvent> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, const RenderMeta& meta) {
+  const v1::CompletionResponse response = recorder::AssembleResponse(chunks);
+  const Plan plan = MakePlan(response, meta);
+  EventWriter w;
+
+  const ordered_json in_progress = ResponseJson(response, plan, meta, /*finished=*/false);
+  for (absl::string_view type : {"response.created", "response.in_progress"}) {
+    ordered_json e = w.Start(type);
+    e["response"] = in_progress;
+    w.Emit(e);
+  }
+
+  int output_index = 0;
+  if (!plan.message_id.empty()) {
+    const std::string& text = response.message().content();
+    const auto text_event = [&](absl::string_view type) {
+      ordered_json e = w.Start(type);
+      e["item_id"] = plan.message_id;
+      e["output_index"] = output_index;
+      e["content_index"] = 0;
+      return e;
+    };
+    ordered_json e = w.Start("response.output_item.added");
+    e["output_index"] = output_index;
+    e["item"] = MessageItem(plan, text, /*done=*/false);
+    w.Emit(e);
+    e = text_event("response.content_part.added");
+    e["part"] = TextPart("");
+    w.Emit(e);
+    for (int i = 0; i < chunks.size(); ++i) {
+      if (chunks[i].content().empty()) continue;
+      e = text_event("response.output_text.delta");
+      e["delta"] = chunks[i].content();
+      e["logprobs"] = ordered_json::array();
+      w.Emit(e, i);
+    }
+    e = text_event("response.output_text.done");
+    e["text"] = text;
+    e["logprobs"] = ordered_json::array();
+    w.Emit(e);
+    e = text_event("response.content_part.done");
+    e["part"] = TextPart(text);
+    w.Emit(e);
+    e = w.Start("response.output_item.done");
+    e["output_index"] = output_index;
+    e["item"] = MessageItem(plan, text, /*done=*/true);
+    w.Emit(e);
+    ++output_index;
+  }
+
+  // The argument fragments of each call, keyed as AssembleResponse keys the
+  // calls (so the k-th key is plan.calls[k]), with their chunk's index.
+  std::map<int, std::vector<std::pair<int, const std::string*>>> fragments;
+  for (int i = 0; i < chunks.size(); ++i) {
+    for (const v1::ToolCallDelta& d : chunks[i].tool_calls()) {
+      auto& list = fragments[d.index()];
+      if (!d.arguments().empty()) list.emplace_back(i, &d.arguments());
+    }
+  }
+  auto call_fragments = fragments.begin();
+  for (const Plan::Call& call : plan.calls) {
+    const auto call_event = [&](absl::string_view type) {
+      ordered_json e = w.Start(type);
+      e["item_id"] = call.item_id;
+      e["output_index"] = output_index;
+      return e;
+    };
+    ordered_json e = w.Start("response.output_item.added");
+    e["output_index"] = output_index;
+    e["item"] = CallItem(call, /*done=*/false);
+    w.Emit(e);
+    for (const auto& [chunk_index, arguments] : call_fragments->second) {
+      e = call_event("response.function_call_arguments.delta");
+      e["delta"] = *arguments;
+      w.Emit(e, chunk_index);
+    }
+    ++call_fragments;
+    e = call_event("response.function_call_arguments.done");
+    e["arguments"] = call.call->arguments();
+    e["name"] = call.call->name();
+    w.Emit(e);
+    e = w.Start("response.output_item.done");
+    e["output_index"] = output_index;
+    e["item"] = CallItem(call, /*done=*/true);
+    w.Emit(e);
+    ++output_index;
+  }
+
+  ordered_json e =
+      w.Start(IncompleteReason(response).empty() ? "response.completed" : "response.incomplete");
+  e["response"] = ResponseJson(response, plan, meta, /*finished=*/true);
+  w.Emit(e);
+  return w.Take();
+}
+
+std::string DerivedId(absl::string_view prefix, absl::string_view seed) {
+  constexpr char kHex[] = "0123456789abcdef";
+  std::string out(prefix);
+  for (uint64_t h :
+       {MixedFnv1a64(seed, 0xcbf29ce484222325ULL), MixedFnv1a64(seed, 0x6c62272e07bb0142ULL)}) {
+    for (int shift = 60; shift >= 0; shift -= 4) out.push_back(kHex[(h >> shift) & 0xf]);
+  }
+  return out;
+}
+
+std::string ErrorEvent(absl::string_view message, absl::string_view code, int64_t sequence_number) {
+  ordered_json error = ordered_json::object();
+  if (code.empty()) {
+    error["code"] = nullptr;
+  } else {
+    error["code"] = std::string(code);
+  }
+  error["message"] = std::string(message);
+  error["param"] = nullptr;
+  ordered_json e = ordered_json::object();
+  e["type"] = "error";
+  e["sequence_number"] = sequence_number;
+  for (auto it = error.begin(); it != error.end(); ++it) e[it.key()] = *it;
+  e["error"] = std::move(error);
+  return absl::StrCat("event: error\ndata: ", DumpJson(e), "\n\n");
+}
+
+}  // namespace responses
+}  // namespace provider
+}  // namespace understudy
