@@ -2,7 +2,8 @@
 """bench/report.py FIGURES: the table bench/run prints.
 
 FIGURES holds one key=value line per figure (medians of the rounds, RSS in
-kB, times in microseconds unless the key says ms). A case whose figures are
+kB, times in microseconds unless the key says ms; KEY_lo and KEY_hi are
+the lowest and highest of the rounds). A case whose figures are
 missing (not run: --cases, --peers) gets no row. Each row: the case, what
 understudy did, what it was compared with, the ratio, the target from the
 performance contract, and ok or MISSED.
@@ -89,6 +90,29 @@ def main(path):
         ratio_row("Responses stream replay vs aimock", f"{f['resp_sse']:,.0f} events/s",
                   f"aimock {f['aimock_resp_sse']:,.0f} events/s, first {f['aimock_resp_sse_ttfc'] / 1000:.2f} ms",
                   f["resp_sse"] / f["aimock_resp_sse"], 2.5)
+    def spread(key, scale=1.0, fmt="{:.2f}"):
+        """" (lo–hi)": the key's range over the rounds, when there were several."""
+        if not have(f"{key}_lo", f"{key}_hi") or f[f"{key}_lo"] == f[f"{key}_hi"]:
+            return ""
+        return f" ({fmt.format(f[key + '_lo'] * scale)}–{fmt.format(f[key + '_hi'] * scale)})"
+
+    if have("mcp_rps", "mcp_bare_rps", "mcp_ratio"):
+        # The ratio is the median of each round's (replay and bare server
+        # measured one after the other), with its range.
+        r = f["mcp_ratio"]
+        row("MCP replay tools/call (Streamable HTTP)",
+            f"{f['mcp_rps']:,.0f} req/s, p50 {f['mcp_p50'] / 1000:.2f} p99 {f['mcp_p99'] / 1000:.2f} ms",
+            f"SDK server {f['mcp_bare_rps']:,.0f} req/s, p50 {f['mcp_bare_p50'] / 1000:.2f} "
+            f"p99 {f['mcp_bare_p99'] / 1000:.2f} ms{unserved('mcp_bare')}",
+            f"{r:.2f}x{spread('mcp_ratio')}", ">= 0.70x", r >= 0.7)
+    if have("mcp_added_p50", "mcp_added_p99"):
+        a50 = f["mcp_added_p50"]
+        row("mcp-proxy added latency (stdio)",
+            f"p50 +{a50 / 1000:.3f}{spread('mcp_added_p50', 1 / 1000, '{:.3f}')} ms, "
+            f"p99 +{f['mcp_added_p99'] / 1000:.2f} ms",
+            f"via proxy p50 {f['mcp_proxy_p50'] / 1000:.3f} p99 {f['mcp_proxy_p99'] / 1000:.2f} ms; "
+            f"HTTP p50 {f['mcp_http_p50'] / 1000:.3f} p99 {f['mcp_http_p99'] / 1000:.2f} ms",
+            "", "< 0.2 ms at p50", a50 < 200)
     if have("replay_rss_kb"):
         peers = []
         for peer, name in (("aimock", "aimock"), ("wiremock", "WireMock")):

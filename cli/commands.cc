@@ -370,9 +370,15 @@ int SessionsShow(const DbFlags& db, const std::string& ref) {
   for (const v1::Exchange& e : *exchanges) {
     const auto& messages = e.request().messages();
     std::string last = messages.empty() ? "" : messages[messages.size() - 1].content();
+    // An MCP request: its method, and its params for what was asked.
+    const bool mcp = absl::StartsWith(e.request().operation(), "mcp:");
+    if (mcp) last = e.request().extra();
     std::cout << "#" << e.seq() << " " << (e.agent().empty() ? "-" : e.agent()) << "  "
-              << e.request().model() << "  " << Quote(last) << " → ";
-    if (e.has_error()) {
+              << e.request().model() << (mcp ? " " + e.request().operation() : "") << "  "
+              << Quote(last) << " → ";
+    if (e.has_error() && mcp) {
+      std::cout << "JSON-RPC error " << e.error().code() << " " << Quote(e.error().message());
+    } else if (e.has_error()) {
       std::cout << "error " << absl::StatusCodeToString(static_cast<absl::StatusCode>(e.error().code()));
     } else {
       std::cout << Quote(e.response().message().content());

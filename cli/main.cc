@@ -18,6 +18,7 @@
 #include "absl/strings/str_replace.h"
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/mcp_proxy.h"
 #include "provider/anthropic.h"
 #include "provider/embeddings.h"
 #include "provider/gemini.h"
@@ -81,8 +82,8 @@ bool ApplyConfigFile(int argc, char** argv, const std::set<std::string>& keys) {
   return true;
 }
 
-// `record|replay ... -- CMD ARGS...`: everything after the first "--" that
-// follows the subcommand is the command, verbatim. The flag parser never
+// `record|replay|mcp-proxy ... -- CMD ARGS...`: everything after the first
+// "--" that follows the subcommand is the command, verbatim. The flag parser never
 // sees it, so it cannot take `-c` for an option of ours, split "[x]" into a
 // list, or swallow a second "--". Returns how many leading arguments are
 // left for the flag parser.
@@ -91,7 +92,7 @@ int SplitWrappedCommand(int argc, char** argv, std::vector<std::string>* command
   bool wrapper = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "record" || arg == "replay") wrapper = true;
+    if (arg == "record" || arg == "replay" || arg == "mcp-proxy") wrapper = true;
     if (arg == "--") {
       if (!wrapper) return argc;
       *has_separator = true;
@@ -202,6 +203,9 @@ int main(int argc, char** argv) {
          "Upstream model for record/passthrough: grpc://HOST:PORT, openai=URL, anthropic=URL or "
          "gemini=URL "
          "(repeat for several)");
+    list("mcp-upstream", serve.server.mcp_upstreams,
+         "MCP tool server for record/passthrough: NAME=URL of its Streamable HTTP endpoint, "
+         "served at /mcp/NAME (repeatable; docs/mcp.md)");
     list("ignore-path", serve.server.ignore_paths,
          "Canonical request path matching ignores, e.g. params.temperature, messages[*].name, "
          "extra.user (repeatable)");
@@ -400,6 +404,44 @@ int main(int argc, char** argv) {
       "  understudy validate tests/review-loop.yaml\n"
       "  understudy validate rate-limit network-resilience --json");
 
+  // mcp-proxy: the stdio transport of MCP.
+  understudy::cli::McpProxyOptions mcp;
+  std::string mcp_token;
+  std::string mcp_token_file;
+  CLI::App* mcp_cmd = app.add_subcommand(
+      "mcp-proxy",
+      "Stand in for a stdio MCP server: relay the agent's JSON-RPC to understudy, which records "
+      "or replays it.");
+  mcp_cmd->add_option("--name", mcp.name, "The MCP server's name (recordings are kept by it)")
+      ->required();
+  mcp_cmd->add_option("--http", mcp.http, "understudy's HTTP address (http://HOST:PORT)")
+      ->envname("UNDERSTUDY_HTTP");
+  mcp_cmd->add_option("--run", mcp.run, "Run to record into or replay from (default: the server's)")
+      ->envname("UNDERSTUDY_RUN");
+  mcp_cmd->add_option("--agent", mcp.agent, "Agent name sent with every message")
+      ->envname("UNDERSTUDY_AGENT");
+  mcp_cmd
+      ->add_option("--auth-token-file", mcp_token_file,
+                   "File (mode 600) holding the server's token (docs/security.md)")
+      ->envname("UNDERSTUDY_AUTH_TOKEN_FILE");
+  mcp_cmd
+      ->add_option("--auth-token", mcp_token,
+                   "The token itself (visible in the process list: prefer --auth-token-file)")
+      ->envname("UNDERSTUDY_AUTH_TOKEN");
+  mcp_cmd->footer(
+      "Reads newline-delimited JSON-RPC on stdin, POSTs each message to\n"
+      "{http}/run/{run}/mcp/{name} and writes the answers on stdout, one message per line.\n"
+      "When the run records (or passes through) and understudy asks for the real server, the\n"
+      "command after -- is started (stdin/stdout piped, stderr inherited); in replay it never is.\n"
+      "Exit: 0 when stdin ends (or on SIGINT/SIGTERM), 2 usage, 3 stdin or stdout failed.\n"
+      "Example, in an agent's MCP config (`understudy record|replay -- CMD` sets UNDERSTUDY_HTTP\n"
+      "and UNDERSTUDY_RUN for the agent):\n"
+      "  {\"command\":\"understudy\",\"args\":[\"mcp-proxy\",\"--name\",\"fs\",\"--\",\"npx\",\n"
+      "   \"@modelcontextprotocol/server-filesystem\",\"/tmp\"]}\n"
+      "Or by hand:\n"
+      "  understudy mcp-proxy --http http://127.0.0.1:7141 --run my-run --name fs -- \\\n"
+      "    npx @modelcontextprotocol/server-filesystem /tmp");
+
   std::vector<std::string> separated;
   bool has_separator = false;
   const int parsed_argc = SplitWrappedCommand(argc, argv, &separated, &has_separator);
@@ -414,6 +456,17 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return UsageError(app, e);
+  }
+  if (*mcp_cmd) {
+    if (!has_separator || separated.empty()) {
+      std::cerr << "understudy: give the MCP server's command after --, e.g. understudy mcp-proxy "
+                   "--name fs -- npx @modelcontextprotocol/server-filesystem /tmp (see `understudy "
+                   "mcp-proxy --help`)"
+                << std::endl;
+      return 2;
+    }
+    mcp.command = std::move(separated);
+    has_separator = false;
   }
   if (has_separator) {
     if (!wrapped.empty()) {
@@ -459,6 +512,16 @@ int main(int argc, char** argv) {
                                                     : ColorMode::kAuto);
   }
   if (*validate_cmd) return understudy::cli::Validate(scenario_files, validate_json);
+  if (*mcp_cmd) {
+    absl::StatusOr<std::string> token =
+        understudy::cli::ResolveClientToken(mcp_token, mcp_token_file);
+    if (!token.ok()) {
+      std::cerr << "understudy: " << token.status().message() << std::endl;
+      return 2;
+    }
+    mcp.auth_token = *token;
+    return understudy::cli::RunMcpProxy(mcp);
+  }
   if (*assert_cmd) return understudy::cli::Assert(db, assert_addr, assert_run, spec_files);
   return 2;
 }

@@ -356,6 +356,13 @@ std::string Exchange(const v1::TraceEvent& e, const TimelineOptions& o, const Pa
     return line;
   }
   const v1::Message& answer = e.response().message();
+  // An MCP request's answer names the server and the method.
+  const std::string& method = Attr(e, "understudy.mcp.method");
+  if (!method.empty()) {
+    absl::StrAppend(&line, Attr(e, "understudy.mcp.server"), " ", method, after_source, ": ",
+                    Content(answer.content(), o.width));
+    return line;
+  }
   absl::StrAppend(&line, "answer", after_source, ": ");
   if (answer.content().empty() && answer.tool_calls_size() > 0) {
     const int n = answer.tool_calls_size();
@@ -366,17 +373,23 @@ std::string Exchange(const v1::TraceEvent& e, const TimelineOptions& o, const Pa
   return line;
 }
 
-std::string ToolCall(const v1::TraceEvent& e, const TimelineOptions& o) {
+// A tool's name, after its MCP server's when it has one (`search.query`).
+std::string ToolName(const v1::TraceEvent& e) {
   const std::string& tool = Attr(e, "gen_ai.tool.name");
-  std::string line = absl::StrCat("   → tool ", tool.empty() ? "?" : Name(tool));
+  const std::string& server = Attr(e, "understudy.mcp.server");
+  const std::string name = tool.empty() ? "?" : Name(tool);
+  return server.empty() ? name : absl::StrCat(Name(server), ".", name);
+}
+
+std::string ToolCall(const v1::TraceEvent& e, const TimelineOptions& o) {
+  std::string line = absl::StrCat("   → tool ", ToolName(e));
   const std::string args = Arguments(Attr(e, "gen_ai.tool.call.arguments"), o.width);
   if (!args.empty()) absl::StrAppend(&line, " ", args);
   return line;
 }
 
 std::string ToolResult(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
-  const std::string& tool = Attr(e, "gen_ai.tool.name");
-  std::string line = absl::StrCat("   ← result ", tool.empty() ? "?" : Name(tool));
+  std::string line = absl::StrCat("   ← result ", ToolName(e));
   const std::string args = Arguments(Attr(e, "gen_ai.tool.call.arguments"), o.width);
   if (!args.empty()) absl::StrAppend(&line, " ", args);
   const std::string& error = Attr(e, "error.type");
@@ -385,7 +398,11 @@ std::string ToolResult(const v1::TraceEvent& e, const TimelineOptions& o, const 
     return line;
   }
   auto result = e.attributes().find("gen_ai.tool.call.result");
-  if (result != e.attributes().end()) absl::StrAppend(&line, ": ", Quote(result->second, o.width));
+  if (result == e.attributes().end()) return line;
+  // An MCP result is JSON: shown as the other JSON answers are.
+  absl::StrAppend(&line, ": ",
+                  Attr(e, "understudy.mcp.server").empty() ? Quote(result->second, o.width)
+                                                           : Content(result->second, o.width));
   return line;
 }
 

@@ -3,13 +3,15 @@
 #include <string>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace understudy {
 namespace recorder {
 
 absl::Status ValidateRequest(const v1::CompletionRequest& request, absl::string_view path) {
-  if (request.messages_size() == 0) {
+  // An MCP request (operation "mcp:METHOD") has its params in `extra`.
+  if (request.messages_size() == 0 && !absl::StartsWith(request.operation(), "mcp:")) {
     return absl::InvalidArgumentError(absl::StrCat(path, "messages: must not be empty"));
   }
   for (int i = 0; i < request.messages_size(); ++i) {

@@ -1,4 +1,5 @@
 #include "replayer/engine.h"
+#include "replayer/run_state.h"
 
 #include <algorithm>
 #include <random>
@@ -26,274 +27,6 @@ namespace understudy {
 namespace replayer {
 
 using Attributes = TraceAttributes;
-
-// Everything one run holds. Immutable fields are set before the run is
-// published; the rest is guarded by `mu`.
-class RunState {
- public:
-  // A session a `from_session` action serves from, loaded at StartRun.
-  struct SourceSession {
-    std::shared_ptr<const SessionIndex> index;
-    std::vector<uint8_t> served;  // guarded by RunState::mu_
-  };
-
-  RunState(v1::Run run, std::shared_ptr<const SessionIndex> index,
-           std::shared_ptr<const Script> script,
-           absl::flat_hash_map<std::string, SourceSession> sources, store::Store* store,
-           Clock* clock, int max_miss_reports)
-      : id_(run.id()),
-        script_(std::move(script)),
-        mode_(run.mode()),
-        strict_(run.strict()),
-        repeat_(run.repeat()),
-        session_(run.session()),
-        session_version_(run.session_version()),
-        index_(std::move(index)),
-        store_(store),
-        clock_(clock),
-        max_miss_reports_(max_miss_reports),
-        run_(std::move(run)),
-        sources_(std::move(sources)) {
-    if (index_ != nullptr) consumed_.assign(index_->size(), 0);
-    if (!script_->scenario().playbook.empty()) {
-      playbook_ = std::make_unique<PlaybookRun>(script_->shared_scenario());
-    }
-  }
-
-  const Script& script() const { return *script_; }
-  RunContext& context() { return context_; }
-  // The run's OpenAI Responses chains; thread-safe on its own.
-  ResponseChain& responses() { return responses_; }
-  PlaybookRun* playbook() { return playbook_.get(); }
-  bool has_index() const { return index_ != nullptr; }
-
-  // The use count of the scenario's default action in this run (1-based).
-  int64_t NextDefaultUse() ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    return ++default_uses_;
-  }
-
-  // Emits an answer's trace event and counts it served.
-  // FAILED_PRECONDITION once the run is ending.
-  absl::Status Answered(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    if (ending_) return EndingError();
-    run_.set_served(run_.served() + 1);
-    EmitLocked(std::move(event));
-    return absl::OkStatus();
-  }
-
-  // Updates the run's context from an answer and traces what the
-  // extractors found: tool_call, routing_decision, phase_transition,
-  // workflow_end.
-  void ObserveAnswer(const std::string& agent, const v1::CompletionResponse& response)
-      ABSL_LOCKS_EXCLUDED(mu_);
-
-  // Traces what a request says before it is answered: agent_execution when
-  // the speaking agent changes, and tool_result for each tool result the
-  // request carries that no earlier request of the run carried.
-  void TraceRequest(const std::string& agent, const v1::CompletionRequest& request,
-                    const Selection& selection) ABSL_LOCKS_EXCLUDED(mu_);
-
-  // A call held by a `hang` action, released at `deadline` (when finite) or
-  // when the run ends.
-  std::shared_ptr<Hang> NewHang(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
-  void ReleaseHangs(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
-
-  // The exchange a from_session action serves: `seq` when set, else the
-  // session's next exchange this run has not been served.
-  absl::StatusOr<const v1::Exchange*> FromSession(const FromSessionAction& action,
-                                                  std::shared_ptr<const void>* keepalive)
-      ABSL_LOCKS_EXCLUDED(mu_);
-
-  // Counts and traces a request that nothing answers, NOT_FOUND with a
-  // MissReport payload whose text is `why`.
-  absl::Status BareMiss(const CallInfo& call, const v1::CompletionRequest& request,
-                        const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
-
-  const std::string& id() const { return id_; }
-  v1::RunMode mode() const { return mode_; }
-  const std::string& session() const { return session_; }
-  int64_t session_version() const { return session_version_; }
-
-  v1::Run Snapshot() ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    return run_;
-  }
-
-  // Appends `event` to the trace with the next seq. Queues it for the
-  // store, in seq order, without waiting for disk.
-  void Emit(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    EmitLocked(std::move(event));
-  }
-  v1::TraceEvent EmitAndReturn(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    if (event.kind() == "tool_result") NoteToolResultLocked(event);
-    event.set_run(id_);
-    event.set_seq(next_event_seq_);
-    event.set_time_micros(clock_->NowMicros());
-    v1::TraceEvent copy = event;
-    EmitLocked(std::move(event));
-    return copy;
-  }
-
-  // Replay: the exchange that answers `request` (consumed by this call), or
-  // NOT_FOUND with the miss report. Emits the exchange or miss event. With
-  // `forward_misses` (new mode) a miss is reported and returned as a null
-  // exchange, for the caller to forward.
-  // With `quiet` (a scenario default will answer instead), a miss returns
-  // a null exchange and is neither reported nor counted. `extra` attributes
-  // go on the exchange event.
-  absl::StatusOr<const v1::Exchange*> Match(const CallInfo& call,
-                                            const v1::CompletionRequest& request, bool streamed,
-                                            bool forward_misses, bool quiet,
-                                            const Attributes& extra) ABSL_LOCKS_EXCLUDED(mu_);
-
-  // Forwarding: counts a call in flight; FAILED_PRECONDITION once the run is
-  // ending.
-  absl::Status BeginForward() ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    if (ending_) return EndingError();
-    ++in_flight_;
-    return absl::OkStatus();
-  }
-
-  // Forwarding: the call is over; `event` (if any) is its trace event;
-  // `recorded_seq` > 0 is the seq it was recorded as.
-  void EndForward(int64_t recorded_seq, const std::string& agent, bool served,
-                  v1::TraceEvent* event) ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    if (recorded_seq > 0) {
-      run_.set_recorded(run_.recorded() + 1);
-      v1::ExchangeRef ref;
-      ref.set_seq(recorded_seq);
-      ref.set_agent(agent);
-      recorded_.push_back(std::move(ref));
-    }
-    if (served) run_.set_served(run_.served() + 1);
-    if (event != nullptr) EmitLocked(std::move(*event));
-    --in_flight_;
-  }
-
-  // New mode: the version that misses are recorded into, made on the first
-  // miss as a copy of the replayed version. Returns its number.
-  absl::StatusOr<int64_t> NewModeVersion() ABSL_LOCKS_EXCLUDED(new_mu_, mu_);
-  int64_t new_mode_version() ABSL_LOCKS_EXCLUDED(new_mu_) {
-    absl::MutexLock lock(&new_mu_);
-    return new_version_;
-  }
-
-  // Refuses new requests, waits up to `timeout` for in-flight ones, and
-  // builds the summary (the run record still says ACTIVE).
-  v1::RunSummary BeginEnd(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
-
-  // Records the end: emits run_ended and returns the final summary.
-  v1::RunSummary Finish(v1::RunSummary summary) ABSL_LOCKS_EXCLUDED(mu_);
-
- private:
-  absl::Status EndingError() const {
-    return absl::FailedPreconditionError(absl::StrCat("run \"", id_, "\" is ending or has ended"));
-  }
-
-  struct Subscriber {
-    std::function<void(const v1::TraceEvent&)> on_event;
-    std::function<void()> on_end;
-  };
-
-  // Registers a live feed; `first_seq` is the next event's seq.
-  // FAILED_PRECONDITION once the run is ending.
-  absl::StatusOr<uint64_t> Subscribe(Subscriber subscriber, int64_t* first_seq)
-      ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    if (ended_) {
-      return absl::FailedPreconditionError(absl::StrCat("run \"", id_, "\" has ended"));
-    }
-    const uint64_t id = ++next_subscriber_;
-    subscribers_.emplace(id, std::move(subscriber));
-    *first_seq = next_event_seq_;
-    return id;
-  }
-  void Unsubscribe(uint64_t id) ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    subscribers_.erase(id);
-  }
-
-  void EmitLocked(v1::TraceEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    event.set_run(id_);
-    event.set_seq(next_event_seq_++);
-    if (event.time_micros() == 0) event.set_time_micros(clock_->NowMicros());
-    for (const auto& [id, subscriber] : subscribers_) subscriber.on_event(event);
-    std::vector<v1::TraceEvent> batch;
-    batch.push_back(std::move(event));
-    store_->AppendEvents(std::move(batch));
-  }
-
-  // A tool_result traced before any request carried it (a mocked tool's
-  // answer, or a client's Emit): the request that later carries the same
-  // result to the model is not traced again.
-  void NoteToolResultLocked(const v1::TraceEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    auto attr = [&](const char* key) -> absl::string_view {
-      auto it = event.attributes().find(key);
-      return it == event.attributes().end() ? absl::string_view() : it->second;
-    };
-    const absl::string_view id = attr("gen_ai.tool.call.id");
-    const absl::string_view result = attr("gen_ai.tool.call.result");
-    if (!id.empty()) {
-      seen_tool_results_.insert(ToolResultKey(id, result));
-    } else if (!attr("gen_ai.tool.name").empty()) {
-      ++unkeyed_tool_results_[ToolResultKey(attr("gen_ai.tool.name"), result)];
-    }
-  }
-  static std::string ToolResultKey(absl::string_view id_or_name, absl::string_view result) {
-    return absl::StrCat(id_or_name, "\x1f", result.size(), "\x1f", absl::HashOf(result));
-  }
-
-  const std::string id_;
-  const std::shared_ptr<const Script> script_;  // never null
-  RunContext context_;
-  ResponseChain responses_;
-  std::unique_ptr<PlaybookRun> playbook_;  // null without a playbook
-  const v1::RunMode mode_;
-  const bool strict_;
-  const bool repeat_;
-  const std::string session_;
-  const int64_t session_version_;
-  const std::shared_ptr<const SessionIndex> index_;  // replay only
-  store::Store* const store_;
-  Clock* const clock_;
-  const int max_miss_reports_;
-
-  // Taken before mu_ when both are needed; held across the disk I/O that
-  // makes a new mode's version, which mu_ must never be.
-  absl::Mutex new_mu_ ABSL_ACQUIRED_BEFORE(mu_);
-  int64_t new_version_ ABSL_GUARDED_BY(new_mu_) = 0;
-
-  absl::Mutex mu_;
-  v1::Run run_ ABSL_GUARDED_BY(mu_);
-  std::vector<v1::ExchangeRef> recorded_ ABSL_GUARDED_BY(mu_);
-  std::vector<uint8_t> consumed_ ABSL_GUARDED_BY(mu_);
-  std::vector<v1::MissReport> misses_ ABSL_GUARDED_BY(mu_);
-  int64_t next_event_seq_ ABSL_GUARDED_BY(mu_) = 1;
-  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
-  bool ending_ ABSL_GUARDED_BY(mu_) = false;
-  int64_t default_uses_ ABSL_GUARDED_BY(mu_) = 0;
-  bool ended_ ABSL_GUARDED_BY(mu_) = false;
-  uint64_t next_subscriber_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::flat_hash_map<uint64_t, Subscriber> subscribers_ ABSL_GUARDED_BY(mu_);
-
-  friend class EventSubscription;
-  // Held here until released: the adapter may keep no reference.
-  std::vector<std::shared_ptr<Hang>> hangs_ ABSL_GUARDED_BY(mu_);
-  // Tool results already traced, by call id and result (ToolResultKey).
-  absl::flat_hash_set<std::string> seen_tool_results_ ABSL_GUARDED_BY(mu_);
-  // Results traced with a tool name but no call id, by name and result:
-  // each stands in for one later request's result.
-  absl::flat_hash_map<std::string, int> unkeyed_tool_results_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<std::string, SourceSession> sources_ ABSL_GUARDED_BY(mu_);
-
-  friend class Engine;
-};
 
 namespace {
 
@@ -330,19 +63,6 @@ const char* ModeName(v1::RunMode mode) {
   }
 }
 
-// Errors that say the upstream was not reached or did not finish: passed to
-// the caller, never recorded (a replay must not reproduce an outage).
-bool IsTransportError(const absl::Status& s) {
-  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsCancelled(s);
-}
-
-// Outcomes that are never recorded: outages (a replay must not reproduce
-// them) and refused credentials (a wrong key during recording says nothing
-// about the agent; a golden session must not keep it).
-bool NeverRecorded(const absl::Status& s) {
-  return IsTransportError(s) || absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s);
-}
-
 // The script of runs without a scenario: no rules, nothing to extract.
 const std::shared_ptr<const Script>& EmptyScript() {
   static const auto* empty = new std::shared_ptr<const Script>(*Script::FromScenario(Scenario()));
@@ -367,410 +87,8 @@ std::vector<const FromSessionAction*> FromSessionActions(const Scenario& scenari
   return out;
 }
 
-absl::Status DisconnectStatus() {
-  return absl::UnavailableError("connection dropped by the scenario (disconnect action)");
-}
-
-absl::Status StatusFromRecorded(const v1::ErrorStatus& error) {
-  return absl::Status(static_cast<absl::StatusCode>(error.code()), error.message());
-}
-
-// The trace event for one answered request.
-v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
-                             const v1::CompletionResponse* response, const absl::Status& status,
-                             absl::string_view source, int64_t exchange_seq, bool streamed,
-                             const Attributes& extra) {
-  v1::TraceEvent event;
-  event.set_kind("exchange");
-  event.set_agent(agent);
-  auto& attrs = *event.mutable_attributes();
-  attrs["gen_ai.operation.name"] = request.operation().empty() ? "chat" : request.operation();
-  if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
-  attrs["understudy.answer.source"] = std::string(source);
-  attrs["understudy.streamed"] = streamed ? "true" : "false";
-  if (exchange_seq > 0) attrs["understudy.exchange.seq"] = absl::StrCat(exchange_seq);
-  if (!status.ok()) {
-    attrs["error.type"] = absl::StatusCodeToString(status.code());
-  }
-  if (response != nullptr) {
-    if (!response->id().empty()) attrs["gen_ai.response.id"] = response->id();
-    if (!response->model().empty()) attrs["gen_ai.response.model"] = response->model();
-    if (!response->finish_reason().empty()) {
-      attrs["gen_ai.response.finish_reasons"] = response->finish_reason();
-    }
-    if (response->has_usage()) {
-      attrs["gen_ai.usage.input_tokens"] = absl::StrCat(response->usage().input_tokens());
-      attrs["gen_ai.usage.output_tokens"] = absl::StrCat(response->usage().output_tokens());
-    }
-    *event.mutable_response() = *response;
-  }
-  for (const auto& [name, value] : extra) attrs[name] = value;
-  v1::CompletionRequest* copy = event.mutable_request();
-  *copy = request;  // one copy; the routing fields are dropped from it
-  copy->clear_run();
-  copy->clear_agent();
-  return event;
-}
-
 }  // namespace
 
-absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
-                                                    const v1::CompletionRequest& request,
-                                                    bool streamed, bool forward_misses, bool quiet,
-                                                    const Attributes& extra) {
-  // A request recorded byte for byte needs no canonical form; others (and
-  // misses, whose report compares canonical forms) build it.
-  std::optional<nlohmann::json> got;
-  const std::vector<uint32_t>* candidates = index_->FindExact(request);
-  if (candidates == nullptr) {
-    got = index_->CanonicalOf(request);
-    candidates = index_->Find(SessionIndex::TextOf(*got));
-  }
-  absl::MutexLock lock(&mu_);
-  if (ending_) return EndingError();
-  if (candidates != nullptr) {
-    // The first unused identical recording; with repeat_, the last used one
-    // when all are used.
-    const v1::Exchange* repeat = nullptr;
-    for (uint32_t i : *candidates) {
-      const v1::Exchange& ex = index_->exchange(i);
-      if (ex.agent() != call.agent) continue;
-      if (consumed_[i]) {
-        if (repeat_) repeat = &ex;
-        continue;
-      }
-      consumed_[i] = 1;
-      run_.set_served(run_.served() + 1);
-      absl::Status status = ex.has_error() ? StatusFromRecorded(ex.error()) : absl::OkStatus();
-      EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status, "recording",
-                               ex.seq(), streamed, extra));
-      return &ex;
-    }
-    if (repeat != nullptr) {
-      run_.set_served(run_.served() + 1);
-      absl::Status status =
-          repeat->has_error() ? StatusFromRecorded(repeat->error()) : absl::OkStatus();
-      v1::TraceEvent event = ExchangeEvent(call.agent, request, &repeat->response(), status,
-                                           "recording", repeat->seq(), streamed, extra);
-      (*event.mutable_attributes())["understudy.answer.repeat"] = "true";
-      EmitLocked(std::move(event));
-      return repeat;
-    }
-  }
-  if (quiet) return nullptr;
-
-  // A miss: report it, and in non-strict mode answer from the closest
-  // unused recording.
-  if (!got.has_value()) got = index_->CanonicalOf(request);
-  v1::MissReport report = BuildMissReport(*index_, consumed_, call.agent, *got);
-  const v1::Exchange* fallback = nullptr;
-  if (!strict_ && !forward_misses) {
-    size_t i = FindClosest(*index_, consumed_, call.agent, *got, /*unconsumed_only=*/true);
-    if (i < index_->size()) {
-      consumed_[i] = 1;
-      fallback = &index_->exchange(i);
-      report.set_served_seq(fallback->seq());
-    }
-  }
-  run_.set_misses(run_.misses() + 1);
-  v1::TraceEvent event;
-  event.set_kind("miss");
-  event.set_agent(call.agent);
-  auto& attrs = *event.mutable_attributes();
-  if (!call.agent.empty()) attrs["gen_ai.agent.name"] = call.agent;
-  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
-  attrs["understudy.miss.report"] = report.text();
-  if (report.closest_seq() > 0) {
-    attrs["understudy.miss.closest_seq"] = absl::StrCat(report.closest_seq());
-  }
-  if (fallback != nullptr) attrs["understudy.miss.served_seq"] = absl::StrCat(fallback->seq());
-  *event.mutable_request() = recorder::WithoutRouting(request);
-  report.set_event_seq(next_event_seq_);
-  EmitLocked(std::move(event));
-  if (static_cast<int>(misses_.size()) < max_miss_reports_) misses_.push_back(report);
-
-  if (forward_misses) return nullptr;
-  if (fallback == nullptr) {
-    absl::Status miss = absl::NotFoundError(report.text());
-    miss.SetPayload(kMissPayloadUrl, absl::Cord(report.SerializeAsString()));
-    return miss;
-  }
-  run_.set_served(run_.served() + 1);
-  absl::Status status =
-      fallback->has_error() ? StatusFromRecorded(fallback->error()) : absl::OkStatus();
-  EmitLocked(ExchangeEvent(call.agent, request, &fallback->response(), status, "closest_recording",
-                           fallback->seq(), streamed, extra));
-  return fallback;
-}
-
-void Hang::Wait(std::function<void(absl::Status)> answer) {
-  absl::Status status;
-  {
-    absl::MutexLock lock(&mu_);
-    if (!released_) {
-      answer_ = std::move(answer);
-      return;
-    }
-    status = status_;
-  }
-  answer(std::move(status));
-}
-
-void Hang::Release(absl::Status status) {
-  std::function<void(absl::Status)> answer;
-  {
-    absl::MutexLock lock(&mu_);
-    if (released_) return;
-    released_ = true;
-    status_ = status;
-    answer = std::move(answer_);
-  }
-  if (answer) answer(std::move(status));
-}
-
-void RunState::ObserveAnswer(const std::string& agent, const v1::CompletionResponse& response) {
-  const Extractors& extractors = script_->scenario().extractors;
-  if (response.message().tool_calls().empty() && !extractors.routing.has_value()) return;
-  Observation seen = Observe(context_, response, extractors);
-  auto base = [&](const char* kind) {
-    v1::TraceEvent event;
-    event.set_kind(kind);
-    event.set_agent(agent);
-    if (!agent.empty()) (*event.mutable_attributes())["gen_ai.agent.name"] = agent;
-    return event;
-  };
-  absl::MutexLock lock(&mu_);
-  for (const v1::ToolCall& call : response.message().tool_calls()) {
-    v1::TraceEvent event = base("tool_call");
-    auto& attrs = *event.mutable_attributes();
-    attrs["gen_ai.tool.name"] = call.name();
-    if (!call.id().empty()) attrs["gen_ai.tool.call.id"] = call.id();
-    attrs["gen_ai.tool.call.arguments"] = call.arguments();
-    EmitLocked(std::move(event));
-  }
-  if (seen.routing.has_value()) {
-    v1::TraceEvent event = base("routing_decision");
-    auto& attrs = *event.mutable_attributes();
-    attrs["understudy.routing.agents"] = absl::StrJoin(seen.routing->agents, ",");
-    if (!seen.routing->phase.empty()) attrs["understudy.routing.phase"] = seen.routing->phase;
-    if (!seen.routing->reason.empty()) attrs["understudy.routing.reason"] = seen.routing->reason;
-    EmitLocked(std::move(event));
-  }
-  if (seen.phase.has_value() && *seen.phase != seen.previous_phase) {
-    v1::TraceEvent event = base("phase_transition");
-    auto& attrs = *event.mutable_attributes();
-    attrs["understudy.phase.from"] = seen.previous_phase;
-    attrs["understudy.phase.to"] = *seen.phase;
-    EmitLocked(std::move(event));
-  }
-  if (seen.ended) EmitLocked(base("workflow_end"));
-}
-
-void RunState::TraceRequest(const std::string& agent, const v1::CompletionRequest& request,
-                            const Selection& selection) {
-  // An execution is a run of requests by one named agent.
-  const bool new_execution =
-      !agent.empty() &&
-      (!selection.previous_agent.has_value() || *selection.previous_agent != agent);
-  bool has_results = false;
-  for (const v1::Message& m : request.messages()) has_results |= m.role() == "tool";
-  if (!new_execution && !has_results) return;
-  absl::MutexLock lock(&mu_);
-  if (new_execution) {
-    v1::TraceEvent event;
-    event.set_kind("agent_execution");
-    event.set_agent(agent);
-    auto& attrs = *event.mutable_attributes();
-    if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-    attrs["understudy.agent.iteration"] = absl::StrCat(selection.agent_iteration);
-    if (selection.previous_agent.has_value()) {
-      attrs["understudy.previous_agent"] = *selection.previous_agent;
-    }
-    if (!selection.phase.empty()) attrs["understudy.phase"] = selection.phase;
-    EmitLocked(std::move(event));
-  }
-  if (!has_results) return;
-  // Tool names by call id, from the assistant messages before the results.
-  absl::flat_hash_map<absl::string_view, absl::string_view> names;
-  for (const v1::Message& m : request.messages()) {
-    if (m.role() == "assistant") {
-      for (const v1::ToolCall& call : m.tool_calls()) names[call.id()] = call.name();
-      continue;
-    }
-    if (m.role() != "tool") continue;
-    // Agents resend the conversation: each result is traced once per run.
-    const absl::string_view result = absl::string_view(m.content()).substr(0, 64 << 10);
-    auto name = names.find(m.tool_call_id());
-    const absl::string_view tool = !m.name().empty() ? absl::string_view(m.name())
-                                   : name != names.end() ? name->second
-                                                         : absl::string_view();
-    if (!seen_tool_results_.insert(ToolResultKey(m.tool_call_id(), result)).second) continue;
-    if (!tool.empty()) {
-      auto unkeyed = unkeyed_tool_results_.find(ToolResultKey(tool, result));
-      if (unkeyed != unkeyed_tool_results_.end()) {
-        if (--unkeyed->second == 0) unkeyed_tool_results_.erase(unkeyed);
-        continue;
-      }
-    }
-    v1::TraceEvent event;
-    event.set_kind("tool_result");
-    event.set_agent(agent);
-    auto& attrs = *event.mutable_attributes();
-    if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-    if (!tool.empty()) attrs["gen_ai.tool.name"] = std::string(tool);
-    if (!m.tool_call_id().empty()) attrs["gen_ai.tool.call.id"] = m.tool_call_id();
-    attrs["gen_ai.tool.call.result"] = std::string(result);
-    EmitLocked(std::move(event));
-  }
-}
-
-std::shared_ptr<Hang> RunState::NewHang(absl::Time deadline) {
-  auto hang = std::make_shared<Hang>();
-  {
-    absl::MutexLock lock(&mu_);
-    hangs_.erase(std::remove_if(hangs_.begin(), hangs_.end(),
-                                [](const std::shared_ptr<Hang>& h) { return h->released(); }),
-                 hangs_.end());
-    hangs_.push_back(hang);
-  }
-  if (deadline != absl::InfiniteFuture()) {
-    std::weak_ptr<Hang> weak = hang;
-    Scheduler::Shared()->RunAt(deadline, [weak] {
-      if (std::shared_ptr<Hang> h = weak.lock()) {
-        h->Release(absl::DeadlineExceededError(
-            "the deadline passed while the scenario held the call (hang)"));
-      }
-    });
-  }
-  return hang;
-}
-
-void RunState::ReleaseHangs(const absl::Status& status) {
-  std::vector<std::shared_ptr<Hang>> held;
-  {
-    absl::MutexLock lock(&mu_);
-    held.swap(hangs_);
-  }
-  for (const std::shared_ptr<Hang>& h : held) h->Release(status);
-}
-
-absl::StatusOr<const v1::Exchange*> RunState::FromSession(const FromSessionAction& action,
-                                                          std::shared_ptr<const void>* keepalive) {
-  absl::MutexLock lock(&mu_);
-  auto it = sources_.find(action.session);
-  if (it == sources_.end()) {
-    return absl::InternalError(absl::StrCat("from_session: \"", action.session, "\" not loaded"));
-  }
-  SourceSession& source = it->second;
-  const SessionIndex& index = *source.index;
-  *keepalive = source.index;
-  if (action.seq.has_value()) {
-    for (size_t i = 0; i < index.size(); ++i) {
-      if (index.exchange(i).seq() == *action.seq) {
-        source.served[i] = 1;
-        return &index.exchange(i);
-      }
-    }
-    return absl::NotFoundError(absl::StrCat("from_session: session \"", action.session,
-                                            "\" has no exchange with seq ", *action.seq));
-  }
-  for (size_t i = 0; i < index.size(); ++i) {
-    if (source.served[i]) continue;
-    source.served[i] = 1;
-    return &index.exchange(i);
-  }
-  return absl::FailedPreconditionError(
-      absl::StrCat("from_session: every exchange of session \"", action.session,
-                   "\" has been served in this run (", index.size(), ")"));
-}
-
-absl::Status RunState::BareMiss(const CallInfo& call, const v1::CompletionRequest& request,
-                                const std::string& why) {
-  v1::MissReport report;
-  report.set_agent(call.agent);
-  report.set_text(why);
-  absl::MutexLock lock(&mu_);
-  if (ending_) return EndingError();
-  run_.set_misses(run_.misses() + 1);
-  v1::TraceEvent event;
-  event.set_kind("miss");
-  event.set_agent(call.agent);
-  auto& attrs = *event.mutable_attributes();
-  if (!call.agent.empty()) attrs["gen_ai.agent.name"] = call.agent;
-  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
-  attrs["understudy.miss.report"] = why;
-  *event.mutable_request() = recorder::WithoutRouting(request);
-  report.set_event_seq(next_event_seq_);
-  EmitLocked(std::move(event));
-  if (static_cast<int>(misses_.size()) < max_miss_reports_) misses_.push_back(report);
-  absl::Status miss = absl::NotFoundError(why);
-  miss.SetPayload(kMissPayloadUrl, absl::Cord(report.SerializeAsString()));
-  return miss;
-}
-
-v1::RunSummary RunState::BeginEnd(absl::Duration timeout) {
-  ReleaseHangs(absl::CancelledError("the run ended while a hang action held the call"));
-  absl::MutexLock lock(&mu_);
-  ending_ = true;
-  auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
-  mu_.AwaitWithTimeout(absl::Condition(&drained), timeout);
-  v1::RunSummary summary;
-  *summary.mutable_run() = run_;
-  for (const v1::MissReport& m : misses_) *summary.add_misses() = m;
-  for (const v1::ExchangeRef& ref : recorded_) *summary.add_recorded() = ref;
-  if (index_ != nullptr) {
-    for (size_t i = 0; i < consumed_.size(); ++i) {
-      if (consumed_[i]) continue;
-      v1::ExchangeRef* ref = summary.add_unconsumed();
-      ref->set_seq(index_->exchange(i).seq());
-      ref->set_agent(index_->exchange(i).agent());
-    }
-  }
-  if (playbook_ != nullptr) {
-    for (std::string& failure : playbook_->EndFailures()) summary.add_failures(std::move(failure));
-  }
-  return summary;
-}
-
-v1::RunSummary RunState::Finish(v1::RunSummary summary) {
-  absl::MutexLock lock(&mu_);
-  run_.set_state(summary.failures_size() > 0 ? v1::RUN_STATE_FAILED : v1::RUN_STATE_ENDED);
-  run_.set_ended_at_micros(clock_->NowMicros());
-  v1::TraceEvent event;
-  event.set_kind("run_ended");
-  auto& attrs = *event.mutable_attributes();
-  attrs["understudy.run.served"] = absl::StrCat(run_.served());
-  attrs["understudy.run.recorded"] = absl::StrCat(run_.recorded());
-  attrs["understudy.run.misses"] = absl::StrCat(run_.misses());
-  attrs["understudy.run.unconsumed"] = absl::StrCat(summary.unconsumed_size());
-  if (summary.failures_size() > 0) {
-    attrs["understudy.run.failures"] = absl::StrJoin(summary.failures(), "\n");
-  }
-  EmitLocked(std::move(event));
-  ended_ = true;
-  for (const auto& [id, subscriber] : subscribers_) {
-    if (subscriber.on_end) subscriber.on_end();
-  }
-  subscribers_.clear();
-  *summary.mutable_run() = run_;
-  return summary;
-}
-
-absl::StatusOr<int64_t> RunState::NewModeVersion() {
-  absl::MutexLock lock(&new_mu_);
-  if (new_version_ != 0) return new_version_;
-  US_ASSIGN_OR_RETURN(v1::Session made, store_->CreateSessionVersion(session_));
-  std::vector<v1::Exchange> copy;
-  copy.reserve(index_->size());
-  for (size_t i = 0; i < index_->size(); ++i) copy.push_back(index_->exchange(i));
-  if (!copy.empty()) {
-    US_RETURN_IF_ERROR(
-        store_->AppendExchangesAndWait(session_, made.version(), std::move(copy)).status());
-  }
-  new_version_ = made.version();
-  return new_version_;
-}
 
 absl::StatusOr<std::pair<std::string, int64_t>> ParseSessionRef(absl::string_view ref) {
   size_t at = ref.rfind('@');
@@ -866,8 +184,9 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
   if (requested != v1::RUN_MODE_REPLAY && !options_.has_upstream) {
     return absl::FailedPreconditionError(absl::StrCat(
         ModeName(requested),
-        " mode needs an upstream model: start the server with --upstream grpc://HOST:PORT, "
-        "--upstream openai=URL or --upstream anthropic=URL"));
+        " mode needs an upstream model or tool server: start the server with --upstream "
+        "grpc://HOST:PORT, "
+        "--upstream openai=URL, --upstream anthropic=URL or --mcp-upstream NAME=URL"));
   }
   // The run's scenario: its own, else the server's, else an empty one (so
   // every run counts iterations and tool calls the same way).
@@ -1102,6 +421,11 @@ absl::StatusOr<std::string> Engine::ResponseBody(const CallInfo& call, absl::str
   return run->responses().Body(id);
 }
 
+absl::StatusOr<std::pair<v1::RunMode, std::string>> Engine::ActiveRunMode(const CallInfo& call) {
+  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
+  return std::make_pair(run->mode(), run->id());
+}
+
 void Engine::SetDefaultRun(std::string run_id) {
   absl::MutexLock lock(&runs_mu_);
   default_run_ = std::move(run_id);
@@ -1299,6 +623,7 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
     named->agent = script.AgentFor(request);
   }
   const CallInfo& call = named.has_value() ? *named : given;
+  if (IsMcpRequest(request)) return DecideMcp(run, call, request);
 
   Decision decision;
   decision.speed = options_.speed;
@@ -1515,16 +840,28 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
   exchange.set_streamed(ticket->streamed_);
   exchange.set_latency_micros(absl::ToInt64Microseconds(clock->Now() - ticket->start_));
   exchange.set_recorded_at_micros(absl::ToUnixMicros(ticket->start_));
-  if (!status.ok()) {
+  // An adapter may set the error itself (an MCP server's JSON-RPC error,
+  // a recorded answer with status OK).
+  if (!status.ok() && !exchange.has_error()) {
     exchange.mutable_error()->set_code(static_cast<int>(status.code()));
     exchange.mutable_error()->set_message(std::string(status.message()));
   }
+  const absl::Status traced =
+      status.ok() && exchange.has_error() ? StatusFromRecorded(exchange.error()) : status;
   const bool record = !ticket->record_session_.empty() && !NeverRecorded(status);
-  if (status.ok()) run->ObserveAnswer(exchange.agent(), exchange.response());
+  if (IsMcpRequest(exchange.request())) {
+    // A tool call's latency is part of its trace (the model's is the
+    // exchange's own).
+    ticket->extra_.emplace_back("understudy.latency_ms",
+                                absl::StrFormat("%.3f", exchange.latency_micros() / 1000.0));
+  }
+  if (status.ok() && !IsMcpRequest(exchange.request())) {
+    run->ObserveAnswer(exchange.agent(), exchange.response());
+  }
   if (!record) {
     v1::TraceEvent event =
         ExchangeEvent(exchange.agent(), exchange.request(),
-                      exchange.has_response() ? &exchange.response() : nullptr, status, "upstream",
+                      exchange.has_response() ? &exchange.response() : nullptr, traced, "upstream",
                       0, exchange.streamed(), ticket->extra_);
     run->EndForward(0, exchange.agent(), status.ok(), &event);
     done(status);
@@ -1536,7 +873,7 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
   batch.push_back(*kept);
   options_.store->AppendExchanges(
       ticket->record_session_, ticket->record_version_, std::move(batch),
-      [run, kept, extra, status, done = std::move(done)](absl::StatusOr<store::AppendResult> r) {
+      [run, kept, extra, status, traced, done = std::move(done)](absl::StatusOr<store::AppendResult> r) {
         if (!r.ok()) {
           run->EndForward(0, kept->agent(), false, nullptr);
           done(absl::Status(r.status().code(),
@@ -1545,7 +882,7 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
         }
         v1::TraceEvent event =
             ExchangeEvent(kept->agent(), kept->request(),
-                          kept->has_response() ? &kept->response() : nullptr, status, "upstream",
+                          kept->has_response() ? &kept->response() : nullptr, traced, "upstream",
                           r->first_seq, kept->streamed(), *extra);
         run->EndForward(r->first_seq, kept->agent(), status.ok(), &event);
         if (LogEnabled(LogLevel::kDebug)) {

@@ -103,6 +103,14 @@ struct EngineOptions {
 // run or session and give it a stable error code.
 inline constexpr char kMissPayloadUrl[] = "type.googleapis.com/understudy.v1.MissReport";
 
+// MCP requests (docs/mcp.md) are canonical requests too: `operation` is
+// kMcpOperationPrefix + the JSON-RPC method ("mcp:tools/call"), `model` the
+// MCP server's name, `extra` the request's params without `_meta`. Their
+// answers: `message.content` is the JSON text of the JSON-RPC result; a
+// JSON-RPC error is the exchange's `error`, its code the JSON-RPC code.
+inline constexpr char kMcpOperationPrefix[] = "mcp:";
+bool IsMcpRequest(const v1::CompletionRequest& request);
+
 // Who is asking, besides what: from call metadata or request fields.
 struct CallInfo {
   // "" means the default run.
@@ -284,6 +292,10 @@ class Engine {
   // INVALID_ARGUMENT (no run), NOT_FOUND, FAILED_PRECONDITION.
   absl::StatusOr<std::vector<std::string>> RunModels(const CallInfo& call);
 
+  // The mode of `call`'s run and its id (the default run's when the call
+  // names none). Errors as FindActiveRun.
+  absl::StatusOr<std::pair<v1::RunMode, std::string>> ActiveRunMode(const CallInfo& call);
+
   // Makes `run_id` the run that requests naming no run go to ("" for none:
   // they are then refused with INVALID_ARGUMENT).
   void SetDefaultRun(std::string run_id);
@@ -371,6 +383,10 @@ class Engine {
       const std::string& name, int64_t version,
       const std::shared_ptr<const MatchNormalizer>& normalizer);
   std::string NewRunId();
+  // Decide for an MCP request (engine_mcp.cc): tool rules, the recording or
+  // the upstream, mock_tools, a miss. Never counts an iteration.
+  absl::StatusOr<Decision> DecideMcp(const std::shared_ptr<RunState>& run, const CallInfo& call,
+                                     const v1::CompletionRequest& request);
   absl::StatusOr<bool> Perform(const std::shared_ptr<RunState>& run, const CallInfo& call,
                                const v1::CompletionRequest& request, bool streamed,
                                const Step& step, const char* origin, int overall_iteration,

@@ -9,6 +9,7 @@
 #include "nlohmann/json.hpp"
 #include "re2/re2.h"
 #include "validation/json_bounds.h"
+#include "validation/json_subset.h"
 
 namespace understudy {
 namespace replayer {
@@ -32,7 +33,9 @@ bool Found(const Pattern& pattern, absl::string_view text) {
 // Everything a rule's conditions read, captured for one request under the
 // context's lock.
 struct Facts {
-  const v1::CompletionRequest& request;
+  // The model request; null for an MCP tool call (whose own conditions,
+  // when.tool and when.tool_arguments, SelectTool decides before Holds).
+  const v1::CompletionRequest* request;
   absl::string_view agent;
   int64_t agent_iteration;
   const std::optional<std::string>& previous_agent;
@@ -60,10 +63,29 @@ bool No(std::string* why, Reason reason) {
 
 std::string Quoted(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
 
+constexpr char kToolRuleReason[] =
+    "a tool rule (when.tool or when.tool_arguments): it answers MCP tool calls only";
+constexpr char kModelRuleReason[] =
+    "a model rule (no when.tool or when.tool_arguments): it answers model requests only";
+
 // Whether every condition of `when` holds; when not, `*why` (if given) says
 // which did not.
 bool Holds(const When& when, const Facts& f, size_t position, std::string* why = nullptr) {
-  const v1::CompletionRequest& request = f.request;
+  if (f.request == nullptr) {
+    // A tool call has no messages, model or offered tools to read.
+    for (auto [set, field] : {std::make_pair(when.system_prompt.has_value(), "system_prompt"),
+                              std::make_pair(when.user_message.has_value(), "user_message"),
+                              std::make_pair(when.message_contains.has_value(), "message_contains"),
+                              std::make_pair(when.has_tool_result.has_value(), "has_tool_result"),
+                              std::make_pair(when.tool_available.has_value(), "tool_available"),
+                              std::make_pair(when.model.has_value(), "model")}) {
+      if (set) {
+        return No(why, [&] {
+          return absl::StrCat("when.", field, " reads a model request; this is a tool call");
+        });
+      }
+    }
+  }
   if (when.agent.has_value() && *when.agent != f.agent) {
     return No(why, [&] {
       return absl::StrCat("when.agent is ", Quoted(*when.agent), ", the caller is ",
@@ -85,12 +107,6 @@ bool Holds(const When& when, const Facts& f, size_t position, std::string* why =
                           f.phase.empty() ? "unset" : Quoted(f.phase));
     });
   }
-  if (when.model.has_value() && *when.model != request.model()) {
-    return No(why, [&] {
-      return absl::StrCat("when.model is ", Quoted(*when.model), ", the request's is ",
-                          Quoted(request.model()));
-    });
-  }
   if (when.iteration.has_value()) {
     if (f.agent_iteration < when.iteration->min ||
         (when.iteration->max.has_value() && f.agent_iteration > *when.iteration->max)) {
@@ -101,7 +117,9 @@ bool Holds(const When& when, const Facts& f, size_t position, std::string* why =
                                        ? ""
                                        : absl::StrCat("..", *when.iteration->max))
                                 : "..",
-                            ", this is the agent's request ", f.agent_iteration);
+                            f.request != nullptr ? ", this is the agent's request "
+                                                 : ", the agent's model requests so far: ",
+                            f.agent_iteration);
       });
     }
   }
@@ -112,6 +130,16 @@ bool Holds(const When& when, const Facts& f, size_t position, std::string* why =
                             " has not been called in this run");
       });
     }
+  }
+  // From here on, tool calls (which set none of the conditions reading the
+  // request, see above) pass every check.
+  if (f.request == nullptr) return true;
+  const v1::CompletionRequest& request = *f.request;
+  if (when.model.has_value() && *when.model != request.model()) {
+    return No(why, [&] {
+      return absl::StrCat("when.model is ", Quoted(*when.model), ", the request's is ",
+                          Quoted(request.model()));
+    });
   }
   if (when.has_tool_result.has_value()) {
     bool has = std::any_of(request.messages().begin(), request.messages().end(),
@@ -252,10 +280,11 @@ absl::StatusOr<RuleSet> RuleSet::Create(const Scenario& scenario) {
       return absl::InvalidArgumentError(
           absl::StrCat("rule \"", rule.name, "\": index ", rule.index, " is repeated"));
     }
-    for (auto [pattern, field] : {std::make_pair(&rule.when.system_prompt, "system_prompt"),
-                                  std::make_pair(&rule.when.user_message, "user_message"),
-                                  std::make_pair(&rule.when.message_contains,
-                                                 "message_contains")}) {
+    for (auto [pattern, field] :
+         {std::make_pair(&rule.when.tool, "tool"),
+          std::make_pair(&rule.when.system_prompt, "system_prompt"),
+          std::make_pair(&rule.when.user_message, "user_message"),
+          std::make_pair(&rule.when.message_contains, "message_contains")}) {
       absl::Status s = CheckPattern(*pattern, rule, field);
       if (!s.ok()) return s;
     }
@@ -287,7 +316,8 @@ RuleSet::PatternIndex RuleSet::BuildIndex(const std::vector<Rule>& rules,
   auto set = std::make_shared<RE2::Set>(options, RE2::UNANCHORED);
   for (size_t i = 0; i < rules.size(); ++i) {
     const std::optional<Pattern>& pattern = rules[i].when.*field;
-    if (!pattern.has_value()) continue;
+    // Tool rules never read a model request's text (Select skips them).
+    if (!pattern.has_value() || rules[i].when.is_tool_rule()) continue;
     std::string error;
     if (set->Add(pattern->text, &error) < 0) return PatternIndex();
     index.rule_of.push_back(static_cast<int>(i));
@@ -353,10 +383,14 @@ Selection RuleSet::Select(RunContext& context, const v1::CompletionRequest& requ
   selection.previous_agent = context.previous_agent_;
   selection.phase = context.phase_;
 
-  const Facts facts{request,        agent,       agent_iteration, context.previous_agent_,
+  const Facts facts{&request,       agent,       agent_iteration, context.previous_agent_,
                     context.phase_, context.tool_calls_, system_hits, user_hits, contains_hits};
   for (size_t position = 0; position < rules_.size(); ++position) {
     const Rule& rule = rules_[position];
+    if (rule.when.is_tool_rule()) {
+      if (skipped != nullptr) skipped->push_back({rule.name, kToolRuleReason});
+      continue;
+    }
     if (rule.times.has_value()) {
       auto used = context.rule_uses_.find(rule.index);
       if (used != context.rule_uses_.end() && used->second >= *rule.times) {
@@ -377,7 +411,89 @@ Selection RuleSet::Select(RunContext& context, const v1::CompletionRequest& requ
     selection.rule = &rule;
     break;
   }
+  context.turn_previous_agents_[agent] = context.previous_agent_;
   context.previous_agent_ = std::string(agent);
+  return selection;
+}
+
+Selection RuleSet::SelectTool(RunContext& context, absl::string_view tool,
+                              const nlohmann::json& arguments, absl::string_view agent,
+                              std::vector<RuleSkip>* skipped) const {
+  // when.tool and when.tool_arguments read the call only: decided before the
+  // lock. 1 holds, 0 does not (with the reason when one is wanted), -1 not a
+  // tool rule.
+  const nlohmann::json empty = nlohmann::json::object();
+  const nlohmann::json& args = arguments.is_null() ? empty : arguments;
+  std::vector<int8_t> call_holds(rules_.size(), -1);
+  std::vector<std::string> call_why(skipped != nullptr ? rules_.size() : 0);
+  for (size_t position = 0; position < rules_.size(); ++position) {
+    const When& when = rules_[position].when;
+    if (!when.is_tool_rule()) continue;
+    call_holds[position] = 1;
+    if (when.tool.has_value() &&
+        !RE2::FullMatch(re2::StringPiece(tool.data(), tool.size()), *when.tool->re)) {
+      call_holds[position] = 0;
+      if (skipped != nullptr) {
+        call_why[position] = absl::StrCat("when.tool /", when.tool->text,
+                                          "/ does not match the whole tool name ", Quoted(tool));
+      }
+    } else if (when.tool_arguments.has_value() &&
+               !validation::JsonSubset(*when.tool_arguments, args, nullptr)) {
+      call_holds[position] = 0;
+      if (skipped != nullptr) {
+        // The rule's own value only: the call's arguments are request data.
+        call_why[position] = absl::StrCat("when.tool_arguments ", when.tool_arguments->dump(),
+                                          " are not contained in the call's arguments");
+      }
+    }
+  }
+
+  Selection selection;
+  const Hits none;
+  absl::MutexLock lock(&context.mu_);
+  selection.overall_iteration = static_cast<int>(context.overall_iteration_);
+  auto iteration = context.agent_iterations_.find(agent);
+  const int64_t agent_iteration =
+      iteration == context.agent_iterations_.end() ? 0 : iteration->second;
+  selection.agent_iteration = static_cast<int>(agent_iteration);
+  auto turn = context.turn_previous_agents_.find(agent);
+  const std::optional<std::string> no_agent;
+  const std::optional<std::string>& previous_agent =
+      turn == context.turn_previous_agents_.end() ? no_agent : turn->second;
+  selection.previous_agent = previous_agent;
+  selection.phase = context.phase_;
+
+  const Facts facts{nullptr,        agent, agent_iteration, previous_agent,
+                    context.phase_, context.tool_calls_, none, none, none};
+  for (size_t position = 0; position < rules_.size(); ++position) {
+    const Rule& rule = rules_[position];
+    if (call_holds[position] < 0) {
+      if (skipped != nullptr) skipped->push_back({rule.name, kModelRuleReason});
+      continue;
+    }
+    if (call_holds[position] == 0) {
+      if (skipped != nullptr) skipped->push_back({rule.name, std::move(call_why[position])});
+      continue;
+    }
+    if (rule.times.has_value()) {
+      auto used = context.rule_uses_.find(rule.index);
+      if (used != context.rule_uses_.end() && used->second >= *rule.times) {
+        if (skipped != nullptr) {
+          skipped->push_back({rule.name, absl::StrCat("used up (times: ", *rule.times, ")")});
+        }
+        continue;
+      }
+    }
+    std::string why;
+    if (!Holds(rule.when, facts, position, skipped != nullptr ? &why : nullptr)) {
+      if (skipped != nullptr) skipped->push_back({rule.name, std::move(why)});
+      continue;
+    }
+    selection.rule_use = ++context.rule_uses_[rule.index];
+    selection.rule_index = static_cast<int>(rule.index);
+    selection.rule = &rule;
+    break;
+  }
   return selection;
 }
 

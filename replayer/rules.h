@@ -8,13 +8,19 @@
 //   ... answer ...
 //   Observe(context, response, scenario.extractors);  // tool calls, phase
 //
+//   // An MCP tools/call: only tool rules (when.tool / when.tool_arguments).
+//   Selection t = rules->SelectTool(context, "read_file", arguments, agent);
+//
 // Select is atomic per request: under the context's lock it counts the
 // request (overall and for its agent), evaluates the rules in priority order
 // against the request and the context, consumes one use of the chosen rule
 // and records the agent as the previous one. Concurrent requests in one run
 // therefore each see a distinct iteration number and never over-use a
-// `times`-limited rule. Patterns are the Scenario's precompiled RE2 objects;
-// nothing is compiled at request time.
+// `times`-limited rule. SelectTool is the same step for an MCP tool call,
+// except that a tool call is not a model request: it is not counted and
+// leaves the previous agent alone; it is judged as part of its agent's
+// latest model turn (see SelectTool). Patterns are the Scenario's
+// precompiled RE2 objects; nothing is compiled at request time.
 //
 // This file is a pure library: performing actions is the engine's job.
 #ifndef UNDERSTUDY_REPLAYER_RULES_H_
@@ -32,6 +38,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "nlohmann/json.hpp"
 #include "re2/re2.h"
 #include "re2/set.h"
 #include "replayer/scenario.h"
@@ -50,8 +57,8 @@ Observation Observe(RunContext& context, const v1::CompletionResponse& response,
 // in the scenario file).
 //
 // Thread safety: every method may be called from any thread; the context has
-// its own lock, and RuleSet::Select and Observe take it for the whole update.
-// Accessors return snapshots.
+// its own lock, and RuleSet::Select, RuleSet::SelectTool and Observe take it
+// for the whole update. Accessors return snapshots.
 class RunContext {
  public:
   RunContext() = default;
@@ -93,6 +100,10 @@ class RunContext {
   int64_t overall_iteration_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, int64_t> agent_iterations_ ABSL_GUARDED_BY(mu_);
   std::optional<std::string> previous_agent_ ABSL_GUARDED_BY(mu_);
+  // Per agent, the previous agent its latest model request saw: what a tool
+  // call of that agent's turn reads as `when.previous_agent`.
+  absl::flat_hash_map<std::string, std::optional<std::string>> turn_previous_agents_
+      ABSL_GUARDED_BY(mu_);
   std::string phase_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<std::string> tool_calls_ ABSL_GUARDED_BY(mu_);
@@ -100,7 +111,7 @@ class RunContext {
   absl::flat_hash_map<size_t, int64_t> rule_uses_ ABSL_GUARDED_BY(mu_);
 };
 
-// The outcome of RuleSet::Select for one request.
+// The outcome of RuleSet::Select (or SelectTool) for one request.
 struct Selection {
   // Position of the chosen rule in Scenario::rules; -1 when no rule holds.
   int rule_index = -1;
@@ -111,17 +122,20 @@ struct Selection {
   // a `fail_then_succeed` attempt); 0 when no rule was chosen.
   int64_t rule_use = 0;
   // This request's 1-based count among its agent's requests in the run.
+  // SelectTool: the agent's model requests so far (0 before its first).
   int agent_iteration = 0;
   // This request's 1-based count among all requests in the run.
+  // SelectTool: the run's model requests so far.
   int overall_iteration = 0;
   // The agent of the request counted just before this one; nullopt for the
-  // run's first request.
+  // run's first request. SelectTool: the one before the agent's latest
+  // model request.
   std::optional<std::string> previous_agent;
   // The workflow phase when the request came ("" before any).
   std::string phase;
 };
 
-// A rule Select passed over, and why (for debug logs).
+// A rule Select or SelectTool passed over, and why (for debug logs).
 struct RuleSkip {
   std::string rule;
   std::string reason;  // "when.agent is \"executor\", the caller is \"reviewer\""
@@ -138,15 +152,44 @@ class RuleSet {
   static absl::StatusOr<RuleSet> Create(const Scenario& scenario);
 
   // Counts `request` in `context` as `agent`'s next request, chooses the
-  // first rule in evaluation order whose conditions all hold and whose
-  // `times` is not used up, consumes one use of it and records `agent` as the
-  // previous agent — all under the context's lock, as one step. A request no
-  // rule matches is still counted. `agent` is "" when the caller has none.
+  // first model rule (one without when.tool or when.tool_arguments) in
+  // evaluation order whose conditions all hold and whose `times` is not used
+  // up, consumes one use of it and records `agent` as the previous agent —
+  // all under the context's lock, as one step. A request no rule matches is
+  // still counted. `agent` is "" when the caller has none.
   // With `skipped`, every rule passed over before the chosen one (or all of
-  // them) is appended with the reason; reasons never quote the request's
-  // text, only the rule's own values and the run's state.
+  // them, tool rules included) is appended with the reason; reasons never
+  // quote the request's text, only the rule's own values and the run's state.
   Selection Select(RunContext& context, const v1::CompletionRequest& request,
                    absl::string_view agent, std::vector<RuleSkip>* skipped = nullptr) const;
+
+  // For an MCP tools/call of `tool` with `arguments` (the call's
+  // params.arguments; null is taken as {}) from `agent` ("" when the caller
+  // has none): chooses the first tool rule (one with when.tool or
+  // when.tool_arguments) in evaluation order whose conditions all hold and
+  // whose `times` is not used up, and consumes one use of it — so `times`,
+  // `sequence` steps and `fail_then_succeed` attempts count tool uses as
+  // they count model uses — under the context's lock, as one step. No rule:
+  // rule nullptr, rule_use 0, nothing consumed.
+  //
+  // A tool call is not a model request: it is not counted, and the previous
+  // agent is left alone. It is judged as part of `agent`'s latest model
+  // turn:
+  //   when.tool            RE2 full match of `tool` (a plain name is exact)
+  //   when.tool_arguments  contained in `arguments` (validation::JsonSubset)
+  //   agent                `agent` equals it
+  //   iteration            the agent's model requests so far (so never
+  //                        before its first)
+  //   previous_agent       the previous agent of the agent's latest model
+  //                        request (none before its first)
+  //   phase                the run's current phase
+  //   previous_tool_calls  tools called in the run's answers so far
+  //   system_prompt, user_message, message_contains, has_tool_result,
+  //   tool_available, model: never hold (they read a model request).
+  // `skipped` as for Select; reasons may name `tool` (a name, as Select's
+  // name the model) but never quote `arguments`. Thread-safe like Select.
+  Selection SelectTool(RunContext& context, absl::string_view tool, const nlohmann::json& arguments,
+                       absl::string_view agent, std::vector<RuleSkip>* skipped = nullptr) const;
 
   // The rules in evaluation order.
   const std::vector<Rule>& rules() const { return rules_; }

@@ -524,6 +524,338 @@ TEST(RuleSetTest, ConcurrentRequestsNeverOverUseRulesOrSkipIterations) {
   }
 }
 
+// --- Tool rules (when.tool / when.tool_arguments) and SelectTool ---
+
+using nlohmann::json;
+
+// The chosen tool rule's name, or "" when none.
+std::string PickTool(const RuleSet& rules, RunContext& context, absl::string_view tool,
+                     const json& arguments = json::object(), absl::string_view agent = "") {
+  Selection s = rules.SelectTool(context, tool, arguments, agent);
+  return s.rule == nullptr ? "" : s.rule->name;
+}
+
+TEST(ToolRuleTest, SelectNeverChoosesAToolRule) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - {name: tool-any, priority: 9, when: {tool: '.*'}, respond: {content: t}}
+  - {name: args-any, priority: 8, when: {tool_arguments: {}}, respond: {content: a}}
+  - {name: model, respond: {content: m}}
+)yaml");
+  RunContext context;
+  std::vector<RuleSkip> skipped;
+  Selection s = rules.Select(context, Hello(), "a", &skipped);
+  ASSERT_NE(s.rule, nullptr);
+  EXPECT_EQ(s.rule->name, "model");
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(skipped[0].rule, "tool-any");
+  EXPECT_EQ(skipped[0].reason,
+            "a tool rule (when.tool or when.tool_arguments): it answers MCP tool calls only");
+  EXPECT_EQ(skipped[1].rule, "args-any");
+  EXPECT_EQ(context.rule_uses(0), 0);
+  EXPECT_EQ(context.rule_uses(1), 0);
+}
+
+TEST(ToolRuleTest, SelectToolNeverChoosesAModelRule) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - {name: model, priority: 9, respond: {content: m}}
+  - {name: tool, when: {tool: read_file}, respond: {content: t}}
+)yaml");
+  RunContext context;
+  std::vector<RuleSkip> skipped;
+  Selection s = rules.SelectTool(context, "read_file", json::object(), "", &skipped);
+  ASSERT_NE(s.rule, nullptr);
+  EXPECT_EQ(s.rule->name, "tool");
+  EXPECT_EQ(s.rule_index, 1);
+  EXPECT_EQ(s.rule_use, 1);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].reason,
+            "a model rule (no when.tool or when.tool_arguments): it answers model requests only");
+  EXPECT_EQ(PickTool(rules, context, "write_file"), "");
+  EXPECT_EQ(context.rule_uses(0), 0);
+}
+
+TEST(ToolRuleTest, PrioritiesAndTiesAsForModelRules) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - {name: low, priority: 1, when: {tool: x}, respond: {content: l}}
+  - {name: first-tie, priority: 5, when: {tool: x}, respond: {content: a}}
+  - {name: second-tie, priority: 5, when: {tool: x}, respond: {content: b}}
+  - {name: model-high, priority: 50, respond: {content: m}}
+)yaml");
+  RunContext context;
+  EXPECT_EQ(PickTool(rules, context, "x"), "first-tie");
+  EXPECT_EQ(PickTool(rules, context, "x"), "first-tie");
+}
+
+TEST(ToolRuleTest, ToolNameIsMatchedInFull) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - {name: exact, priority: 3, when: {tool: read}, respond: {content: e}}
+  - {name: family, priority: 2, when: {tool: 'read_.*'}, respond: {content: f}}
+  - {name: either, priority: 1, when: {tool: 'write|delete'}, respond: {content: o}}
+)yaml");
+  RunContext context;
+  EXPECT_EQ(PickTool(rules, context, "read"), "exact");
+  EXPECT_EQ(PickTool(rules, context, "read_file"), "family");
+  EXPECT_EQ(PickTool(rules, context, "reader"), "");       // `read` is not a prefix match
+  EXPECT_EQ(PickTool(rules, context, "xread_file"), "");   // nor `read_.*` a search
+  EXPECT_EQ(PickTool(rules, context, "write"), "either");  // the alternation is anchored whole
+  EXPECT_EQ(PickTool(rules, context, "delete"), "either");
+  EXPECT_EQ(PickTool(rules, context, "write_all"), "");
+  std::vector<RuleSkip> skipped;
+  rules.SelectTool(context, "reader", json::object(), "", &skipped);
+  ASSERT_EQ(skipped.size(), 3u);
+  EXPECT_EQ(skipped[0].reason, "when.tool /read/ does not match the whole tool name \"reader\"");
+}
+
+TEST(ToolRuleTest, ToolArgumentsMustBeContainedInTheCallsArguments) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - name: prod-deploy
+    priority: 2
+    when: {tool: deploy, tool_arguments: {env: prod, opts: {force: true}}}
+    error: {message: refused}
+  - name: any-a-txt
+    priority: 1
+    when: {tool_arguments: {path: a.txt, n: 1}}
+    respond: {content: a}
+  - name: empty-args
+    when: {tool_arguments: {}}
+    respond: {content: any}
+)yaml");
+  RunContext context;
+  EXPECT_EQ(PickTool(rules, context, "deploy",
+                     json::parse(R"({"env":"prod","opts":{"force":true,"dry":false},"v":2})")),
+            "prod-deploy");
+  EXPECT_EQ(PickTool(rules, context, "deploy", json::parse(R"({"env":"prod","opts":{}})")),
+            "empty-args");
+  // Any tool; numbers compare by value.
+  EXPECT_EQ(PickTool(rules, context, "read", json::parse(R"({"path":"a.txt","n":1.0,"x":0})")),
+            "any-a-txt");
+  EXPECT_EQ(PickTool(rules, context, "read", json::parse(R"({"path":"b.txt","n":1})")),
+            "empty-args");
+  // No arguments at all (null) are {}.
+  EXPECT_EQ(PickTool(rules, context, "read", json()), "empty-args");
+  // Not an object: only contained when the rule asks nothing... of an object.
+  EXPECT_EQ(PickTool(rules, context, "read", json::array()), "");
+
+  // The reason names the rule's value, never the call's.
+  std::vector<RuleSkip> skipped;
+  rules.SelectTool(context, "deploy", json::parse(R"({"env":"secret-staging"})"), "", &skipped);
+  ASSERT_FALSE(skipped.empty());
+  EXPECT_EQ(skipped[0].reason,
+            R"(when.tool_arguments {"env":"prod","opts":{"force":true}} are not contained in )"
+            "the call's arguments");
+  for (const RuleSkip& skip : skipped) {
+    EXPECT_THAT(skip.reason, ::testing::Not(::testing::HasSubstr("secret")));
+  }
+}
+
+TEST(ToolRuleTest, ToolCallsAreNotCountedAndLeaveThePreviousAgentAlone) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - {name: t, when: {tool: x}, respond: {content: t}}
+)yaml");
+  RunContext context;
+  rules.Select(context, Hello(), "planner");
+  rules.Select(context, Hello(), "executor");
+  Selection s = rules.SelectTool(context, "x", json::object(), "executor");
+  ASSERT_NE(s.rule, nullptr);
+  EXPECT_EQ(s.overall_iteration, 2);  // the model requests so far
+  EXPECT_EQ(s.agent_iteration, 1);
+  EXPECT_EQ(s.previous_agent, "planner");  // before the executor's turn
+  EXPECT_EQ(context.overall_iteration(), 2);
+  EXPECT_EQ(context.agent_iteration("executor"), 1);
+  EXPECT_EQ(context.previous_agent(), "executor");
+  // The next model request sees the state as if no tool call happened.
+  Selection next = rules.Select(context, Hello(), "planner");
+  EXPECT_EQ(next.overall_iteration, 3);
+  EXPECT_EQ(next.previous_agent, "executor");
+  // An agent with no model request yet: iteration 0, no previous agent.
+  Selection fresh = rules.SelectTool(context, "x", json::object(), "stranger");
+  EXPECT_EQ(fresh.agent_iteration, 0);
+  EXPECT_EQ(fresh.previous_agent, std::nullopt);
+  EXPECT_EQ(context.agent_iteration("stranger"), 0);
+}
+
+TEST(ToolRuleTest, ContextConditionsApplyToTheAgentsLatestTurn) {
+  Scenario scenario = MustLoad(R"yaml(
+extractors:
+  phase: {tool: continue, argument: phase}
+rules:
+  - name: executors-second-turn
+    priority: 5
+    when: {tool: x, agent: executor, iteration: 2}
+    respond: {content: second}
+  - name: after-review
+    priority: 4
+    when: {tool: x, previous_agent: reviewer}
+    respond: {content: after-review}
+  - name: in-fix-phase
+    priority: 3
+    when: {tool: x, phase: fix, previous_tool_calls: [continue]}
+    respond: {content: fix}
+  - name: fallback
+    when: {tool: x}
+    respond: {content: f}
+)yaml");
+  absl::StatusOr<RuleSet> built = RuleSet::Create(scenario);
+  ASSERT_THAT(built, IsOk());
+  const RuleSet& rules = *built;
+  RunContext context;
+  EXPECT_EQ(PickTool(rules, context, "x", json::object(), "executor"), "fallback");  // turn 0
+  rules.Select(context, Hello(), "executor");
+  EXPECT_EQ(PickTool(rules, context, "x", json::object(), "executor"), "fallback");  // turn 1
+  rules.Select(context, Hello(), "reviewer");
+  Observe(context, ToolCalls({{"continue", R"({"phase": "fix"})"}}), scenario.extractors);
+  // The reviewer's turn: previous agent executor; the phase is fix now.
+  EXPECT_EQ(PickTool(rules, context, "x", json::object(), "reviewer"), "in-fix-phase");
+  rules.Select(context, Hello(), "executor");
+  // The executor's second turn, after the reviewer.
+  EXPECT_EQ(PickTool(rules, context, "x", json::object(), "executor"), "executors-second-turn");
+  EXPECT_EQ(PickTool(rules, context, "x", json::object(), "other"), "in-fix-phase");
+  context.SetPhase("done");
+  EXPECT_EQ(PickTool(rules, context, "x", json::object(), "reviewer"), "fallback");
+  rules.Select(context, Hello(), "reviewer");
+  rules.Select(context, Hello(), "planner");
+  // The planner's turn came right after the reviewer's.
+  EXPECT_EQ(PickTool(rules, context, "x", json::object(), "planner"), "after-review");
+  rules.Select(context, Hello(), "planner");
+  std::vector<RuleSkip> skipped;
+  EXPECT_EQ(PickTool(rules, context, "x", json::object(), "executor"), "executors-second-turn");
+  Selection s = rules.SelectTool(context, "x", json::object(), "planner", &skipped);
+  EXPECT_EQ(s.rule->name, "fallback");
+  ASSERT_EQ(skipped.size(), 3u);
+  EXPECT_EQ(skipped[0].reason, "when.agent is \"executor\", the caller is \"planner\"");
+  EXPECT_EQ(skipped[1].reason,
+            "when.previous_agent is \"reviewer\", the previous agent was \"planner\"");
+  EXPECT_EQ(skipped[2].reason, "when.phase is \"fix\", the phase is \"done\"");
+}
+
+TEST(ToolRuleTest, IterationCountsTheAgentsModelRequests) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - {name: early, when: {tool: x, iteration: {max: 1}}, respond: {content: e}}
+)yaml");
+  RunContext context;
+  std::vector<RuleSkip> skipped;
+  EXPECT_EQ(rules.SelectTool(context, "x", json::object(), "a", &skipped).rule, nullptr);
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].reason, "when.iteration is 1, the agent's model requests so far: 0");
+  rules.Select(context, Hello(), "a");
+  EXPECT_EQ(PickTool(rules, context, "x", json::object(), "a"), "early");
+  EXPECT_EQ(PickTool(rules, context, "x", json::object(), "a"), "early");  // not counted
+  rules.Select(context, Hello(), "a");
+  EXPECT_EQ(PickTool(rules, context, "x", json::object(), "a"), "");
+}
+
+TEST(ToolRuleTest, ConditionsOnTheModelRequestNeverHold) {
+  for (const char* when : {"system_prompt: x", "user_message: x", "message_contains: x",
+                           "has_tool_result: false", "tool_available: x", "model: m"}) {
+    SCOPED_TRACE(when);
+    RuleSet rules = MustBuild(absl::StrCat("rules:\n  - name: r\n    when: {tool: x, ", when,
+                                           "}\n    respond: {content: r}\n"));
+    RunContext context;
+    std::vector<RuleSkip> skipped;
+    EXPECT_EQ(rules.SelectTool(context, "x", json::object(), "", &skipped).rule, nullptr);
+    ASSERT_EQ(skipped.size(), 1u);
+    EXPECT_THAT(skipped[0].reason, ::testing::EndsWith("reads a model request; this is a tool "
+                                                       "call"));
+  }
+}
+
+TEST(ToolRuleTest, UsesCountPerToolCallForTimesAndSequences) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - name: twice
+    priority: 1
+    times: 2
+    when: {tool: x}
+    sequence: [{error: {message: a}}, {respond: {content: b}}]
+  - {name: after, when: {tool: x}, respond: {content: c}}
+)yaml");
+  RunContext context;
+  std::vector<std::pair<std::string, int64_t>> picks;
+  for (int i = 0; i < 4; ++i) {
+    Selection s = rules.SelectTool(context, "x", json::object(), "a");
+    picks.emplace_back(s.rule->name, s.rule_use);
+  }
+  EXPECT_THAT(picks, ElementsAre(std::make_pair("twice", 1), std::make_pair("twice", 2),
+                                 std::make_pair("after", 1), std::make_pair("after", 2)));
+  EXPECT_EQ(context.rule_uses(0), 2);
+  // A call no rule matches consumes nothing.
+  EXPECT_EQ(rules.SelectTool(context, "y", json::object(), "a").rule_use, 0);
+  EXPECT_EQ(context.rule_uses(1), 2);
+}
+
+TEST(ToolRuleTest, CreateRefusesAnUncompiledToolPattern) {
+  Scenario scenario;
+  Rule rule;
+  rule.name = "raw";
+  rule.when.tool = Pattern{"x", nullptr};
+  scenario.rules.push_back(rule);
+  EXPECT_THAT(RuleSet::Create(scenario),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("when.tool")));
+}
+
+// Tool calls and model requests racing in one run: every tool use handed out
+// once and never past `times`, model iterations neither skipped nor bumped by
+// the tool calls.
+TEST(ToolRuleTest, ConcurrentToolCallsNeverOverUseRules) {
+  constexpr int kThreads = 32;
+  for (int round = 0; round < 25; ++round) {
+    SCOPED_TRACE(round);
+    RuleSet rules = MustBuild(R"yaml(
+rules:
+  - {name: tool-a, priority: 2, times: 7, when: {tool: x}, respond: {content: a}}
+  - {name: tool-b, priority: 1, times: 5, when: {tool: 'x|y'}, respond: {content: b}}
+  - {name: model, times: 3, respond: {content: m}}
+)yaml");
+    RunContext context;
+    std::vector<Selection> results(kThreads);
+    absl::Notification start;
+    std::vector<std::thread> threads;
+    const v1::CompletionRequest request = Hello();
+    const json arguments = json::parse(R"({"k":1})");
+    for (int i = 0; i < kThreads; ++i) {
+      threads.emplace_back([&, i] {
+        start.WaitForNotification();
+        results[i] = i % 4 == 0 ? rules.Select(context, request, "m")
+                                : rules.SelectTool(context, "x", arguments, "t");
+      });
+    }
+    start.Notify();
+    for (std::thread& t : threads) t.join();
+
+    std::map<std::string, std::set<int64_t>> uses;
+    std::multiset<int> model_iterations;
+    int tool_calls = 0;
+    for (int i = 0; i < kThreads; ++i) {
+      const Selection& s = results[i];
+      if (i % 4 == 0) {
+        model_iterations.insert(s.overall_iteration);
+      } else {
+        ++tool_calls;
+      }
+      if (s.rule == nullptr) continue;
+      EXPECT_TRUE(uses[s.rule->name].insert(s.rule_use).second) << s.rule->name;
+      EXPECT_EQ(s.rule->name == "model", i % 4 == 0);
+    }
+    EXPECT_EQ(uses["tool-a"].size(), 7u);
+    EXPECT_EQ(uses["tool-b"].size(), 5u);
+    EXPECT_EQ(uses["model"].size(), 3u);
+    EXPECT_EQ(tool_calls, 24);
+    std::multiset<int> expected;
+    for (int i = 1; i <= kThreads / 4; ++i) expected.insert(i);
+    EXPECT_EQ(model_iterations, expected);
+    EXPECT_EQ(context.overall_iteration(), kThreads / 4);
+    EXPECT_EQ(context.rule_uses(0), 7);
+    EXPECT_EQ(context.rule_uses(1), 5);
+  }
+}
+
 }  // namespace
 }  // namespace replayer
 }  // namespace understudy

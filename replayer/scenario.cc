@@ -35,10 +35,34 @@ constexpr Keys kActionKeys = {"respond",    "error",    "delay",
                               "hang",       "disconnect", "fail_then_succeed",
                               "sequence",   "from_session"};
 constexpr Keys kRuleOwnKeys = {"name", "priority", "times", "when"};
-constexpr Keys kWhenKeys = {"system_prompt", "user_message",        "message_contains",
-                            "agent",         "previous_agent",      "phase",
-                            "model",         "iteration",           "previous_tool_calls",
-                            "has_tool_result", "tool_available"};
+constexpr Keys kWhenKeys = {"system_prompt",   "user_message",   "message_contains",
+                            "agent",           "previous_agent", "phase",
+                            "model",           "iteration",      "previous_tool_calls",
+                            "has_tool_result", "tool_available", "tool",
+                            "tool_arguments"};
+// The `when` conditions that read a model request (its messages, model or
+// offered tools): none of them ever holds for an MCP tool call.
+struct ModelOnlyCondition {
+  const char* key;
+  const char* reads;
+};
+constexpr ModelOnlyCondition kModelOnlyConditions[] = {
+    {"system_prompt", "a model request's messages"},
+    {"user_message", "a model request's messages"},
+    {"message_contains", "a model request's messages"},
+    {"has_tool_result", "a model request's messages"},
+    {"model", "a model request's model"},
+    {"tool_available", "the tools a model request offers"},
+};
+constexpr char kToolConditions[] = "agent, previous_agent, phase, iteration, previous_tool_calls";
+constexpr char kToolRuleNoun[] = "tool rule (when.tool/tool_arguments)";
+
+// What an action answers, which decides the fields it may use.
+enum class Answers {
+  kModelRule,  // a rule without when.tool/tool_arguments: model requests
+  kDefault,    // `default`: model requests
+  kToolRule,   // a rule with when.tool or when.tool_arguments: MCP tools/call
+};
 
 struct GrpcCodeName {
   const char* name;
@@ -154,7 +178,7 @@ class Checker : public validation::YamlChecker {
     if (root["default"].IsDefined()) {
       const YAML::Node& d = root["default"];
       Action action;
-      if (Map(d, "default", kActionKeys) && ActionIn(d, "default", 1, &action)) {
+      if (Map(d, "default", kActionKeys) && ActionIn(d, "default", 1, Answers::kDefault, &action)) {
         s->default_action = std::move(action);
       }
     }
@@ -303,8 +327,16 @@ class Checker : public validation::YamlChecker {
           ok = false;
         }
       }
-      if (r["when"].IsDefined()) ok = WhenField(r["when"], Join(p, "when"), s, &rule.when) && ok;
-      ok = ActionIn(r, p, 1, &rule.action) && ok;
+      // Decided by the keys, not their values: a tool rule whose pattern is
+      // wrong is still a tool rule for the checks of its action.
+      const YAML::Node when = r["when"];
+      const Answers answers =
+          when.IsDefined() && when.IsMap() &&
+                  (when["tool"].IsDefined() || when["tool_arguments"].IsDefined())
+              ? Answers::kToolRule
+              : Answers::kModelRule;
+      if (when.IsDefined()) ok = WhenField(when, Join(p, "when"), s, &rule.when) && ok;
+      ok = ActionIn(r, p, 1, answers, &rule.action) && ok;
       if (ok) s->rules.push_back(std::move(rule));
     }
   }
@@ -331,6 +363,32 @@ class Checker : public validation::YamlChecker {
         ok = false;
       }
     };
+    regex("tool", &w->tool);
+    if (w->tool.has_value() && w->tool->text.empty()) {
+      Error(n["tool"], Join(path, "tool"), "empty; expected a tool name or a pattern",
+            "a pattern matches whole names: read_file, read_.*, read_file|write_file");
+      w->tool.reset();
+      ok = false;
+    }
+    if (n["tool_arguments"].IsDefined()) {
+      nlohmann::json arguments;
+      if (JsonObject(n["tool_arguments"], Join(path, "tool_arguments"),
+                     "a mapping of argument: value (which the call's arguments must contain)",
+                     &arguments)) {
+        w->tool_arguments = std::move(arguments);
+      } else {
+        ok = false;
+      }
+    }
+    if (n["tool"].IsDefined() || n["tool_arguments"].IsDefined()) {
+      for (const ModelOnlyCondition& c : kModelOnlyConditions) {
+        if (!n[c.key].IsDefined()) continue;
+        Warning(
+            KeyNode(n, c.key), Join(path, c.key),
+            absl::StrCat(c.key, " reads ", c.reads, ", so this ", kToolRuleNoun, " never holds"),
+            absl::StrCat("remove it; tool rules may also use ", kToolConditions));
+      }
+    }
     regex("system_prompt", &w->system_prompt);
     regex("user_message", &w->user_message);
     regex("message_contains", &w->message_contains);
@@ -410,7 +468,8 @@ class Checker : public validation::YamlChecker {
 
   // `m` is a mapping (keys already checked by the caller) that must hold
   // exactly one action key.
-  bool ActionIn(const YAML::Node& m, const std::string& path, int depth, Action* out) {
+  bool ActionIn(const YAML::Node& m, const std::string& path, int depth, Answers answers,
+                Action* out) {
     std::vector<std::string> present;
     for (auto it = m.begin(); it != m.end(); ++it) {
       if (!it->first.IsScalar()) continue;
@@ -440,18 +499,55 @@ class Checker : public validation::YamlChecker {
       return false;
     }
     const std::string& kind = present[0];
-    return ActionValue(kind, m[kind], Join(path, kind), depth, out);
+    bool ok = true;
+    if (answers == Answers::kToolRule && (kind == "disconnect" || kind == "from_session")) {
+      Error(KeyNode(m, kind), Join(path, kind),
+            absl::StrCat(kind,
+                         kind == "disconnect" ? " cuts a model's answer stream"
+                                              : " answers with a recorded model exchange",
+                         ", and this is a ", kToolRuleNoun, ", which answers MCP tool calls"),
+            "use respond, error, delay or hang; or drop when.tool/tool_arguments to answer "
+            "model requests");
+      ok = false;  // the value is still checked below, for its own problems
+    }
+    return ActionValue(kind, m[kind], Join(path, kind), depth, answers, out) && ok;
+  }
+
+  // The problem for a tool-only field (`key`, which is `what`) in an action
+  // that answers model requests.
+  void ToolOnly(const YAML::Node& m, const std::string& p, const char* key, const char* what,
+                Answers answers) {
+    if (answers == Answers::kDefault) {
+      Error(KeyNode(m, key), Join(p, key),
+            absl::StrCat(key, " is ", what, ", and default answers model requests only"),
+            "move it to a rule with when.tool: NAME");
+    } else {
+      Error(KeyNode(m, key), Join(p, key),
+            absl::StrCat(key, " is ", what,
+                         ", and this rule answers model requests (it has no when.tool or "
+                         "when.tool_arguments)"),
+            "add tool: NAME under when to answer that tool's MCP calls");
+    }
+  }
+
+  // A field of a model answer (`key`) in a tool rule: no effect there.
+  void ModelOnlyField(const YAML::Node& m, const std::string& p, const char* key,
+                      absl::string_view instead) {
+    Warning(
+        KeyNode(m, key), Join(p, key),
+        absl::StrCat(key, " has no effect on a tool call's answer, and this is a ", kToolRuleNoun),
+        absl::StrCat("remove it", instead));
   }
 
   bool ActionValue(const std::string& kind, const YAML::Node& n, const std::string& p, int depth,
-                   Action* out) {
+                   Answers answers, Action* out) {
     if (kind == "respond") {
       RespondAction a;
-      if (!Respond(n, p, &a)) return false;
+      if (!Respond(n, p, answers, &a)) return false;
       out->value = std::move(a);
     } else if (kind == "error") {
       ErrorAction a;
-      if (!ErrorField(n, p, &a)) return false;
+      if (!ErrorField(n, p, answers, &a)) return false;
       out->value = std::move(a);
     } else if (kind == "delay") {
       DelayAction a;
@@ -478,12 +574,13 @@ class Checker : public validation::YamlChecker {
       if (!Map(n, p, {"failures", "error", "then"})) return false;
       bool ok = Require(n, p, "failures") &&
                 Int(n["failures"], Join(p, "failures"), &a.failures, 1);
-      ok = Require(n, p, "error") && ErrorField(n["error"], Join(p, "error"), &a.error) && ok;
+      ok = Require(n, p, "error") && ErrorField(n["error"], Join(p, "error"), answers, &a.error) &&
+           ok;
       if (Require(n, p, "then")) {
         const YAML::Node& t = n["then"];
         auto then = std::make_shared<Action>();
         if (Map(t, Join(p, "then"), kActionKeys) &&
-            ActionIn(t, Join(p, "then"), depth + 1, then.get())) {
+            ActionIn(t, Join(p, "then"), depth + 1, answers, then.get())) {
           a.then = std::move(then);
         } else {
           ok = false;
@@ -502,7 +599,8 @@ class Checker : public validation::YamlChecker {
       bool ok = true;
       for (size_t i = 0; i < n.size(); ++i) {
         Action step;
-        if (Map(n[i], At(p, i), kActionKeys) && ActionIn(n[i], At(p, i), depth + 1, &step)) {
+        if (Map(n[i], At(p, i), kActionKeys) &&
+            ActionIn(n[i], At(p, i), depth + 1, answers, &step)) {
           a.steps.push_back(std::move(step));
         } else {
           ok = false;
@@ -529,10 +627,34 @@ class Checker : public validation::YamlChecker {
     return true;
   }
 
-  bool Respond(const YAML::Node& n, const std::string& p, RespondAction* a) {
-    if (!Map(n, p, {"content", "tool_calls", "finish_reason", "usage"})) return false;
+  bool Respond(const YAML::Node& n, const std::string& p, Answers answers, RespondAction* a) {
+    if (!Map(n, p, {"content", "tool_calls", "finish_reason", "usage", "structured"})) return false;
     bool ok = true;
     if (n["content"].IsDefined()) ok = String(n["content"], Join(p, "content"), &a->content);
+    if (n["structured"].IsDefined()) {
+      nlohmann::json structured;
+      if (answers != Answers::kToolRule) {
+        ToolOnly(n, p, "structured", "a tool result's structuredContent", answers);
+        ok = false;
+      } else if (JsonObject(n["structured"], Join(p, "structured"),
+                            "a mapping (structuredContent is a JSON object)", &structured)) {
+        a->structured = std::move(structured);
+      } else {
+        ok = false;
+      }
+    }
+    if (answers == Answers::kToolRule) {
+      if (n["tool_calls"].IsDefined()) {
+        Error(KeyNode(n, "tool_calls"), Join(p, "tool_calls"),
+              absl::StrCat("tool_calls are a model's answer, and this is a ", kToolRuleNoun,
+                           ", which answers MCP tool calls with a result"),
+              "give the result as content or structured; or drop when.tool/tool_arguments to "
+              "answer model requests");
+        ok = false;
+      }
+      if (n["finish_reason"].IsDefined()) ModelOnlyField(n, p, "finish_reason", "");
+      if (n["usage"].IsDefined()) ModelOnlyField(n, p, "usage", "");
+    }
     if (n["finish_reason"].IsDefined()) {
       ok = NonEmptyString(n["finish_reason"], Join(p, "finish_reason"), &a->finish_reason) && ok;
     }
@@ -598,12 +720,41 @@ class Checker : public validation::YamlChecker {
     return ok;
   }
 
-  bool ErrorField(const YAML::Node& n, const std::string& p, ErrorAction* a) {
-    if (!Map(n, p, {"grpc_code", "http_status", "message", "retry_after_seconds"})) return false;
+  bool ErrorField(const YAML::Node& n, const std::string& p, Answers answers, ErrorAction* a) {
+    if (!Map(n, p,
+             {"grpc_code", "http_status", "jsonrpc_code", "message", "retry_after_seconds"})) {
+      return false;
+    }
     bool ok = true;
-    if (!n["grpc_code"].IsDefined() && !n["http_status"].IsDefined()) {
+    if (n["jsonrpc_code"].IsDefined()) {
+      int64_t code;
+      if (answers != Answers::kToolRule) {
+        ToolOnly(n, p, "jsonrpc_code", "the code of an MCP tool call's JSON-RPC error", answers);
+        ok = false;
+      } else if (!Int(n["jsonrpc_code"], Join(p, "jsonrpc_code"), &code, INT32_MIN)) {
+        ok = false;
+      } else if (code > INT32_MAX) {
+        Error(n["jsonrpc_code"], Join(p, "jsonrpc_code"),
+              absl::StrCat("must be a 32-bit integer, got ", code),
+              "JSON-RPC reserves -32768..-32000; servers use other codes freely");
+        ok = false;
+      } else {
+        a->jsonrpc_code = static_cast<int>(code);
+      }
+    } else if (answers != Answers::kToolRule && !n["grpc_code"].IsDefined() &&
+               !n["http_status"].IsDefined()) {
+      // A model request fails with a status. (A tool rule needs no code: its
+      // error without one is a tool error result, isError.)
       Error(n, p, "expected grpc_code, http_status or both");
       ok = false;
+    }
+    if (answers == Answers::kToolRule) {
+      const absl::string_view instead =
+          "; give jsonrpc_code for a JSON-RPC error, or no code for a tool error result "
+          "(isError)";
+      for (const char* key : {"grpc_code", "http_status", "retry_after_seconds"}) {
+        if (n[key].IsDefined()) ModelOnlyField(n, p, key, instead);
+      }
     }
     if (n["grpc_code"].IsDefined()) {
       std::string name;
@@ -657,6 +808,46 @@ class Checker : public validation::YamlChecker {
       } else {
         ok = false;
       }
+    }
+    return ok;
+  }
+
+  // A mapping read as a JSON object (`what` describes it in messages). Keys
+  // must be strings and appear once, at every depth: JSON has no other keys,
+  // and YamlToJson would silently keep one of two.
+  bool JsonObject(const YAML::Node& n, const std::string& path, absl::string_view what,
+                  nlohmann::json* out) {
+    if (!n.IsMap()) {
+      Error(n, path, absl::StrCat("expected ", what, ", got ", Describe(n)));
+      return false;
+    }
+    if (!JsonKeys(n, path)) return false;
+    *out = ToJson(n);
+    return true;
+  }
+
+  bool JsonKeys(const YAML::Node& n, const std::string& path) {
+    bool ok = true;
+    if (n.IsMap()) {
+      std::set<std::string> seen;
+      for (auto it = n.begin(); it != n.end(); ++it) {
+        if (!it->first.IsScalar()) {
+          Error(it->first, path,
+                "a mapping key is itself a mapping or a list; JSON keys are strings",
+                "quote the key");
+          ok = false;
+          continue;
+        }
+        const std::string key = it->first.Scalar();
+        if (!seen.insert(key).second) {
+          Error(it->first, validation::KeyPath(path, key), "duplicate key");
+          ok = false;
+          continue;
+        }
+        ok = JsonKeys(it->second, validation::KeyPath(path, key)) && ok;
+      }
+    } else if (n.IsSequence()) {
+      for (size_t i = 0; i < n.size(); ++i) ok = JsonKeys(n[i], At(path, i)) && ok;
     }
     return ok;
   }

@@ -102,7 +102,23 @@ struct IterationRange {
 };
 
 // Conditions of a rule; every one that is set must hold.
+//
+// A rule with `tool` or `tool_arguments` is a *tool rule*: it answers MCP
+// `tools/call` requests only (RuleSet::SelectTool), and a rule with neither
+// answers model requests only (RuleSet::Select). Tool rules also read
+// agent, previous_agent, phase, iteration and previous_tool_calls; the
+// conditions on a model request's messages and offer (system_prompt,
+// user_message, message_contains, model, has_tool_result, tool_available)
+// never hold for a tool call (the validator warns).
 struct When {
+  // The called tool's name, matched in full (RE2::FullMatch): `read_file` is
+  // exactly that name, `read_.*` or `a|b` a family. Compiled as written,
+  // unanchored, like every Pattern; the anchoring is the matcher's.
+  std::optional<Pattern> tool;
+  // A JSON object contained in the call's arguments
+  // (validation/json_subset.h): `{path: a.txt}` holds for
+  // `{"path": "a.txt", "mode": "r"}`.
+  std::optional<nlohmann::json> tool_arguments;
   std::optional<Pattern> system_prompt;
   std::optional<Pattern> user_message;     // the last user message
   std::optional<Pattern> message_contains;  // any message
@@ -114,6 +130,9 @@ struct When {
   std::vector<std::string> previous_tool_calls;
   std::optional<bool> has_tool_result;
   std::optional<std::string> tool_available;
+
+  // Whether this is a tool rule (see above).
+  bool is_tool_rule() const { return tool.has_value() || tool_arguments.has_value(); }
 };
 
 struct ToolCallSpec {
@@ -126,17 +145,29 @@ struct Usage {
   int64_t output_tokens = 0;
 };
 
+// A model answer, or in a tool rule a tool result: `content` is its text
+// content and `structured` its structuredContent (tool_calls,
+// finish_reason and usage are the model's and are refused or ignored there).
 struct RespondAction {
   std::string content;
-  std::vector<ToolCallSpec> tool_calls;
+  std::vector<ToolCallSpec> tool_calls;  // never in a tool rule
   std::string finish_reason;  // "" = chosen by the renderer
   std::optional<Usage> usage;
+  // A JSON object; only in tool rules.
+  std::optional<nlohmann::json> structured;
 };
 
-// At least one of the two codes is set.
+// Outside tool rules, at least one of grpc_code and http_status is set. In a
+// tool rule no code is needed: with jsonrpc_code the answer is a JSON-RPC
+// error, without it a tool error result ({content: [{type: text, text:
+// message}], isError: true}); grpc_code, http_status and retry_after_seconds
+// do not apply to tool calls (the validator warns).
 struct ErrorAction {
   std::optional<absl::StatusCode> grpc_code;
   std::optional<int> http_status;  // 100..599
+  // Any integer (JSON-RPC reserves -32768..-32000 for itself, but servers
+  // send any); only in tool rules.
+  std::optional<int> jsonrpc_code;
   std::string message;
   std::optional<double> retry_after_seconds;  // >= 0
 };

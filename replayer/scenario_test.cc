@@ -82,6 +82,12 @@ rules:
       - sequence: [{hang: {}}]
   - name: replay-other
     from_session: {session: golden@2, seq: 4}
+  - name: tool-fails
+    when: {tool: 'read_.*', tool_arguments: {path: a.txt, opts: {deep: [1, 2]}}, agent: executor}
+    sequence:
+      - error: {jsonrpc_code: -32602, message: no such file}
+      - error: {message: disk on fire}
+      - respond: {content: hello, structured: {lines: 1, text: hello}}
 default:
   respond: {content: 'default answer'}
 playbook:
@@ -124,7 +130,7 @@ TEST(ScenarioTest, FullExampleLoadsEveryField) {
   ASSERT_NE(s.matching.normalizer, nullptr);
   EXPECT_FALSE(s.matching.normalizer->empty());
 
-  ASSERT_THAT(s.rules, SizeIs(8));
+  ASSERT_THAT(s.rules, SizeIs(9));
   const Rule& r0 = s.rules[0];
   EXPECT_EQ(r0.name, "reviewer-finds-hole");
   EXPECT_EQ(r0.priority, 10);
@@ -182,6 +188,28 @@ TEST(ScenarioTest, FullExampleLoadsEveryField) {
   const auto& from = std::get<FromSessionAction>(s.rules[7].action.value);
   EXPECT_EQ(from.session, "golden@2");
   EXPECT_EQ(from.seq, 4);
+  EXPECT_FALSE(s.rules[7].when.is_tool_rule());
+
+  const When& tw = s.rules[8].when;
+  EXPECT_TRUE(tw.is_tool_rule());
+  ASSERT_TRUE(tw.tool);
+  EXPECT_EQ(tw.tool->text, "read_.*");
+  EXPECT_EQ(tw.tool_arguments, nlohmann::json::parse(R"({"path":"a.txt","opts":{"deep":[1,2]}})"));
+  EXPECT_EQ(tw.agent, "executor");
+  const auto& tool_steps = std::get<SequenceAction>(s.rules[8].action.value);
+  ASSERT_THAT(tool_steps.steps, SizeIs(3));
+  const auto& jsonrpc = std::get<ErrorAction>(tool_steps.steps[0].value);
+  EXPECT_EQ(jsonrpc.jsonrpc_code, -32602);
+  EXPECT_FALSE(jsonrpc.grpc_code);
+  EXPECT_FALSE(jsonrpc.http_status);
+  const auto& is_error = std::get<ErrorAction>(tool_steps.steps[1].value);
+  EXPECT_FALSE(is_error.jsonrpc_code || is_error.grpc_code || is_error.http_status);
+  EXPECT_EQ(is_error.message, "disk on fire");
+  const auto& result = std::get<RespondAction>(tool_steps.steps[2].value);
+  EXPECT_EQ(result.content, "hello");
+  EXPECT_EQ(result.structured, nlohmann::json::parse(R"({"lines":1,"text":"hello"})"));
+  EXPECT_FALSE(respond.structured);
+  EXPECT_FALSE(error.jsonrpc_code);
 
   ASSERT_TRUE(s.default_action);
   EXPECT_EQ(std::get<RespondAction>(s.default_action->value).content, "default answer");
@@ -394,6 +422,206 @@ TEST(ScenarioTest, ReportConvertsToJson) {
   EXPECT_EQ(j["problems"][0]["suggestion"], "did you mean \"name\"?");
   EXPECT_EQ(j["problems"][0]["line"], 2);
   EXPECT_EQ(j["problems"][0]["column"], 1);
+}
+
+TEST(ScenarioTest, ToolRuleErrorNeedsNoCodeAndFailThenSucceedFollows) {
+  absl::StatusOr<Scenario> s = LoadScenario(R"yaml(
+schema: understudy.scenario/v1
+rules:
+  - name: tool-error
+    when: {tool: deploy}
+    error: {message: refused}
+  - name: flaky-tool
+    when: {tool_arguments: {env: prod}}
+    fail_then_succeed:
+      failures: 1
+      error: {jsonrpc_code: 7}
+      then: {fail_then_succeed: {failures: 1, error: {}, then: {respond: {content: ok}}}}
+)yaml",
+                                            "tools.yaml");
+  ASSERT_THAT(s, IsOk());
+  EXPECT_EQ(std::get<ErrorAction>(s->rules[0].action.value).message, "refused");
+  const auto& flaky = std::get<FailThenSucceedAction>(s->rules[1].action.value);
+  EXPECT_EQ(flaky.error.jsonrpc_code, 7);
+  EXPECT_FALSE(s->rules[1].when.tool);
+  EXPECT_EQ(s->rules[1].when.tool_arguments, nlohmann::json::parse(R"({"env":"prod"})"));
+}
+
+TEST(ScenarioTest, JsonRpcCodeTakesAnyThirtyTwoBitInteger) {
+  for (const char* code : {"-32768", "-32000", "0", "1", "404", "2147483647", "-2147483648"}) {
+    absl::StatusOr<Scenario> s = LoadScenario(
+        absl::StrCat("schema: understudy.scenario/v1\nrules:\n  - name: t\n    when: {tool: x}\n"
+                     "    error: {jsonrpc_code: ",
+                     code, "}\n"),
+        "c.yaml");
+    ASSERT_THAT(s, IsOk()) << code;
+    EXPECT_EQ(std::get<ErrorAction>(s->rules[0].action.value).jsonrpc_code, std::stoi(code));
+  }
+  ValidationReport report = ValidateScenario(
+      "schema: understudy.scenario/v1\nrules:\n  - name: t\n    when: {tool: x}\n"
+      "    error: {jsonrpc_code: 2147483648}\n",
+      "big.yaml");
+  EXPECT_EQ(FormatReport(report),
+            "big.yaml:5:27: error: rules[0].error.jsonrpc_code: must be a 32-bit integer, got "
+            "2147483648 (JSON-RPC reserves -32768..-32000; servers use other codes freely)");
+}
+
+TEST(ScenarioTest, ModelRulesStillNeedAGrpcOrHttpCode) {
+  ValidationReport report = ValidateScenario(
+      "schema: understudy.scenario/v1\n"
+      "rules:\n"
+      "  - {name: model, error: {message: x}}\n"
+      "  - {name: flaky, fail_then_succeed: {failures: 1, error: {}, then: {hang: {}}}}\n",
+      "m.yaml");
+  EXPECT_EQ(FormatReport(report),
+            "m.yaml:3:26: error: rules[0].error: expected grpc_code, http_status or both\n"
+            "m.yaml:4:59: error: rules[1].fail_then_succeed.error: expected grpc_code, "
+            "http_status or both");
+}
+
+TEST(ScenarioTest, ToolRuleProblemsAreReportedWithPathsAndFixes) {
+  ValidationReport report = ValidateScenario(R"yaml(schema: understudy.scenario/v1
+rules:
+  - name: tool-cut
+    when: {tool: read_file}
+    disconnect: {after_chunks: 1}
+  - name: tool-borrow
+    when: {tool_arguments: {path: a.txt}}
+    from_session: {session: golden}
+  - name: tool-calls
+    when: {tool: 'read_.*'}
+    respond: {content: x, tool_calls: [{name: t}]}
+  - name: nested
+    when: {tool: x}
+    sequence:
+      - fail_then_succeed: {failures: 1, error: {}, then: {disconnect: {}}}
+  - name: model-structured
+    respond: {structured: {a: 1}}
+  - name: model-jsonrpc
+    error: {jsonrpc_code: -32000, message: x}
+default:
+  error: {jsonrpc_code: 1}
+)yaml",
+                                             "t.yaml");
+  EXPECT_EQ(report.errors(), 7);
+  EXPECT_EQ(report.warnings(), 0);
+  EXPECT_EQ(
+      FormatReport(report),
+      "t.yaml:5:5: error: rules[0].disconnect: disconnect cuts a model's answer stream, and this "
+      "is a tool rule (when.tool/tool_arguments), which answers MCP tool calls (use respond, "
+      "error, delay or hang; or drop when.tool/tool_arguments to answer model requests)\n"
+      "t.yaml:8:5: error: rules[1].from_session: from_session answers with a recorded model "
+      "exchange, and this is a tool rule (when.tool/tool_arguments), which answers MCP tool "
+      "calls (use respond, error, delay or hang; or drop when.tool/tool_arguments to answer "
+      "model requests)\n"
+      "t.yaml:11:27: error: rules[2].respond.tool_calls: tool_calls are a model's answer, and "
+      "this is a tool rule (when.tool/tool_arguments), which answers MCP tool calls with a "
+      "result (give the result as content or structured; or drop when.tool/tool_arguments to "
+      "answer model requests)\n"
+      "t.yaml:15:60: error: rules[3].sequence[0].fail_then_succeed.then.disconnect: disconnect "
+      "cuts a model's answer stream, and this is a tool rule (when.tool/tool_arguments), which "
+      "answers MCP tool calls (use respond, error, delay or hang; or drop "
+      "when.tool/tool_arguments to answer model requests)\n"
+      "t.yaml:17:15: error: rules[4].respond.structured: structured is a tool result's "
+      "structuredContent, and this rule answers model requests (it has no when.tool or "
+      "when.tool_arguments) (add tool: NAME under when to answer that tool's MCP calls)\n"
+      "t.yaml:19:13: error: rules[5].error.jsonrpc_code: jsonrpc_code is the code of an MCP "
+      "tool call's JSON-RPC error, and this rule answers model requests (it has no when.tool or "
+      "when.tool_arguments) (add tool: NAME under when to answer that tool's MCP calls)\n"
+      "t.yaml:21:11: error: default.error.jsonrpc_code: jsonrpc_code is the code of an MCP tool "
+      "call's JSON-RPC error, and default answers model requests only (move it to a rule with "
+      "when.tool: NAME)");
+}
+
+TEST(ScenarioTest, MisspelledToolFieldsSuggestTheirNames) {
+  ValidationReport report = ValidateScenario(R"yaml(schema: understudy.scenario/v1
+rules:
+  - name: typos
+    when: {tol: x, tool_argument: {}}
+    respond: {structred: {}}
+  - name: more
+    when: {tool: x}
+    error: {jsonrpc_cod: 1}
+)yaml",
+                                             "typo.yaml");
+  ASSERT_THAT(report.problems, SizeIs(4));
+  EXPECT_EQ(report.problems[0].path, "rules[0].when.tol");
+  EXPECT_EQ(report.problems[0].suggestion, "did you mean \"tool\"?");
+  EXPECT_EQ(report.problems[1].path, "rules[0].when.tool_argument");
+  EXPECT_EQ(report.problems[1].suggestion, "did you mean \"tool_arguments\"?");
+  EXPECT_EQ(report.problems[2].path, "rules[0].respond.structred");
+  EXPECT_EQ(report.problems[2].suggestion, "did you mean \"structured\"?");
+  EXPECT_EQ(FormatProblem(report, report.problems[3]),
+            "typo.yaml:8:13: error: rules[1].error.jsonrpc_cod: unknown field (did you mean "
+            "\"jsonrpc_code\"?)");
+}
+
+TEST(ScenarioTest, BadToolValuesAreReported) {
+  ValidationReport report = ValidateScenario(R"yaml(schema: understudy.scenario/v1
+rules:
+  - name: a
+    when: {tool: '(', tool_arguments: [1]}
+    error: {jsonrpc_code: 1.5}
+  - name: b
+    when: {tool: ''}
+    respond: {structured: [1]}
+  - name: c
+    when: {tool: x, tool_arguments: {a: 1, a: 2, b: {c: 1, c: 2}}}
+    respond: {structured: {{k: 1}: v}}
+)yaml",
+                                             "bad.yaml");
+  EXPECT_EQ(report.warnings(), 0);
+  EXPECT_EQ(FormatReport(report),
+            "bad.yaml:4:18: error: rules[0].when.tool: invalid regex: missing ): (\n"
+            "bad.yaml:4:39: error: rules[0].when.tool_arguments: expected a mapping of argument: "
+            "value (which the call's arguments must contain), got a list\n"
+            "bad.yaml:5:27: error: rules[0].error.jsonrpc_code: expected an integer, got \"1.5\"\n"
+            "bad.yaml:7:18: error: rules[1].when.tool: empty; expected a tool name or a pattern (a "
+            "pattern matches whole names: read_file, read_.*, read_file|write_file)\n"
+            "bad.yaml:8:27: error: rules[1].respond.structured: expected a mapping "
+            "(structuredContent is a JSON object), got a list\n"
+            "bad.yaml:10:44: error: rules[2].when.tool_arguments[\"a\"]: duplicate key\n"
+            "bad.yaml:10:60: error: rules[2].when.tool_arguments[\"b\"][\"c\"]: duplicate key\n"
+            "bad.yaml:11:28: error: rules[2].respond.structured: a mapping key is itself a "
+            "mapping or a list; JSON keys are strings (quote the key)");
+}
+
+TEST(ScenarioTest, ToolRulesWarnAboutModelOnlyConditionsAndFields) {
+  constexpr char kDoc[] = R"yaml(schema: understudy.scenario/v1
+rules:
+  - name: never
+    when: {tool: x, user_message: hi, model: gpt-4o, tool_available: x}
+    respond: {content: x, usage: {input_tokens: 1}, finish_reason: stop}
+  - name: codes
+    when: {tool: x}
+    error: {grpc_code: UNAVAILABLE, http_status: 503, retry_after_seconds: 1}
+)yaml";
+  EXPECT_THAT(LoadScenario(kDoc, "w.yaml"), IsOk());  // warnings only
+  ValidationReport report = ValidateScenario(kDoc, "w.yaml");
+  EXPECT_EQ(report.errors(), 0);
+  EXPECT_EQ(report.warnings(), 8);
+  ASSERT_THAT(report.problems, SizeIs(8));
+  EXPECT_EQ(FormatProblem(report, report.problems[0]),
+            "w.yaml:4:21: warning: rules[0].when.user_message: user_message reads a model "
+            "request's messages, so this tool rule (when.tool/tool_arguments) never holds "
+            "(remove it; tool rules may also use agent, previous_agent, phase, iteration, "
+            "previous_tool_calls)");
+  EXPECT_EQ(report.problems[1].path, "rules[0].when.model");
+  EXPECT_EQ(report.problems[1].message,
+            "model reads a model request's model, so this tool rule (when.tool/tool_arguments) "
+            "never holds");
+  EXPECT_EQ(report.problems[2].path, "rules[0].when.tool_available");
+  EXPECT_EQ(report.problems[3].path, "rules[0].respond.usage");
+  EXPECT_EQ(report.problems[4].path, "rules[0].respond.finish_reason");
+  EXPECT_EQ(report.problems[4].message,
+            "finish_reason has no effect on a tool call's answer, and this is a tool rule "
+            "(when.tool/tool_arguments)");
+  EXPECT_EQ(FormatProblem(report, report.problems[5]),
+            "w.yaml:8:13: warning: rules[1].error.grpc_code: grpc_code has no effect on a tool "
+            "call's answer, and this is a tool rule (when.tool/tool_arguments) (remove it; give "
+            "jsonrpc_code for a JSON-RPC error, or no code for a tool error result (isError))");
+  EXPECT_EQ(report.problems[6].path, "rules[1].error.http_status");
+  EXPECT_EQ(report.problems[7].path, "rules[1].error.retry_after_seconds");
 }
 
 class ResolveScenarioTest : public ::testing::Test {

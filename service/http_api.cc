@@ -139,7 +139,7 @@ void MethodNotAllowed(WireApi api, absl::string_view allowed, HttpResponder& out
 constexpr char kRoutes[] =
     "understudy serves POST /v1/chat/completions, POST /v1/responses, GET /v1/responses/{id}, "
     "POST /v1/embeddings, POST /v1/messages, POST /v1beta/models/{model}:generateContent, "
-    "POST /v1beta/models/{model}:streamGenerateContent and GET /v1/models";
+    "POST /v1beta/models/{model}:streamGenerateContent, GET /v1/models and POST /mcp/{name}";
 
 }  // namespace
 
@@ -168,6 +168,9 @@ std::string HttpApi::ServerErrorBody(int status, absl::string_view message,
   std::string model;
   std::string method;
   WireApi api = WireApi::kChatCompletions;
+  if (ParseRoute(target, &route) && absl::StartsWith(route.path, "/mcp/")) {
+    return McpApi::ErrorBody(message);
+  }
   if (ParseRoute(target, &route)) {
     if (route.path == "/v1/messages") api = WireApi::kMessages;
     if (ParseGeminiPath(route.path, &model, &method)) api = WireApi::kGemini;
@@ -228,6 +231,17 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
                             "path: expected /run/{run}[/agent/{agent}]/v1/..., got \"",
                             absl::CHexEscape(request.target.substr(0, 200)), "\"")),
                         *out);
+  }
+  if (absl::StartsWith(route.path, "/mcp/") && options_.mcp != nullptr) {
+    if (absl::Status access = CheckHttpAccess(options_.access, true, &request); !access.ok()) {
+      return out->Respond(HttpStatusFor(access.code()),
+                          {{"content-type", kJsonContentType}},
+                          McpApi::ErrorBody(access.message()));
+    }
+    replayer::CallInfo call = CallFor(route, request);
+    std::string name = route.path.substr(sizeof("/mcp/") - 1);
+    return options_.mcp->Handle(std::move(call), std::move(name), std::move(request),
+                                std::move(out));
   }
   // Which API the path names.
   WireCall wire;

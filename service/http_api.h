@@ -11,6 +11,7 @@
 //   POST /v1beta/models/{model}:generateContent         Gemini (also /v1/)
 //   POST /v1beta/models/{model}:streamGenerateContent   (?alt=sse or array)
 //   GET  /v1/models             the models of the run's recording
+//   POST|DELETE /mcp/{name}     an MCP tool server (service/mcp_api.h)
 //
 // Each path may be prefixed with /run/{run} and /run/{run}/agent/{agent},
 // so a base URL can carry both; otherwise headers X-Understudy-Run and
@@ -40,6 +41,7 @@
 #include "replayer/engine.h"
 #include "service/access.h"
 #include "service/http_server.h"
+#include "service/mcp_api.h"
 
 namespace understudy {
 namespace service {
@@ -56,6 +58,8 @@ struct HttpApiOptions {
   Clock* clock = Clock::Real();
   // The token callers must present (service/access.h); none by default.
   AccessToken access;
+  // MCP servers under /mcp/{name} (service/mcp_api.h), or null. Not owned.
+  McpApi* mcp = nullptr;
 };
 
 class HttpApi {

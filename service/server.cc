@@ -3,10 +3,12 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <system_error>
 #include <utility>
 
 #include "absl/strings/cord.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -49,6 +51,8 @@ struct Server::Parts {
   std::unique_ptr<recorder::Redactor> redactor;
   std::unique_ptr<replayer::Engine> engine;
   std::unique_ptr<HttpApi> http_api;
+  std::map<std::string, std::unique_ptr<recorder::HttpUpstream>> mcp_upstreams;
+  std::unique_ptr<McpApi> mcp_api;
   std::unique_ptr<HttpServer> http_server;
   std::string http_address;
   CallTracker tracker;
@@ -233,6 +237,19 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     api_options.gemini_upstream = parts->gemini_upstream.get();
     api_options.redactor = parts->redactor.get();
     api_options.access = parts->access;
+    McpApiOptions mcp_options;
+    mcp_options.engine = parts->engine.get();
+    mcp_options.redactor = parts->redactor.get();
+    for (const std::string& spec : options.mcp_upstreams) {
+      const size_t eq = spec.find('=');
+      const std::string name = spec.substr(0, eq);
+      absl::StatusOr<std::pair<std::string, std::string>> split =
+          SplitMcpUrl(spec.substr(eq + 1), absl::StrCat("--mcp-upstream ", name));
+      recorder::HttpUpstream* http = parts->mcp_upstreams.at(name).get();
+      mcp_options.upstreams[name] = McpUpstream{http, split.ok() ? split->second : "/"};
+    }
+    parts->mcp_api = std::make_unique<McpApi>(mcp_options);
+    api_options.mcp = parts->mcp_api.get();
     parts->http_api = std::make_unique<HttpApi>(api_options);
     HttpServerOptions http_options;
     http_options.listen = options.http_listen;
@@ -284,6 +301,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       {{"grpc", parts->address}, {"http", parts->http_address.empty() ? "none" : parts->http_address},
        {"db", options.db_path},
        {"upstreams", options.upstreams.empty() ? "none" : absl::StrJoin(options.upstreams, ",")},
+       {"mcp_upstreams",
+        options.mcp_upstreams.empty() ? "none" : absl::StrJoin(options.mcp_upstreams, ",")},
        {"default_run", parts->default_run}});
   return std::unique_ptr<Server>(new Server(std::move(parts)));
 }
@@ -367,7 +386,30 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
     if (!http_upstream.ok()) return bad(http_upstream.status());
     *slot = *std::move(http_upstream);
   }
-  engine_options->has_upstream = parts->upstream != nullptr ||
+  for (const std::string& spec : options.mcp_upstreams) {
+    const size_t eq = spec.find('=');
+    const std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
+    if (name.empty() || name.find('/') != std::string::npos) {
+      return bad(absl::InvalidArgumentError(absl::StrCat(
+          "--mcp-upstream \"", absl::CHexEscape(spec.substr(0, 200)),
+          "\": expected NAME=URL, NAME the MCP server's name (no '/')")));
+    }
+    if (parts->mcp_upstreams.count(name) > 0) {
+      return bad(absl::InvalidArgumentError(
+          absl::StrCat("--mcp-upstream: more than one ", name, "=")));
+    }
+    absl::StatusOr<std::pair<std::string, std::string>> split =
+        SplitMcpUrl(spec.substr(eq + 1), absl::StrCat("--mcp-upstream ", name));
+    if (!split.ok()) return bad(split.status());
+    recorder::HttpUpstream::Options mcp_options;
+    mcp_options.base_url = split->first;
+    mcp_options.flag = absl::StrCat("--mcp-upstream ", name);
+    absl::StatusOr<std::unique_ptr<recorder::HttpUpstream>> made =
+        recorder::HttpUpstream::Create(mcp_options);
+    if (!made.ok()) return bad(made.status());
+    parts->mcp_upstreams[name] = *std::move(made);
+  }
+  engine_options->has_upstream = !parts->mcp_upstreams.empty() || parts->upstream != nullptr ||
                                  parts->openai_upstream != nullptr ||
                                  parts->anthropic_upstream != nullptr ||
                                  parts->gemini_upstream != nullptr;

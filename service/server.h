@@ -26,6 +26,9 @@ struct ServerOptions {
   // Upstream models for record/passthrough runs, each `grpc://HOST:PORT`,
   // `openai=URL` or `anthropic=URL`.
   std::vector<std::string> upstreams;
+  // MCP tool servers for record/passthrough runs, each `NAME=URL` (a
+  // Streamable HTTP endpoint; see docs/mcp.md).
+  std::vector<std::string> mcp_upstreams;
   // Replay pace: 0 as fast as possible, else recorded offsets / speed.
   double speed = 0;
   // Matching: canonical paths to ignore and normalizers (see

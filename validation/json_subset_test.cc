@@ -1,12 +1,13 @@
-#include "trace/json_subset.h"
+#include "validation/json_subset.h"
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace understudy {
-namespace trace {
+namespace validation {
 namespace {
 
 using nlohmann::json;
@@ -44,6 +45,15 @@ TEST(JsonSubsetTest, ReportsTheFirstDifferenceWithItsPath) {
   EXPECT_EQ(Difference(R"({"phase":"x"})", R"("x")"), R"(expected {"phase":"x"}, got "x")");
 }
 
+TEST(JsonSubsetTest, LongValuesAreShortenedOnACharacterBoundary) {
+  // 159 ASCII bytes, then "é" (2 bytes) straddling the 160-byte cut.
+  const std::string value = std::string(158, 'a') + "\u00e9" + std::string(40, 'b');
+  const std::string difference =
+      Difference(absl::StrCat(R"({"k":")", value, R"("})"), R"({"k":"x"})");
+  EXPECT_EQ(difference, absl::StrCat(R"(at k: expected ")", std::string(158, 'a'),
+                                     R"(... (202 bytes), got "x")"));
+}
+
 }  // namespace
-}  // namespace trace
+}  // namespace validation
 }  // namespace understudy

@@ -1,0 +1,114 @@
+#include "provider/mcp.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace understudy {
+namespace provider {
+namespace mcp {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(McpParse, RequestNotificationResponse) {
+  auto request = ParseMessage(
+      R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read","arguments":{"p":1},"_meta":{"progressToken":7}}})");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->kind, Message::Kind::kRequest);
+  EXPECT_EQ(request->id, Json(7));
+  EXPECT_EQ(request->method, "tools/call");
+  EXPECT_EQ(request->progress_token, Json(7));
+
+  auto note = ParseMessage(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  ASSERT_TRUE(note.ok()) << note.status();
+  EXPECT_EQ(note->kind, Message::Kind::kNotification);
+
+  auto response = ParseMessage(R"({"jsonrpc":"2.0","id":"a","result":{"x":1}})");
+  ASSERT_TRUE(response.ok()) << response.status();
+  EXPECT_EQ(response->kind, Message::Kind::kResponse);
+  EXPECT_EQ(OutcomeOf(*response).result_json, R"({"x":1})");
+
+  auto error = ParseMessage(R"({"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}})");
+  ASSERT_TRUE(error.ok()) << error.status();
+  Outcome outcome = OutcomeOf(*error);
+  EXPECT_TRUE(outcome.is_error);
+  EXPECT_EQ(outcome.code, -32602);
+  EXPECT_EQ(outcome.message, "bad");
+}
+
+TEST(McpParse, RefusesWhatIsNotOneMessage) {
+  struct Case {
+    const char* text;
+    const char* says;
+    int code;
+  } cases[] = {
+      {"{", "invalid JSON", kParseError},
+      {R"([{"jsonrpc":"2.0","id":1,"method":"ping"}])", "batch", kInvalidRequest},
+      {"3", "expected a JSON-RPC message", kInvalidRequest},
+      {R"({"id":1,"method":"ping"})", "jsonrpc: missing", kInvalidRequest},
+      {R"({"jsonrpc":"1.0","id":1,"method":"ping"})", "jsonrpc: expected \"2.0\"", kInvalidRequest},
+      {R"({"jsonrpc":"2.0","id":1.5,"method":"ping"})", "id: expected a string or an integer",
+       kInvalidRequest},
+      {R"({"jsonrpc":"2.0","id":1,"method":4})", "method: expected a string", kInvalidRequest},
+      {R"({"jsonrpc":"2.0","id":1,"method":"x","params":3})", "params: expected an object",
+       kInvalidRequest},
+      {R"({"jsonrpc":"2.0","id":1})", "exactly one of", kInvalidRequest},
+      {R"({"jsonrpc":"2.0"})", "neither a request", kInvalidRequest},
+  };
+  for (const Case& c : cases) {
+    auto parsed = ParseMessage(c.text);
+    ASSERT_FALSE(parsed.ok()) << c.text;
+    EXPECT_THAT(parsed.status().message(), HasSubstr(c.says)) << c.text;
+    EXPECT_EQ(ErrorCodeFor(parsed.status()), c.code) << c.text;
+  }
+}
+
+TEST(McpParse, DeepNestingIsAnErrorNotACrash) {
+  std::string deep = R"({"jsonrpc":"2.0","id":1,"method":"x","params":{"a":)";
+  deep += std::string(100000, '[') + std::string(100000, ']') + "}}";
+  auto parsed = ParseMessage(deep);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("nested deeper"));
+}
+
+TEST(McpCanonical, DropsMetaAndKeepsTheRest) {
+  auto request = ParseMessage(
+      R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read","arguments":{"p":1},"_meta":{"progressToken":7}}})");
+  ASSERT_TRUE(request.ok());
+  v1::CompletionRequest canonical = CanonicalRequest("fs", *request);
+  EXPECT_EQ(canonical.operation(), "mcp:tools/call");
+  EXPECT_EQ(canonical.model(), "fs");
+  EXPECT_EQ(canonical.extra(), R"({"name":"read","arguments":{"p":1}})");
+
+  auto bare = ParseMessage(R"({"jsonrpc":"2.0","id":1,"method":"tools/list"})");
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(CanonicalRequest("fs", *bare).extra(), "{}");
+}
+
+TEST(McpRender, ResponsesAndErrors) {
+  EXPECT_EQ(ResultResponse(Json(3), R"({"a":1})"), R"({"jsonrpc":"2.0","id":3,"result":{"a":1}})");
+  EXPECT_EQ(ResultResponse(Json("x"), ""), R"({"jsonrpc":"2.0","id":"x","result":{}})");
+  EXPECT_EQ(ErrorResponse(Json(1), -32001, "no \"recording\""),
+            R"({"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"no \"recording\""}})");
+  EXPECT_EQ(ErrorResponse(Json(nullptr), -32700, "bad", R"({"k":1})"),
+            R"({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad","data":{"k":1}}})");
+}
+
+TEST(McpRender, WithIdsRewritesOnlyIds) {
+  const std::string recorded = R"({"result":{"z":1,"a":2},"jsonrpc":"2.0","id":4})";
+  // Same id: the very bytes.
+  EXPECT_EQ(WithIds(recorded, Json(4), Json()), recorded);
+  // Another id: only the id changes; key order is kept.
+  EXPECT_EQ(WithIds(recorded, Json("q"), Json()), R"({"result":{"z":1,"a":2},"jsonrpc":"2.0","id":"q"})");
+  const std::string progress =
+      R"({"method":"notifications/progress","params":{"progressToken":4,"progress":1},"jsonrpc":"2.0"})";
+  EXPECT_EQ(WithIds(progress, Json(9), Json(9)),
+            R"({"method":"notifications/progress","params":{"progressToken":9,"progress":1},"jsonrpc":"2.0"})");
+  EXPECT_EQ(WithIds(progress, Json(9), Json()), progress);
+  EXPECT_EQ(WithIds("not json", Json(1), Json()), "not json");
+}
+
+}  // namespace
+}  // namespace mcp
+}  // namespace provider
+}  // namespace understudy

@@ -1,0 +1,469 @@
+#include "replayer/run_state.h"
+
+#include <algorithm>
+#include <random>
+#include <utility>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "base/log.h"
+#include "base/scheduler.h"
+#include "base/status_macros.h"
+#include "recorder/canonical.h"
+#include "recorder/stream.h"
+#include "recorder/validate.h"
+#include "replayer/miss_report.h"
+#include "replayer/playbook.h"
+
+namespace understudy {
+namespace replayer {
+
+using Attributes = TraceAttributes;
+
+// Errors that say the upstream was not reached or did not finish: passed to
+// the caller, never recorded (a replay must not reproduce an outage).
+bool IsTransportError(const absl::Status& s) {
+  return absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsCancelled(s);
+}
+
+// Outcomes that are never recorded: outages (a replay must not reproduce
+// them) and refused credentials (a wrong key during recording says nothing
+// about the agent; a golden session must not keep it).
+bool NeverRecorded(const absl::Status& s) {
+  return IsTransportError(s) || absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s);
+}
+
+absl::Status DisconnectStatus() {
+  return absl::UnavailableError("connection dropped by the scenario (disconnect action)");
+}
+
+absl::Status StatusFromRecorded(const v1::ErrorStatus& error) {
+  // An MCP server's JSON-RPC error keeps its own (negative) code in the
+  // recording; as a status it is UNKNOWN, with the code in the message.
+  if (error.code() < 0 || error.code() > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
+    return absl::UnknownError(absl::StrCat("JSON-RPC error ", error.code(), ": ", error.message()));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(error.code()), error.message());
+}
+
+// The trace event for one answered request.
+v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
+                             const v1::CompletionResponse* response, const absl::Status& status,
+                             absl::string_view source, int64_t exchange_seq, bool streamed,
+                             const TraceAttributes& extra) {
+  if (IsMcpRequest(request)) {
+    return McpExchangeEvent(agent, request, response, status, source, exchange_seq, extra);
+  }
+  v1::TraceEvent event;
+  event.set_kind("exchange");
+  event.set_agent(agent);
+  auto& attrs = *event.mutable_attributes();
+  attrs["gen_ai.operation.name"] = request.operation().empty() ? "chat" : request.operation();
+  if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
+  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
+  attrs["understudy.answer.source"] = std::string(source);
+  attrs["understudy.streamed"] = streamed ? "true" : "false";
+  if (exchange_seq > 0) attrs["understudy.exchange.seq"] = absl::StrCat(exchange_seq);
+  if (!status.ok()) {
+    attrs["error.type"] = absl::StatusCodeToString(status.code());
+  }
+  if (response != nullptr) {
+    if (!response->id().empty()) attrs["gen_ai.response.id"] = response->id();
+    if (!response->model().empty()) attrs["gen_ai.response.model"] = response->model();
+    if (!response->finish_reason().empty()) {
+      attrs["gen_ai.response.finish_reasons"] = response->finish_reason();
+    }
+    if (response->has_usage()) {
+      attrs["gen_ai.usage.input_tokens"] = absl::StrCat(response->usage().input_tokens());
+      attrs["gen_ai.usage.output_tokens"] = absl::StrCat(response->usage().output_tokens());
+    }
+    *event.mutable_response() = *response;
+  }
+  for (const auto& [name, value] : extra) attrs[name] = value;
+  v1::CompletionRequest* copy = event.mutable_request();
+  *copy = request;  // one copy; the routing fields are dropped from it
+  copy->clear_run();
+  copy->clear_agent();
+  return event;
+}
+
+
+
+absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
+                                                    const v1::CompletionRequest& request,
+                                                    bool streamed, bool forward_misses, bool quiet,
+                                                    const Attributes& extra) {
+  // A request recorded byte for byte needs no canonical form; others (and
+  // misses, whose report compares canonical forms) build it.
+  std::optional<nlohmann::json> got;
+  const std::vector<uint32_t>* candidates = index_->FindExact(request);
+  if (candidates == nullptr) {
+    got = index_->CanonicalOf(request);
+    candidates = index_->Find(SessionIndex::TextOf(*got));
+  }
+  absl::MutexLock lock(&mu_);
+  if (ending_) return EndingError();
+  if (candidates != nullptr) {
+    // The first unused identical recording; with repeat_, the last used one
+    // when all are used.
+    const v1::Exchange* repeat = nullptr;
+    for (uint32_t i : *candidates) {
+      const v1::Exchange& ex = index_->exchange(i);
+      if (ex.agent() != call.agent) continue;
+      if (consumed_[i]) {
+        if (repeat_) repeat = &ex;
+        continue;
+      }
+      consumed_[i] = 1;
+      run_.set_served(run_.served() + 1);
+      absl::Status status = ex.has_error() ? StatusFromRecorded(ex.error()) : absl::OkStatus();
+      if (IsMcpRequest(request)) {
+        // A replayed tool call is traced with the latency it was recorded
+        // with.
+        Attributes with_latency = extra;
+        with_latency.emplace_back("understudy.recorded_latency_ms",
+                                  absl::StrFormat("%.3f", ex.latency_micros() / 1000.0));
+        EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status, "recording",
+                                 ex.seq(), streamed, with_latency));
+        return &ex;
+      }
+      EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status, "recording",
+                               ex.seq(), streamed, extra));
+      return &ex;
+    }
+    if (repeat != nullptr) {
+      run_.set_served(run_.served() + 1);
+      absl::Status status =
+          repeat->has_error() ? StatusFromRecorded(repeat->error()) : absl::OkStatus();
+      v1::TraceEvent event = ExchangeEvent(call.agent, request, &repeat->response(), status,
+                                           "recording", repeat->seq(), streamed, extra);
+      (*event.mutable_attributes())["understudy.answer.repeat"] = "true";
+      EmitLocked(std::move(event));
+      return repeat;
+    }
+  }
+  if (quiet) return nullptr;
+
+  // A miss: report it, and in non-strict mode answer from the closest
+  // unused recording.
+  if (!got.has_value()) got = index_->CanonicalOf(request);
+  v1::MissReport report = BuildMissReport(*index_, consumed_, call.agent, *got);
+  const v1::Exchange* fallback = nullptr;
+  if (!strict_ && !forward_misses) {
+    size_t i = FindClosest(*index_, consumed_, call.agent, *got, /*unconsumed_only=*/true);
+    if (i < index_->size()) {
+      consumed_[i] = 1;
+      fallback = &index_->exchange(i);
+      report.set_served_seq(fallback->seq());
+    }
+  }
+  run_.set_misses(run_.misses() + 1);
+  v1::TraceEvent event;
+  event.set_kind("miss");
+  event.set_agent(call.agent);
+  auto& attrs = *event.mutable_attributes();
+  if (!call.agent.empty()) attrs["gen_ai.agent.name"] = call.agent;
+  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
+  attrs["understudy.miss.report"] = report.text();
+  if (report.closest_seq() > 0) {
+    attrs["understudy.miss.closest_seq"] = absl::StrCat(report.closest_seq());
+  }
+  if (fallback != nullptr) attrs["understudy.miss.served_seq"] = absl::StrCat(fallback->seq());
+  *event.mutable_request() = recorder::WithoutRouting(request);
+  report.set_event_seq(next_event_seq_);
+  EmitLocked(std::move(event));
+  if (static_cast<int>(misses_.size()) < max_miss_reports_) misses_.push_back(report);
+
+  if (forward_misses) return nullptr;
+  if (fallback == nullptr) {
+    absl::Status miss = absl::NotFoundError(report.text());
+    miss.SetPayload(kMissPayloadUrl, absl::Cord(report.SerializeAsString()));
+    return miss;
+  }
+  run_.set_served(run_.served() + 1);
+  absl::Status status =
+      fallback->has_error() ? StatusFromRecorded(fallback->error()) : absl::OkStatus();
+  EmitLocked(ExchangeEvent(call.agent, request, &fallback->response(), status, "closest_recording",
+                           fallback->seq(), streamed, extra));
+  return fallback;
+}
+
+void Hang::Wait(std::function<void(absl::Status)> answer) {
+  absl::Status status;
+  {
+    absl::MutexLock lock(&mu_);
+    if (!released_) {
+      answer_ = std::move(answer);
+      return;
+    }
+    status = status_;
+  }
+  answer(std::move(status));
+}
+
+void Hang::Release(absl::Status status) {
+  std::function<void(absl::Status)> answer;
+  {
+    absl::MutexLock lock(&mu_);
+    if (released_) return;
+    released_ = true;
+    status_ = status;
+    answer = std::move(answer_);
+  }
+  if (answer) answer(std::move(status));
+}
+
+void RunState::ObserveAnswer(const std::string& agent, const v1::CompletionResponse& response) {
+  const Extractors& extractors = script_->scenario().extractors;
+  if (response.message().tool_calls().empty() && !extractors.routing.has_value()) return;
+  Observation seen = Observe(context_, response, extractors);
+  auto base = [&](const char* kind) {
+    v1::TraceEvent event;
+    event.set_kind(kind);
+    event.set_agent(agent);
+    if (!agent.empty()) (*event.mutable_attributes())["gen_ai.agent.name"] = agent;
+    return event;
+  };
+  absl::MutexLock lock(&mu_);
+  for (const v1::ToolCall& call : response.message().tool_calls()) {
+    v1::TraceEvent event = base("tool_call");
+    auto& attrs = *event.mutable_attributes();
+    attrs["gen_ai.tool.name"] = call.name();
+    if (!call.id().empty()) attrs["gen_ai.tool.call.id"] = call.id();
+    attrs["gen_ai.tool.call.arguments"] = call.arguments();
+    EmitLocked(std::move(event));
+    NoteModelToolCallLocked(agent, call);
+  }
+  if (seen.routing.has_value()) {
+    v1::TraceEvent event = base("routing_decision");
+    auto& attrs = *event.mutable_attributes();
+    attrs["understudy.routing.agents"] = absl::StrJoin(seen.routing->agents, ",");
+    if (!seen.routing->phase.empty()) attrs["understudy.routing.phase"] = seen.routing->phase;
+    if (!seen.routing->reason.empty()) attrs["understudy.routing.reason"] = seen.routing->reason;
+    EmitLocked(std::move(event));
+  }
+  if (seen.phase.has_value() && *seen.phase != seen.previous_phase) {
+    v1::TraceEvent event = base("phase_transition");
+    auto& attrs = *event.mutable_attributes();
+    attrs["understudy.phase.from"] = seen.previous_phase;
+    attrs["understudy.phase.to"] = *seen.phase;
+    EmitLocked(std::move(event));
+  }
+  if (seen.ended) EmitLocked(base("workflow_end"));
+}
+
+void RunState::TraceRequest(const std::string& agent, const v1::CompletionRequest& request,
+                            const Selection& selection) {
+  // An execution is a run of requests by one named agent.
+  const bool new_execution =
+      !agent.empty() &&
+      (!selection.previous_agent.has_value() || *selection.previous_agent != agent);
+  bool has_results = false;
+  for (const v1::Message& m : request.messages()) has_results |= m.role() == "tool";
+  if (!new_execution && !has_results) return;
+  absl::MutexLock lock(&mu_);
+  if (new_execution) {
+    v1::TraceEvent event;
+    event.set_kind("agent_execution");
+    event.set_agent(agent);
+    auto& attrs = *event.mutable_attributes();
+    if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
+    attrs["understudy.agent.iteration"] = absl::StrCat(selection.agent_iteration);
+    if (selection.previous_agent.has_value()) {
+      attrs["understudy.previous_agent"] = *selection.previous_agent;
+    }
+    if (!selection.phase.empty()) attrs["understudy.phase"] = selection.phase;
+    EmitLocked(std::move(event));
+  }
+  if (!has_results) return;
+  // Tool names by call id, from the assistant messages before the results.
+  absl::flat_hash_map<absl::string_view, absl::string_view> names;
+  for (const v1::Message& m : request.messages()) {
+    if (m.role() == "assistant") {
+      for (const v1::ToolCall& call : m.tool_calls()) names[call.id()] = call.name();
+      continue;
+    }
+    if (m.role() != "tool") continue;
+    // Agents resend the conversation: each result is traced once per run.
+    const absl::string_view result = absl::string_view(m.content()).substr(0, 64 << 10);
+    auto name = names.find(m.tool_call_id());
+    const absl::string_view tool = !m.name().empty() ? absl::string_view(m.name())
+                                   : name != names.end() ? name->second
+                                                         : absl::string_view();
+    // A call run over MCP had its result traced then.
+    if (!m.tool_call_id().empty() && mcp_traced_ids_.contains(m.tool_call_id())) continue;
+    if (!seen_tool_results_.insert(ToolResultKey(m.tool_call_id(), result)).second) continue;
+    if (!tool.empty()) {
+      auto unkeyed = unkeyed_tool_results_.find(ToolResultKey(tool, result));
+      if (unkeyed != unkeyed_tool_results_.end()) {
+        if (--unkeyed->second == 0) unkeyed_tool_results_.erase(unkeyed);
+        continue;
+      }
+    }
+    v1::TraceEvent event;
+    event.set_kind("tool_result");
+    event.set_agent(agent);
+    auto& attrs = *event.mutable_attributes();
+    if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
+    if (!tool.empty()) attrs["gen_ai.tool.name"] = std::string(tool);
+    if (!m.tool_call_id().empty()) attrs["gen_ai.tool.call.id"] = m.tool_call_id();
+    attrs["gen_ai.tool.call.result"] = std::string(result);
+    EmitLocked(std::move(event));
+  }
+}
+
+std::shared_ptr<Hang> RunState::NewHang(absl::Time deadline) {
+  auto hang = std::make_shared<Hang>();
+  {
+    absl::MutexLock lock(&mu_);
+    hangs_.erase(std::remove_if(hangs_.begin(), hangs_.end(),
+                                [](const std::shared_ptr<Hang>& h) { return h->released(); }),
+                 hangs_.end());
+    hangs_.push_back(hang);
+  }
+  if (deadline != absl::InfiniteFuture()) {
+    std::weak_ptr<Hang> weak = hang;
+    Scheduler::Shared()->RunAt(deadline, [weak] {
+      if (std::shared_ptr<Hang> h = weak.lock()) {
+        h->Release(absl::DeadlineExceededError(
+            "the deadline passed while the scenario held the call (hang)"));
+      }
+    });
+  }
+  return hang;
+}
+
+void RunState::ReleaseHangs(const absl::Status& status) {
+  std::vector<std::shared_ptr<Hang>> held;
+  {
+    absl::MutexLock lock(&mu_);
+    held.swap(hangs_);
+  }
+  for (const std::shared_ptr<Hang>& h : held) h->Release(status);
+}
+
+absl::StatusOr<const v1::Exchange*> RunState::FromSession(const FromSessionAction& action,
+                                                          std::shared_ptr<const void>* keepalive) {
+  absl::MutexLock lock(&mu_);
+  auto it = sources_.find(action.session);
+  if (it == sources_.end()) {
+    return absl::InternalError(absl::StrCat("from_session: \"", action.session, "\" not loaded"));
+  }
+  SourceSession& source = it->second;
+  const SessionIndex& index = *source.index;
+  *keepalive = source.index;
+  if (action.seq.has_value()) {
+    for (size_t i = 0; i < index.size(); ++i) {
+      if (index.exchange(i).seq() == *action.seq) {
+        source.served[i] = 1;
+        return &index.exchange(i);
+      }
+    }
+    return absl::NotFoundError(absl::StrCat("from_session: session \"", action.session,
+                                            "\" has no exchange with seq ", *action.seq));
+  }
+  for (size_t i = 0; i < index.size(); ++i) {
+    if (source.served[i]) continue;
+    source.served[i] = 1;
+    return &index.exchange(i);
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("from_session: every exchange of session \"", action.session,
+                   "\" has been served in this run (", index.size(), ")"));
+}
+
+absl::Status RunState::BareMiss(const CallInfo& call, const v1::CompletionRequest& request,
+                                const std::string& why) {
+  v1::MissReport report;
+  report.set_agent(call.agent);
+  report.set_text(why);
+  absl::MutexLock lock(&mu_);
+  if (ending_) return EndingError();
+  run_.set_misses(run_.misses() + 1);
+  v1::TraceEvent event;
+  event.set_kind("miss");
+  event.set_agent(call.agent);
+  auto& attrs = *event.mutable_attributes();
+  if (!call.agent.empty()) attrs["gen_ai.agent.name"] = call.agent;
+  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
+  attrs["understudy.miss.report"] = why;
+  *event.mutable_request() = recorder::WithoutRouting(request);
+  report.set_event_seq(next_event_seq_);
+  EmitLocked(std::move(event));
+  if (static_cast<int>(misses_.size()) < max_miss_reports_) misses_.push_back(report);
+  absl::Status miss = absl::NotFoundError(why);
+  miss.SetPayload(kMissPayloadUrl, absl::Cord(report.SerializeAsString()));
+  return miss;
+}
+
+v1::RunSummary RunState::BeginEnd(absl::Duration timeout) {
+  ReleaseHangs(absl::CancelledError("the run ended while a hang action held the call"));
+  absl::MutexLock lock(&mu_);
+  ending_ = true;
+  auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; };
+  mu_.AwaitWithTimeout(absl::Condition(&drained), timeout);
+  v1::RunSummary summary;
+  *summary.mutable_run() = run_;
+  for (const v1::MissReport& m : misses_) *summary.add_misses() = m;
+  for (const v1::ExchangeRef& ref : recorded_) *summary.add_recorded() = ref;
+  if (index_ != nullptr) {
+    for (size_t i = 0; i < consumed_.size(); ++i) {
+      if (consumed_[i]) continue;
+      v1::ExchangeRef* ref = summary.add_unconsumed();
+      ref->set_seq(index_->exchange(i).seq());
+      ref->set_agent(index_->exchange(i).agent());
+    }
+  }
+  if (playbook_ != nullptr) {
+    for (std::string& failure : playbook_->EndFailures()) summary.add_failures(std::move(failure));
+  }
+  return summary;
+}
+
+v1::RunSummary RunState::Finish(v1::RunSummary summary) {
+  absl::MutexLock lock(&mu_);
+  run_.set_state(summary.failures_size() > 0 ? v1::RUN_STATE_FAILED : v1::RUN_STATE_ENDED);
+  run_.set_ended_at_micros(clock_->NowMicros());
+  v1::TraceEvent event;
+  event.set_kind("run_ended");
+  auto& attrs = *event.mutable_attributes();
+  attrs["understudy.run.served"] = absl::StrCat(run_.served());
+  attrs["understudy.run.recorded"] = absl::StrCat(run_.recorded());
+  attrs["understudy.run.misses"] = absl::StrCat(run_.misses());
+  attrs["understudy.run.unconsumed"] = absl::StrCat(summary.unconsumed_size());
+  if (summary.failures_size() > 0) {
+    attrs["understudy.run.failures"] = absl::StrJoin(summary.failures(), "\n");
+  }
+  EmitLocked(std::move(event));
+  ended_ = true;
+  for (const auto& [id, subscriber] : subscribers_) {
+    if (subscriber.on_end) subscriber.on_end();
+  }
+  subscribers_.clear();
+  *summary.mutable_run() = run_;
+  return summary;
+}
+
+absl::StatusOr<int64_t> RunState::NewModeVersion() {
+  absl::MutexLock lock(&new_mu_);
+  if (new_version_ != 0) return new_version_;
+  US_ASSIGN_OR_RETURN(v1::Session made, store_->CreateSessionVersion(session_));
+  std::vector<v1::Exchange> copy;
+  copy.reserve(index_->size());
+  for (size_t i = 0; i < index_->size(); ++i) copy.push_back(index_->exchange(i));
+  if (!copy.empty()) {
+    US_RETURN_IF_ERROR(
+        store_->AppendExchangesAndWait(session_, made.version(), std::move(copy)).status());
+  }
+  new_version_ = made.version();
+  return new_version_;
+}
+}  // namespace replayer
+}  // namespace understudy

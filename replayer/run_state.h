@@ -1,0 +1,348 @@
+// The state of one run, shared by the engine's files (engine.cc,
+// run_state.cc, engine_mcp.cc). Internal to the replayer: adapters use
+// engine.h.
+#ifndef UNDERSTUDY_REPLAYER_RUN_STATE_H_
+#define UNDERSTUDY_REPLAYER_RUN_STATE_H_
+
+#include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
+#include "absl/strings/str_cat.h"
+#include "replayer/engine.h"
+#include "nlohmann/json.hpp"
+#include "replayer/playbook.h"
+
+namespace understudy {
+namespace replayer {
+
+
+// Everything one run holds. Immutable fields are set before the run is
+// published; the rest is guarded by `mu`.
+class RunState {
+ public:
+  // A session a `from_session` action serves from, loaded at StartRun.
+  struct SourceSession {
+    std::shared_ptr<const SessionIndex> index;
+    std::vector<uint8_t> served;  // guarded by RunState::mu_
+  };
+
+  RunState(v1::Run run, std::shared_ptr<const SessionIndex> index,
+           std::shared_ptr<const Script> script,
+           absl::flat_hash_map<std::string, SourceSession> sources, store::Store* store,
+           Clock* clock, int max_miss_reports)
+      : id_(run.id()),
+        script_(std::move(script)),
+        mode_(run.mode()),
+        strict_(run.strict()),
+        repeat_(run.repeat()),
+        session_(run.session()),
+        session_version_(run.session_version()),
+        index_(std::move(index)),
+        store_(store),
+        clock_(clock),
+        max_miss_reports_(max_miss_reports),
+        run_(std::move(run)),
+        sources_(std::move(sources)) {
+    if (index_ != nullptr) consumed_.assign(index_->size(), 0);
+    if (!script_->scenario().playbook.empty()) {
+      playbook_ = std::make_unique<PlaybookRun>(script_->shared_scenario());
+    }
+  }
+
+  const Script& script() const { return *script_; }
+  RunContext& context() { return context_; }
+  // The run's OpenAI Responses chains; thread-safe on its own.
+  ResponseChain& responses() { return responses_; }
+  PlaybookRun* playbook() { return playbook_.get(); }
+  bool has_index() const { return index_ != nullptr; }
+
+  // The use count of the scenario's default action in this run (1-based).
+  int64_t NextDefaultUse() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return ++default_uses_;
+  }
+
+  // Emits an answer's trace event and counts it served.
+  // FAILED_PRECONDITION once the run is ending.
+  absl::Status Answered(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (ending_) return EndingError();
+    run_.set_served(run_.served() + 1);
+    EmitLocked(std::move(event));
+    return absl::OkStatus();
+  }
+
+  // Updates the run's context from an answer and traces what the
+  // extractors found: tool_call, routing_decision, phase_transition,
+  // workflow_end.
+  void ObserveAnswer(const std::string& agent, const v1::CompletionResponse& response)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Traces what a request says before it is answered: agent_execution when
+  // the speaking agent changes, and tool_result for each tool result the
+  // request carries that no earlier request of the run carried.
+  void TraceRequest(const std::string& agent, const v1::CompletionRequest& request,
+                    const Selection& selection) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // A call held by a `hang` action, released at `deadline` (when finite) or
+  // when the run ends.
+  std::shared_ptr<Hang> NewHang(absl::Time deadline) ABSL_LOCKS_EXCLUDED(mu_);
+  void ReleaseHangs(const absl::Status& status) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The exchange a from_session action serves: `seq` when set, else the
+  // session's next exchange this run has not been served.
+  absl::StatusOr<const v1::Exchange*> FromSession(const FromSessionAction& action,
+                                                  std::shared_ptr<const void>* keepalive)
+      ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Counts and traces a request that nothing answers, NOT_FOUND with a
+  // MissReport payload whose text is `why`.
+  absl::Status BareMiss(const CallInfo& call, const v1::CompletionRequest& request,
+                        const std::string& why) ABSL_LOCKS_EXCLUDED(mu_);
+
+  const std::string& id() const { return id_; }
+  v1::RunMode mode() const { return mode_; }
+  const std::string& session() const { return session_; }
+  int64_t session_version() const { return session_version_; }
+
+  v1::Run Snapshot() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    return run_;
+  }
+
+  // Appends `event` to the trace with the next seq. Queues it for the
+  // store, in seq order, without waiting for disk.
+  void Emit(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    EmitLocked(std::move(event));
+  }
+  v1::TraceEvent EmitAndReturn(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (event.kind() == "tool_result") NoteToolResultLocked(event);
+    event.set_run(id_);
+    event.set_seq(next_event_seq_);
+    event.set_time_micros(clock_->NowMicros());
+    v1::TraceEvent copy = event;
+    EmitLocked(std::move(event));
+    return copy;
+  }
+
+  // Replay: the exchange that answers `request` (consumed by this call), or
+  // NOT_FOUND with the miss report. Emits the exchange or miss event. With
+  // `forward_misses` (new mode) a miss is reported and returned as a null
+  // exchange, for the caller to forward.
+  // With `quiet` (a scenario default will answer instead), a miss returns
+  // a null exchange and is neither reported nor counted. `extra` attributes
+  // go on the exchange event.
+  absl::StatusOr<const v1::Exchange*> Match(const CallInfo& call,
+                                            const v1::CompletionRequest& request, bool streamed,
+                                            bool forward_misses, bool quiet,
+                                            const TraceAttributes& extra) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Forwarding: counts a call in flight; FAILED_PRECONDITION once the run is
+  // ending.
+  absl::Status BeginForward() ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (ending_) return EndingError();
+    ++in_flight_;
+    return absl::OkStatus();
+  }
+
+  // Forwarding: the call is over; `event` (if any) is its trace event;
+  // `recorded_seq` > 0 is the seq it was recorded as.
+  void EndForward(int64_t recorded_seq, const std::string& agent, bool served,
+                  v1::TraceEvent* event) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (recorded_seq > 0) {
+      run_.set_recorded(run_.recorded() + 1);
+      v1::ExchangeRef ref;
+      ref.set_seq(recorded_seq);
+      ref.set_agent(agent);
+      recorded_.push_back(std::move(ref));
+    }
+    if (served) run_.set_served(run_.served() + 1);
+    if (event != nullptr) EmitLocked(std::move(*event));
+    --in_flight_;
+  }
+
+  // New mode: the version that misses are recorded into, made on the first
+  // miss as a copy of the replayed version. Returns its number.
+  absl::StatusOr<int64_t> NewModeVersion() ABSL_LOCKS_EXCLUDED(new_mu_, mu_);
+  int64_t new_mode_version() ABSL_LOCKS_EXCLUDED(new_mu_) {
+    absl::MutexLock lock(&new_mu_);
+    return new_version_;
+  }
+
+  // Refuses new requests, waits up to `timeout` for in-flight ones, and
+  // builds the summary (the run record still says ACTIVE).
+  v1::RunSummary BeginEnd(absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Records the end: emits run_ended and returns the final summary.
+  v1::RunSummary Finish(v1::RunSummary summary) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  absl::Status EndingError() const {
+    return absl::FailedPreconditionError(absl::StrCat("run \"", id_, "\" is ending or has ended"));
+  }
+
+  struct Subscriber {
+    std::function<void(const v1::TraceEvent&)> on_event;
+    std::function<void()> on_end;
+  };
+
+  // Registers a live feed; `first_seq` is the next event's seq.
+  // FAILED_PRECONDITION once the run is ending.
+  absl::StatusOr<uint64_t> Subscribe(Subscriber subscriber, int64_t* first_seq)
+      ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    if (ended_) {
+      return absl::FailedPreconditionError(absl::StrCat("run \"", id_, "\" has ended"));
+    }
+    const uint64_t id = ++next_subscriber_;
+    subscribers_.emplace(id, std::move(subscriber));
+    *first_seq = next_event_seq_;
+    return id;
+  }
+  void Unsubscribe(uint64_t id) ABSL_LOCKS_EXCLUDED(mu_) {
+    absl::MutexLock lock(&mu_);
+    subscribers_.erase(id);
+  }
+
+  void EmitLocked(v1::TraceEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    // An MCP tool result still holding its request: its call goes first.
+    if (event.kind() == "tool_result" && event.has_request()) TraceMcpCallLocked(&event);
+    event.set_run(id_);
+    event.set_seq(next_event_seq_++);
+    if (event.time_micros() == 0) event.set_time_micros(clock_->NowMicros());
+    for (const auto& [id, subscriber] : subscribers_) subscriber.on_event(event);
+    std::vector<v1::TraceEvent> batch;
+    batch.push_back(std::move(event));
+    store_->AppendEvents(std::move(batch));
+  }
+
+  // For the tool_result of an MCP tools/call (McpExchangeEvent): traces the
+  // call as a tool_call, unless a model answer already traced the same call
+  // (same agent, tool and arguments) and it has not run yet; then the result
+  // takes that call's id, and the conversation's copy of the result is not
+  // traced again. Clears the event's request. (engine_mcp.cc)
+  void TraceMcpCallLocked(v1::TraceEvent* result) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Notes a model answer's tool call as not yet run (engine_mcp.cc).
+  void NoteModelToolCallLocked(const std::string& agent, const v1::ToolCall& call)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // A tool_result traced before any request carried it (a mocked tool's
+  // answer, or a client's Emit): the request that later carries the same
+  // result to the model is not traced again.
+  void NoteToolResultLocked(const v1::TraceEvent& event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    auto attr = [&](const char* key) -> absl::string_view {
+      auto it = event.attributes().find(key);
+      return it == event.attributes().end() ? absl::string_view() : it->second;
+    };
+    const absl::string_view id = attr("gen_ai.tool.call.id");
+    const absl::string_view result = attr("gen_ai.tool.call.result");
+    if (!id.empty()) {
+      seen_tool_results_.insert(ToolResultKey(id, result));
+    } else if (!attr("gen_ai.tool.name").empty()) {
+      ++unkeyed_tool_results_[ToolResultKey(attr("gen_ai.tool.name"), result)];
+    }
+  }
+  static std::string ToolResultKey(absl::string_view id_or_name, absl::string_view result) {
+    return absl::StrCat(id_or_name, "\x1f", result.size(), "\x1f", absl::HashOf(result));
+  }
+
+  const std::string id_;
+  const std::shared_ptr<const Script> script_;  // never null
+  RunContext context_;
+  ResponseChain responses_;
+  std::unique_ptr<PlaybookRun> playbook_;  // null without a playbook
+  const v1::RunMode mode_;
+  const bool strict_;
+  const bool repeat_;
+  const std::string session_;
+  const int64_t session_version_;
+  const std::shared_ptr<const SessionIndex> index_;  // replay only
+  store::Store* const store_;
+  Clock* const clock_;
+  const int max_miss_reports_;
+
+  // Taken before mu_ when both are needed; held across the disk I/O that
+  // makes a new mode's version, which mu_ must never be.
+  absl::Mutex new_mu_ ABSL_ACQUIRED_BEFORE(mu_);
+  int64_t new_version_ ABSL_GUARDED_BY(new_mu_) = 0;
+
+  absl::Mutex mu_;
+  v1::Run run_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::ExchangeRef> recorded_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint8_t> consumed_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::MissReport> misses_ ABSL_GUARDED_BY(mu_);
+  int64_t next_event_seq_ ABSL_GUARDED_BY(mu_) = 1;
+  int in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t default_uses_ ABSL_GUARDED_BY(mu_) = 0;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_subscriber_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::flat_hash_map<uint64_t, Subscriber> subscribers_ ABSL_GUARDED_BY(mu_);
+
+  friend class EventSubscription;
+  // Held here until released: the adapter may keep no reference.
+  std::vector<std::shared_ptr<Hang>> hangs_ ABSL_GUARDED_BY(mu_);
+  // Tool results already traced, by call id and result (ToolResultKey).
+  absl::flat_hash_set<std::string> seen_tool_results_ ABSL_GUARDED_BY(mu_);
+  // Results traced with a tool name but no call id, by name and result:
+  // each stands in for one later request's result.
+  absl::flat_hash_map<std::string, int> unkeyed_tool_results_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, SourceSession> sources_ ABSL_GUARDED_BY(mu_);
+  // Tool calls of model answers not yet run over MCP, oldest first
+  // (bounded: see NoteModelToolCallLocked).
+  struct PendingToolCall {
+    std::string agent;
+    std::string name;
+    std::string id;
+    nlohmann::json arguments;  // discarded (null) when not JSON
+  };
+  std::deque<PendingToolCall> pending_tool_calls_ ABSL_GUARDED_BY(mu_);
+  // Ids of model tool calls whose result an MCP call traced.
+  absl::flat_hash_set<std::string> mcp_traced_ids_ ABSL_GUARDED_BY(mu_);
+
+  friend class Engine;
+};
+
+
+// Errors that say the upstream was not reached or did not finish: passed to
+// the caller, never recorded (a replay must not reproduce an outage).
+bool IsTransportError(const absl::Status& s);
+
+// Outcomes that are never recorded: outages and refused credentials.
+bool NeverRecorded(const absl::Status& s);
+
+// The status a `disconnect` action ends a call with.
+absl::Status DisconnectStatus();
+
+// The status of a recorded error.
+absl::Status StatusFromRecorded(const v1::ErrorStatus& error);
+
+// The trace event of an answered MCP request (engine_mcp.cc): for a
+// tools/call, its tool_result, carrying the request until EmitLocked has
+// traced the call itself; for other methods, an `exchange` event.
+v1::TraceEvent McpExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
+                                const v1::CompletionResponse* response, const absl::Status& status,
+                                absl::string_view source, int64_t exchange_seq,
+                                const TraceAttributes& extra);
+
+// The trace event for one answered request: `exchange`, or for an MCP
+// request McpExchangeEvent's.
+v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
+                             const v1::CompletionResponse* response, const absl::Status& status,
+                             absl::string_view source, int64_t exchange_seq, bool streamed,
+                             const TraceAttributes& extra);
+
+}  // namespace replayer
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_REPLAYER_RUN_STATE_H_

@@ -1,0 +1,697 @@
+#include "service/mcp_api.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/log.h"
+#include "base/scheduler.h"
+#include "base/status_macros.h"
+#include "provider/mcp.h"
+#include "provider/responses.h"
+#include "provider/sse.h"
+#include "validation/utf8.h"
+
+namespace understudy {
+namespace service {
+
+namespace mcp = provider::mcp;
+using provider::Json;
+
+namespace {
+
+constexpr char kJson[] = "application/json";
+constexpr char kEventStream[] = "text/event-stream";
+constexpr size_t kMaxSessions = 10000;
+constexpr size_t kMaxProxyUpstreams = 64;
+
+std::string SseEvent(absl::string_view message) {
+  return absl::StrCat("event: message\ndata: ", message, "\n\n");
+}
+
+// The JSON-RPC error code for a status the engine or the adapter gave.
+int CodeFor(const absl::Status& status) {
+  if (absl::IsNotFound(status) && status.GetPayload(replayer::kMissPayloadUrl).has_value()) {
+    return mcp::kNoRecording;
+  }
+  if (absl::IsInvalidArgument(status)) return mcp::kInvalidParams;
+  return mcp::kInternalError;
+}
+
+std::string ErrorFor(const Json& id, const absl::Status& status) {
+  const int code = CodeFor(status);
+  std::string data = code == mcp::kNoRecording ? R"({"understudy":"no_recording"})"
+                                               : absl::StrCat(R"({"understudy":")",
+                                                              absl::StatusCodeToString(status.code()),
+                                                              R"("})");
+  return mcp::ErrorResponse(id, code, status.message(), data);
+}
+
+void RespondJson(HttpResponder& out, int status, std::string body,
+                 const std::string& session_id = "") {
+  HttpHeaders headers = {{"content-type", kJson}};
+  if (!session_id.empty()) headers.emplace_back("mcp-session-id", session_id);
+  out.Respond(status, std::move(headers), std::move(body));
+}
+
+bool AcceptsEventStream(const HttpRequest& request) {
+  return absl::StrContains(absl::AsciiStrToLower(request.Header("accept")), kEventStream);
+}
+
+// Loopback only: a request header must never make the server call another
+// machine.
+bool IsLoopbackUrl(absl::string_view url) {
+  for (absl::string_view prefix : {"http://127.0.0.1:", "http://[::1]:", "http://localhost:"}) {
+    if (absl::StartsWith(url, prefix)) return true;
+  }
+  return false;
+}
+
+// Client headers passed to the upstream: the MCP ones and credentials, not
+// hop-by-hop ones, understudy's, or the session id (the upstream has its
+// own).
+recorder::UpstreamHttpHeaders ForwardHeaders(const HttpRequest& request) {
+  recorder::UpstreamHttpHeaders out;
+  for (const auto& [name, value] : request.headers) {
+    if (name == "host" || name == "connection" || name == "content-length" ||
+        name == "transfer-encoding" || name == "keep-alive" || name == "te" ||
+        name == "trailer" || name == "upgrade" || name == "expect" || name == "accept" ||
+        name == "content-type" || name == "accept-encoding" || name == "mcp-session-id" ||
+        absl::StartsWith(name, "proxy-") || absl::StartsWith(name, "x-understudy-")) {
+      continue;
+    }
+    out.emplace_back(name, value);
+  }
+  out.emplace_back("content-type", kJson);
+  out.emplace_back("accept", "application/json, text/event-stream");
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<std::string, std::string>> SplitMcpUrl(absl::string_view url,
+                                                                 absl::string_view flag) {
+  absl::string_view rest = url;
+  for (absl::string_view scheme : {"http://", "https://"}) {
+    if (absl::StartsWith(rest, scheme)) {
+      const size_t slash = rest.find('/', scheme.size());
+      if (slash == absl::string_view::npos) return std::make_pair(std::string(rest), std::string("/"));
+      if (slash == scheme.size()) break;
+      return std::make_pair(std::string(rest.substr(0, slash)), std::string(rest.substr(slash)));
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      flag, " \"", absl::CHexEscape(url.substr(0, 200)),
+      "\": expected http://HOST[:PORT][/PATH] or https://…"));
+}
+
+struct McpApi::Session {
+  std::string run;
+  std::string name;
+  absl::Mutex mu;
+  // The upstream's own session id, once it gave one.
+  std::string upstream_id ABSL_GUARDED_BY(mu);
+  // The client's initialize, to open an upstream session when the
+  // initialize itself was answered from the recording (new mode). Kept in
+  // memory only.
+  std::string initialize_body ABSL_GUARDED_BY(mu);
+  bool upstream_initialized ABSL_GUARDED_BY(mu) = false;
+};
+
+// A decided request waiting for its answer.
+struct McpApi::Pending {
+  replayer::CallInfo call;
+  std::string name;
+  HttpRequest request;
+  mcp::Message message;
+  std::string stored_body;
+  replayer::Decision decision;
+  std::shared_ptr<Session> session;
+  // The session id the answer carries (a new one for initialize).
+  std::string session_id;
+  bool event_stream = false;
+};
+
+McpApi::McpApi(McpApiOptions options) : options_(std::move(options)) {
+  if (options_.clock == nullptr) options_.clock = Clock::Real();
+  if (options_.redactor == nullptr) options_.redactor = &default_redactor_;
+}
+
+McpApi::~McpApi() = default;
+
+std::string McpApi::ErrorBody(absl::string_view message) {
+  return mcp::ErrorResponse(Json(), mcp::kInvalidRequest, message);
+}
+
+std::shared_ptr<McpApi::Session> McpApi::FindSession(absl::string_view id) {
+  absl::MutexLock lock(&mu_);
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second;
+}
+
+std::string McpApi::NewSession(const std::string& run, const std::string& name,
+                               std::string initialize_body) {
+  absl::MutexLock lock(&mu_);
+  const std::string key = absl::StrCat(run, "\x1f", name);
+  const int64_t n = ++session_counts_[key];
+  std::string id = provider::responses::DerivedId("mcp-", absl::StrCat(key, "\x1f", n));
+  if (sessions_.size() >= kMaxSessions) sessions_.erase(sessions_.begin());
+  auto session = std::make_shared<Session>();
+  session->run = run;
+  session->name = name;
+  {
+    absl::MutexLock session_lock(&session->mu);
+    session->initialize_body = std::move(initialize_body);
+  }
+  sessions_[id] = std::move(session);
+  return id;
+}
+
+absl::StatusOr<McpUpstream> McpApi::UpstreamFor(const std::string& name,
+                                                const HttpRequest& request) {
+  const absl::string_view named = request.Header("x-understudy-mcp-upstream");
+  if (!named.empty() && named != "lazy") {
+    if (!IsLoopbackUrl(named)) {
+      return absl::InvalidArgumentError(
+          "X-Understudy-Mcp-Upstream: only a loopback http:// URL (127.0.0.1, [::1], "
+          "localhost) may be named");
+    }
+    US_ASSIGN_OR_RETURN(auto split, SplitMcpUrl(named, "X-Understudy-Mcp-Upstream"));
+    absl::MutexLock lock(&mu_);
+    auto it = proxy_upstreams_.find(split.first);
+    if (it == proxy_upstreams_.end()) {
+      if (proxy_upstreams_.size() >= kMaxProxyUpstreams) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("more than ", kMaxProxyUpstreams, " mcp-proxy upstreams at once"));
+      }
+      recorder::HttpUpstream::Options http_options;
+      http_options.base_url = split.first;
+      http_options.flag = "X-Understudy-Mcp-Upstream";
+      US_ASSIGN_OR_RETURN(std::unique_ptr<recorder::HttpUpstream> made,
+                          recorder::HttpUpstream::Create(http_options));
+      it = proxy_upstreams_.emplace(split.first, std::move(made)).first;
+    }
+    return McpUpstream{it->second.get(), split.second};
+  }
+  auto it = options_.upstreams.find(name);
+  if (it == options_.upstreams.end()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "no upstream for MCP server \"", name, "\" to forward to: start the server with "
+        "--mcp-upstream ", name, "=URL, or run the server's command through "
+        "`understudy mcp-proxy --name ", name, " -- COMMAND`"));
+  }
+  return it->second;
+}
+
+void McpApi::Handle(replayer::CallInfo call, std::string name, HttpRequest request,
+                    std::shared_ptr<HttpResponder> out) {
+  if (name.empty() || absl::StrContains(name, '/') || !validation::IsValidUtf8(name) ||
+      name.size() > 256) {
+    return RespondJson(*out, 404,
+                       ErrorBody("path: expected /mcp/{name} with a server name of 1 to 256 "
+                                 "UTF-8 characters and no '/'"));
+  }
+  if (!validation::IsValidUtf8(call.run) || !validation::IsValidUtf8(call.agent)) {
+    return RespondJson(*out, 400, ErrorBody("run or agent name is not valid UTF-8"));
+  }
+  const std::string session_header(request.Header("mcp-session-id"));
+  if (request.method == "GET") {
+    return out->Respond(405, {{"allow", "POST, DELETE"}, {"content-type", kJson}},
+                        ErrorBody("understudy offers no server-initiated stream (GET); use POST"));
+  }
+  if (request.method == "DELETE") {
+    std::shared_ptr<Session> session = FindSession(session_header);
+    if (session == nullptr) {
+      return RespondJson(*out, 404, ErrorBody(absl::StrCat("unknown Mcp-Session-Id \"",
+                                                           absl::CHexEscape(session_header.substr(0, 100)), "\"")));
+    }
+    std::string upstream_id;
+    {
+      absl::MutexLock lock(&session->mu);
+      upstream_id = session->upstream_id;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      sessions_.erase(session_header);
+    }
+    if (!upstream_id.empty()) {
+      absl::StatusOr<McpUpstream> upstream = UpstreamFor(name, request);
+      if (upstream.ok()) {
+        // Fire and forget: the upstream ends its session on its own time.
+        class Ignore : public recorder::UpstreamHttpObserver {
+          void OnHead(int, recorder::UpstreamHttpHeaders) override {}
+          void OnData(absl::string_view) override {}
+          void OnDone(absl::Status) override {}
+        };
+        recorder::UpstreamHttpRequest del;
+        del.method = "DELETE";
+        del.path = upstream->path;
+        del.headers = {{"mcp-session-id", upstream_id}};
+        upstream->http->Send(std::move(del), std::make_shared<Ignore>());
+      }
+    }
+    return out->Respond(200, {}, "");
+  }
+  if (request.method != "POST") {
+    return out->Respond(405, {{"allow", "POST, DELETE"}, {"content-type", kJson}},
+                        ErrorBody("method not allowed: use POST or DELETE"));
+  }
+  const std::string content_type = absl::AsciiStrToLower(request.Header("content-type"));
+  if (!absl::StartsWith(content_type, kJson)) {
+    return RespondJson(*out, 415,
+                       ErrorBody(absl::StrCat("content-type: expected application/json, got \"",
+                                              absl::CHexEscape(content_type.substr(0, 100)), "\"")));
+  }
+
+  auto pending = std::make_shared<Pending>();
+  pending->stored_body = options_.redactor->RedactBody(request.body);
+  absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(pending->stored_body);
+  if (!parsed.ok()) {
+    return RespondJson(*out, 400,
+                       mcp::ErrorResponse(Json(), mcp::ErrorCodeFor(parsed.status()),
+                                          parsed.status().message()));
+  }
+  pending->message = *std::move(parsed);
+  const mcp::Message& message = pending->message;
+  const bool initialize =
+      message.kind == mcp::Message::Kind::kRequest && message.method == "initialize";
+  if (!session_header.empty() && !initialize) {
+    pending->session = FindSession(session_header);
+    if (pending->session == nullptr) {
+      return RespondJson(*out, 404,
+                         mcp::ErrorResponse(message.id, mcp::kInvalidRequest,
+                                            absl::StrCat("unknown Mcp-Session-Id \"",
+                                                         absl::CHexEscape(session_header.substr(0, 100)),
+                                                         "\": initialize a new session")));
+    }
+    pending->session_id = session_header;
+  }
+
+  absl::StatusOr<std::pair<v1::RunMode, std::string>> mode = options_.engine->ActiveRunMode(call);
+  if (!mode.ok()) {
+    return RespondJson(*out, 200, ErrorFor(message.id, mode.status()));
+  }
+  const bool may_forward = mode->first != v1::RUN_MODE_REPLAY;
+  if (may_forward && request.Header("x-understudy-mcp-upstream") == "lazy") {
+    // The proxy starts the real server now, and sends the message again.
+    return RespondJson(*out, 409, R"({"understudy":"start_upstream"})");
+  }
+
+  if (message.kind != mcp::Message::Kind::kRequest) {
+    // Notifications and the client's responses: passed on when forwarding.
+    if (may_forward) {
+      absl::StatusOr<McpUpstream> upstream = UpstreamFor(name, request);
+      std::string upstream_id;
+      if (pending->session != nullptr) {
+        absl::MutexLock lock(&pending->session->mu);
+        upstream_id = pending->session->upstream_id;
+        if (message.method == "notifications/initialized") {
+          pending->session->upstream_initialized = !upstream_id.empty();
+        }
+      }
+      if (upstream.ok()) {
+        class Ignore : public recorder::UpstreamHttpObserver {
+          void OnHead(int, recorder::UpstreamHttpHeaders) override {}
+          void OnData(absl::string_view) override {}
+          void OnDone(absl::Status) override {}
+        };
+        recorder::UpstreamHttpRequest note;
+        note.path = upstream->path;
+        note.headers = ForwardHeaders(request);
+        if (!upstream_id.empty()) note.headers.emplace_back("mcp-session-id", upstream_id);
+        note.body = request.body;
+        upstream->http->Send(std::move(note), std::make_shared<Ignore>());
+      }
+    }
+    HttpHeaders headers;
+    if (!pending->session_id.empty()) headers.emplace_back("mcp-session-id", pending->session_id);
+    return out->Respond(202, std::move(headers), "");
+  }
+  if (message.method == "ping") {
+    return RespondJson(*out, 200, mcp::ResultResponse(message.id, "{}"), pending->session_id);
+  }
+
+  call.run = mode->second;
+  absl::StatusOr<replayer::Decision> decided =
+      options_.engine->Decide(call, mcp::CanonicalRequest(name, message), /*streamed=*/false);
+  if (!decided.ok()) {
+    return RespondJson(*out, 200, ErrorFor(message.id, decided.status()), pending->session_id);
+  }
+  if (initialize) {
+    pending->session_id = NewSession(call.run, name, request.body);
+    pending->session = FindSession(pending->session_id);
+  }
+  pending->decision = *std::move(decided);
+  pending->call = std::move(call);
+  pending->name = std::move(name);
+  pending->event_stream = AcceptsEventStream(request);
+  pending->request = std::move(request);
+  if (pending->decision.delay <= absl::ZeroDuration()) return Answer(std::move(pending), out);
+  Scheduler::Shared()->RunAt(options_.clock->Now() + pending->decision.delay,
+                             [this, pending, out] { Answer(pending, out); });
+}
+
+void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpResponder> out) {
+  replayer::Decision& decision = pending->decision;
+  const Json& id = pending->message.id;
+  const std::string& session_id = pending->session_id;
+  if (decision.error.has_value()) {
+    return RespondJson(*out, 200, ErrorFor(id, *decision.error), session_id);
+  }
+  if (decision.hang != nullptr) {
+    std::shared_ptr<replayer::Hang> hang = decision.hang;
+    out->OnCancel([hang] { hang->Release(absl::CancelledError("the client went away")); });
+    hang->Wait([out, id, session_id](absl::Status status) {
+      RespondJson(*out, 200, ErrorFor(id, status), session_id);
+    });
+    return;
+  }
+  if (decision.recorded != nullptr) {
+    const v1::Exchange& ex = *decision.recorded;
+    if (ex.has_native() && ex.native().provider() == "mcp") {
+      const v1::NativeExchange& native = ex.native();
+      const Json& token = pending->message.progress_token;
+      if (native.chunks_size() == 0) {
+        return RespondJson(*out, 200, mcp::WithIds(native.response_body(), id, token), session_id);
+      }
+      if (!pending->event_stream) {
+        // The response alone, for a client that takes no stream.
+        return RespondJson(*out, 200,
+                           mcp::WithIds(native.chunks(native.chunks_size() - 1).data(), id, token),
+                           session_id);
+      }
+      HttpHeaders headers = {{"content-type", kEventStream}, {"cache-control", "no-cache"}};
+      if (!session_id.empty()) headers.emplace_back("mcp-session-id", session_id);
+      out->StartStream(200, std::move(headers));
+      const absl::Time start = options_.clock->Now();
+      for (const v1::NativeChunk& chunk : native.chunks()) {
+        const absl::Time at = decision.speed > 0
+                                  ? start + absl::Microseconds(chunk.offset_micros() / decision.speed)
+                                  : absl::InfinitePast();
+        out->Write(SseEvent(mcp::WithIds(chunk.data(), id, token)), at);
+      }
+      return out->End();
+    }
+    if (ex.has_error()) {
+      const int code = ex.error().code() < 0 ? ex.error().code() : mcp::kInternalError;
+      return RespondJson(*out, 200, mcp::ErrorResponse(id, code, ex.error().message()), session_id);
+    }
+    return RespondJson(*out, 200, mcp::ResultResponse(id, ex.response().message().content()),
+                       session_id);
+  }
+  if (decision.forward == nullptr) {
+    return RespondJson(*out, 200,
+                       ErrorFor(id, absl::InternalError("nothing answers this request")),
+                       session_id);
+  }
+  absl::StatusOr<McpUpstream> upstream = UpstreamFor(pending->name, pending->request);
+  if (!upstream.ok()) {
+    // Dropping the ticket records nothing.
+    decision.forward.reset();
+    return RespondJson(*out, 200, ErrorFor(id, upstream.status()), session_id);
+  }
+  Forward(std::move(pending), *upstream, std::move(out));
+}
+
+namespace {
+
+// Relays one forwarded request's answer to the client as it arrives and
+// records it once complete.
+class McpRelay : public recorder::UpstreamHttpObserver,
+                 public std::enable_shared_from_this<McpRelay> {
+ public:
+  McpRelay(std::shared_ptr<McpApi::Pending> pending, replayer::Engine* engine,
+           std::shared_ptr<HttpResponder> out, Clock* clock,
+           std::shared_ptr<McpApi::Session> session)
+      : pending_(std::move(pending)),
+        engine_(engine),
+        out_(std::move(out)),
+        clock_(clock),
+        session_(std::move(session)),
+        start_(clock_->Now()) {
+    native_.set_provider("mcp");
+    native_.set_path(absl::StrCat("/mcp/", pending_->name));
+    native_.set_request_body(pending_->stored_body);
+  }
+
+  void OnHead(int status, recorder::UpstreamHttpHeaders headers) override {
+    status_ = status;
+    for (const auto& [name, value] : headers) {
+      if (name == "content-type") content_type_ = absl::AsciiStrToLower(value);
+      if (name == "mcp-session-id" && session_ != nullptr) {
+        absl::MutexLock lock(&session_->mu);
+        session_->upstream_id = value;
+      }
+    }
+    native_.set_status(status);
+    stream_ = status == 200 && absl::StartsWith(content_type_, kEventStream);
+    native_.set_content_type(stream_ ? kEventStream : kJson);
+    if (stream_ && pending_->event_stream) {
+      HttpHeaders out_headers = {{"content-type", kEventStream}, {"cache-control", "no-cache"}};
+      if (!pending_->session_id.empty()) {
+        out_headers.emplace_back("mcp-session-id", pending_->session_id);
+      }
+      out_->StartStream(200, std::move(out_headers));
+      started_ = true;
+    }
+  }
+
+  void OnData(absl::string_view bytes) override {
+    if (!stream_) {
+      body_.append(bytes.data(), bytes.size());
+      return;
+    }
+    absl::StatusOr<std::vector<provider::SseEvent>> events = parser_.Feed(bytes);
+    if (!events.ok()) {
+      failure_ = events.status();
+      return;
+    }
+    for (provider::SseEvent& e : *events) OnMessage(std::move(e.data));
+  }
+
+  void OnDone(absl::Status status) override {
+    if (status.ok() && stream_) {
+      absl::StatusOr<std::vector<provider::SseEvent>> rest = parser_.Finish();
+      if (rest.ok()) {
+        for (provider::SseEvent& e : *rest) OnMessage(std::move(e.data));
+      }
+    }
+    if (status.ok() && !failure_.ok()) status = failure_;
+    if (status.ok() && status_ != 200) {
+      // An error body in JSON-RPC's shape (mcp-proxy's, when the server's
+      // process died) says it best.
+      std::string said = absl::CHexEscape(absl::string_view(body_).substr(0, 300));
+      absl::StatusOr<mcp::Message> error = mcp::ParseMessage(body_, "upstream body");
+      if (error.ok() && error->kind == mcp::Message::Kind::kResponse) {
+        const mcp::Outcome outcome = mcp::OutcomeOf(*error);
+        if (outcome.is_error) said = outcome.message;
+      }
+      status = absl::UnavailableError(absl::StrCat("MCP server \"", pending_->name,
+                                                   "\" answered HTTP ", status_, ": ", said));
+    } else if (!status.ok() && !absl::IsCancelled(status)) {
+      status = absl::Status(status.code(), absl::StrCat("MCP server \"", pending_->name,
+                                                        "\" failed mid-call: ", status.message()));
+    }
+    if (status.ok() && !stream_) {
+      body_message_ = body_;
+      absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(body_, "upstream body");
+      if (parsed.ok() && parsed->kind == mcp::Message::Kind::kResponse) {
+        response_ = *std::move(parsed);
+      }
+    }
+    if (status.ok() && !response_.has_value()) {
+      status = absl::UnavailableError(absl::StrCat("MCP server \"", pending_->name,
+                                                   "\" ended its answer without a response"));
+    }
+    const Json& id = pending_->message.id;
+    std::unique_ptr<replayer::ForwardTicket> ticket = std::move(pending_->decision.forward);
+    if (!status.ok()) {
+      // Nothing partial is stored (a transport failure is never recorded).
+      engine_->FinishForward(std::move(ticket), v1::Exchange(), status, [](absl::Status) {});
+      Finish(ErrorFor(id, status));
+      return;
+    }
+    v1::Exchange exchange;
+    const mcp::Outcome outcome = mcp::OutcomeOf(*response_);
+    if (outcome.is_error) {
+      exchange.mutable_error()->set_code(outcome.code);
+      exchange.mutable_error()->set_message(outcome.message);
+    } else {
+      v1::Message* message = exchange.mutable_response()->mutable_message();
+      message->set_role("tool");
+      message->set_content(outcome.result_json);
+    }
+    if (stream_) {
+      for (v1::NativeChunk& chunk : chunks_) *native_.add_chunks() = std::move(chunk);
+    } else {
+      native_.set_response_body(body_message_);
+    }
+    *exchange.mutable_native() = std::move(native_);
+    std::string final_message = stream_ ? final_message_ : body_message_;
+    auto self = shared_from_this();
+    engine_->FinishForward(std::move(ticket), std::move(exchange), absl::OkStatus(),
+                           [self, final_message = std::move(final_message)](absl::Status done) {
+                             if (!done.ok()) {
+                               self->Finish(ErrorFor(self->pending_->message.id, done));
+                               return;
+                             }
+                             self->Finish(final_message);
+                           });
+  }
+
+ private:
+  // One message of the upstream's stream.
+  void OnMessage(std::string data) {
+    v1::NativeChunk chunk;
+    chunk.set_offset_micros(absl::ToInt64Microseconds(clock_->Now() - start_));
+    absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(data, "upstream event");
+    const bool is_response = parsed.ok() && parsed->kind == mcp::Message::Kind::kResponse &&
+                             parsed->id == pending_->message.id;
+    if (is_response) {
+      response_ = *std::move(parsed);
+      final_message_ = data;
+    } else if (started_) {
+      // Notifications reach the client as they come; the response waits
+      // for the recording's commit.
+      out_->Write(SseEvent(data));
+    }
+    chunk.set_data(std::move(data));
+    chunks_.push_back(std::move(chunk));
+  }
+
+  void Finish(const std::string& message) {
+    if (started_) {
+      out_->Write(SseEvent(message));
+      out_->End();
+      return;
+    }
+    HttpHeaders headers = {{"content-type", kJson}};
+    if (!pending_->session_id.empty()) headers.emplace_back("mcp-session-id", pending_->session_id);
+    out_->Respond(200, std::move(headers), message);
+  }
+
+  std::shared_ptr<McpApi::Pending> pending_;
+  replayer::Engine* engine_;
+  std::shared_ptr<HttpResponder> out_;
+  Clock* clock_;
+  std::shared_ptr<McpApi::Session> session_;
+  const absl::Time start_;
+  v1::NativeExchange native_;
+  int status_ = 0;
+  std::string content_type_;
+  bool stream_ = false;
+  bool started_ = false;
+  std::string body_;
+  std::string body_message_;
+  std::string final_message_;
+  provider::SseParser parser_;
+  std::vector<v1::NativeChunk> chunks_;
+  std::optional<mcp::Message> response_;
+  absl::Status failure_;
+};
+
+// Opens the upstream session a new-mode request needs when its initialize
+// was answered from the recording: sends the client's initialize, then
+// notifications/initialized, then `next`.
+class UpstreamInit : public recorder::UpstreamHttpObserver {
+ public:
+  UpstreamInit(std::shared_ptr<McpApi::Session> session, McpUpstream upstream,
+               recorder::UpstreamHttpHeaders headers, std::function<void(absl::Status)> next)
+      : session_(std::move(session)),
+        upstream_(std::move(upstream)),
+        headers_(std::move(headers)),
+        next_(std::move(next)) {}
+  void OnHead(int status, recorder::UpstreamHttpHeaders headers) override {
+    status_ = status;
+    for (const auto& [name, value] : headers) {
+      if (name == "mcp-session-id") id_ = value;
+    }
+  }
+  void OnData(absl::string_view) override {}
+  void OnDone(absl::Status status) override {
+    if (status.ok() && status_ != 200) {
+      status = absl::UnavailableError(
+          absl::StrCat("opening a session on the MCP server: HTTP ", status_));
+    }
+    if (status.ok()) {
+      {
+        absl::MutexLock lock(&session_->mu);
+        session_->upstream_id = id_;
+        session_->upstream_initialized = true;
+      }
+      class Ignore : public recorder::UpstreamHttpObserver {
+        void OnHead(int, recorder::UpstreamHttpHeaders) override {}
+        void OnData(absl::string_view) override {}
+        void OnDone(absl::Status) override {}
+      };
+      recorder::UpstreamHttpRequest note;
+      note.path = upstream_.path;
+      note.headers = headers_;
+      if (!id_.empty()) note.headers.emplace_back("mcp-session-id", id_);
+      note.body = R"({"jsonrpc":"2.0","method":"notifications/initialized"})";
+      upstream_.http->Send(std::move(note), std::make_shared<Ignore>());
+    }
+    next_(status);
+  }
+
+ private:
+  std::shared_ptr<McpApi::Session> session_;
+  McpUpstream upstream_;
+  recorder::UpstreamHttpHeaders headers_;
+  std::function<void(absl::Status)> next_;
+  int status_ = 0;
+  std::string id_;
+};
+
+}  // namespace
+
+void McpApi::Forward(std::shared_ptr<Pending> pending, McpUpstream upstream,
+                     std::shared_ptr<HttpResponder> out) {
+  std::string upstream_id;
+  std::string initialize_body;
+  const bool initialize = pending->message.method == "initialize";
+  if (pending->session != nullptr && !initialize) {
+    absl::MutexLock lock(&pending->session->mu);
+    upstream_id = pending->session->upstream_id;
+    if (!pending->session->upstream_initialized && upstream_id.empty()) {
+      initialize_body = pending->session->initialize_body;
+    }
+  }
+  recorder::UpstreamHttpHeaders headers = ForwardHeaders(pending->request);
+  auto send = [pending, upstream, headers, out, clock = options_.clock,
+               engine = options_.engine](absl::Status opened) {
+    const Json& id = pending->message.id;
+    if (!opened.ok()) {
+      engine->FinishForward(std::move(pending->decision.forward), v1::Exchange(), opened,
+                            [](absl::Status) {});
+      return RespondJson(*out, 200, ErrorFor(id, opened), pending->session_id);
+    }
+    recorder::UpstreamHttpRequest forward;
+    forward.path = upstream.path;
+    forward.headers = headers;
+    if (pending->session != nullptr) {
+      absl::MutexLock lock(&pending->session->mu);
+      if (!pending->session->upstream_id.empty()) {
+        forward.headers.emplace_back("mcp-session-id", pending->session->upstream_id);
+      }
+    }
+    forward.body = pending->request.body;
+    auto relay = std::make_shared<McpRelay>(pending, engine, out, clock, pending->session);
+    std::shared_ptr<recorder::UpstreamHttpCall> transfer =
+        upstream.http->Send(std::move(forward), relay);
+    out->OnCancel([transfer] { transfer->Cancel(); });
+  };
+  if (initialize_body.empty()) return send(absl::OkStatus());
+  recorder::UpstreamHttpRequest init;
+  init.path = upstream.path;
+  init.headers = headers;
+  init.body = std::move(initialize_body);
+  upstream.http->Send(std::move(init),
+                      std::make_shared<UpstreamInit>(pending->session, upstream, headers, send));
+}
+
+}  // namespace service
+}  // namespace understudy
