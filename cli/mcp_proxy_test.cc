@@ -31,9 +31,13 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/status_matchers.h"
+#include "cli/mcp_bridge.h"
+#include "cli/mcp_stdio.h"
+#include "cli/mcp_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "provider/mcp.h"
 #include "recorder/http_upstream.h"
 #include "service/http_server.h"
 
@@ -47,213 +51,7 @@ using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
 using Json = nlohmann::json;
-
-// Every wait in these tests is bounded by this; a healthy run takes
-// milliseconds.
-constexpr absl::Duration kWait = absl::Seconds(10);
-constexpr char kPython[] = "/usr/bin/python3";
-
-// A stdio MCP server for the bridge to run. Answers initialize; tools/call
-// by the tool's name: "echo" answers its arguments and every method it has
-// seen so far; "progress" first sends two notifications/progress for the
-// request's progress token and a notifications/message; "ask" sends a
-// roots/list request to the client and answers with what came back; "hang"
-// never answers; "crash" exits with status 3.
-constexpr char kFakeServer[] = R"PY(
-import json, sys
-seen = []
-def send(o):
-    sys.stdout.write(json.dumps(o) + "\n")
-    sys.stdout.flush()
-while True:
-    line = sys.stdin.readline()
-    if not line:
-        break
-    if not line.strip():
-        continue
-    m = json.loads(line)
-    method, mid = m.get("method"), m.get("id")
-    seen.append(method if method else "response")
-    if method is None or "id" not in m:
-        continue
-    if method == "initialize":
-        send({"jsonrpc": "2.0", "id": mid, "result": {"protocolVersion": "2025-06-18",
-              "capabilities": {}, "serverInfo": {"name": "fake", "version": "1"}}})
-        continue
-    if method != "tools/call":
-        send({"jsonrpc": "2.0", "id": mid, "error": {"code": -32601, "message": "no " + method}})
-        continue
-    params = m.get("params", {})
-    name = params.get("name")
-    token = params.get("_meta", {}).get("progressToken")
-    if name == "crash":
-        sys.exit(3)
-    if name == "hang":
-        continue
-    if name == "progress":
-        for i in range(2):
-            send({"jsonrpc": "2.0", "method": "notifications/progress",
-                  "params": {"progressToken": token, "progress": i}})
-        send({"jsonrpc": "2.0", "method": "notifications/message",
-              "params": {"level": "info", "data": "working"}})
-    if name == "ask":
-        send({"jsonrpc": "2.0", "id": "srv-1", "method": "roots/list"})
-        answer = json.loads(sys.stdin.readline())
-        send({"jsonrpc": "2.0", "id": mid, "result": {"answer": answer}})
-        continue
-    send({"jsonrpc": "2.0", "id": mid, "result": {"arguments": params.get("arguments"),
-          "seen": seen}})
-)PY";
-
-std::vector<std::string> FakeServerCommand() { return {kPython, "-u", "-c", kFakeServer}; }
-
-bool HavePython() { return ::access(kPython, X_OK) == 0; }
-
-// ---------------------------------------------------------------------------
-// Framing
-
-std::vector<std::string> Texts(const std::vector<LineSplitter::Line>& lines) {
-  std::vector<std::string> out;
-  for (const auto& line : lines) out.push_back(line.too_long ? "<too long>" : line.text);
-  return out;
-}
-
-TEST(LineSplitterTest, SplitsLinesAcrossPiecesAndDropsCarriageReturns) {
-  LineSplitter splitter;
-  std::vector<LineSplitter::Line> lines;
-  splitter.Feed("a\nbc", &lines);
-  splitter.Feed("d\r", &lines);
-  splitter.Feed("\n\n", &lines);
-  splitter.Feed("e", &lines);
-  EXPECT_THAT(Texts(lines), ElementsAre("a", "bcd", ""));
-  lines.clear();
-  splitter.Finish(&lines);
-  EXPECT_THAT(Texts(lines), ElementsAre("e"));
-}
-
-TEST(LineSplitterTest, OverlongLineIsReportedOnceAndReadingGoesOn) {
-  LineSplitter splitter(8);
-  std::vector<LineSplitter::Line> lines;
-  splitter.Feed("0123456789", &lines);
-  splitter.Feed("abcdef", &lines);
-  EXPECT_THAT(lines, IsEmpty());
-  splitter.Feed("xyz\nok\n12345678\r\n123456789\n", &lines);
-  EXPECT_THAT(Texts(lines), ElementsAre("<too long>", "ok", "12345678", "<too long>"));
-}
-
-TEST(LineSplitterTest, OverlongLastLineWithoutNewlineIsReportedAtTheEnd) {
-  LineSplitter splitter(4);
-  std::vector<LineSplitter::Line> lines;
-  splitter.Feed("abcdefgh", &lines);
-  splitter.Finish(&lines);
-  EXPECT_THAT(Texts(lines), ElementsAre("<too long>"));
-}
-
-// ---------------------------------------------------------------------------
-// Server-sent events
-
-std::vector<std::string> ParseSse(const std::vector<absl::string_view>& pieces) {
-  SseParser parser;
-  std::vector<std::string> events;
-  auto collect = [&](std::string data) { events.push_back(std::move(data)); };
-  for (absl::string_view piece : pieces) parser.Feed(piece, collect);
-  parser.Finish(collect);
-  return events;
-}
-
-TEST(SseParserTest, EveryWayOfSplittingTheStreamGivesTheSameEvents) {
-  const std::string stream =
-      ": keep-alive\r\n"
-      "event: message\r\n"
-      "data: {\"a\":1}\r\n"
-      "\r\n"
-      "id: 7\n"
-      "data: line1\n"
-      "data:line2\n"
-      "\n"
-      "event: empty\n"
-      "\n"
-      "data: {\"b\":2}\r\r"
-      "data\n\n";
-  const std::vector<std::string> expected = {"{\"a\":1}", "line1\nline2", "{\"b\":2}", ""};
-  ASSERT_EQ(ParseSse({stream}), expected);
-  for (size_t i = 0; i <= stream.size(); ++i) {
-    for (size_t j = i; j <= stream.size(); ++j) {
-      const absl::string_view s(stream);
-      ASSERT_EQ(ParseSse({s.substr(0, i), s.substr(i, j - i), s.substr(j)}), expected)
-          << "split at " << i << " and " << j;
-    }
-  }
-  std::vector<absl::string_view> bytes;
-  for (size_t i = 0; i < stream.size(); ++i)
-    bytes.push_back(absl::string_view(stream).substr(i, 1));
-  EXPECT_EQ(ParseSse(bytes), expected);
-}
-
-TEST(SseParserTest, EventWithoutItsBlankLineIsDeliveredAtTheEnd) {
-  EXPECT_THAT(ParseSse({"data: {\"last\":true}"}), ElementsAre("{\"last\":true}"));
-  EXPECT_THAT(ParseSse({"data: x\r"}), ElementsAre("x"));
-  EXPECT_THAT(ParseSse({": only a comment\n"}), IsEmpty());
-}
-
-// ---------------------------------------------------------------------------
-// Messages
-
-TEST(ParseMcpMessageTest, ClassifiesRequestsNotificationsAndResponses) {
-  absl::StatusOr<McpMessage> request = ParseMcpMessage(
-      R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"progressToken":"p"}}})");
-  ASSERT_THAT(request, IsOk());
-  EXPECT_EQ(request->kind, McpMessageKind::kRequest);
-  EXPECT_EQ(request->method, "tools/call");
-  EXPECT_EQ(request->id, "7");
-  EXPECT_EQ(request->progress_token, "\"p\"");
-
-  absl::StatusOr<McpMessage> progress = ParseMcpMessage(
-      R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"p"}})");
-  ASSERT_THAT(progress, IsOk());
-  EXPECT_EQ(progress->kind, McpMessageKind::kNotification);
-  EXPECT_EQ(progress->progress_token, "\"p\"");
-  EXPECT_EQ(progress->id, "");
-
-  absl::StatusOr<McpMessage> response =
-      ParseMcpMessage(R"({"jsonrpc":"2.0","id":"a","error":{"code":1,"message":"x"}})");
-  ASSERT_THAT(response, IsOk());
-  EXPECT_EQ(response->kind, McpMessageKind::kResponse);
-  EXPECT_EQ(response->id, "\"a\"");
-}
-
-TEST(ParseMcpMessageTest, NotJsonIsAParseErrorNamingTheOffset) {
-  absl::StatusOr<McpMessage> m = ParseMcpMessage("{\"id\": 1, oops}");
-  EXPECT_THAT(m, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("byte")));
-  EXPECT_EQ(JsonRpcErrorCode(m.status()), kJsonRpcParseError);
-}
-
-TEST(ParseMcpMessageTest, BatchesAndNonObjectsAreInvalidRequests) {
-  absl::StatusOr<McpMessage> batch = ParseMcpMessage(R"([{"jsonrpc":"2.0","method":"x"}])");
-  EXPECT_THAT(batch, StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("batch")));
-  EXPECT_EQ(JsonRpcErrorCode(batch.status()), kJsonRpcInvalidRequest);
-  absl::StatusOr<McpMessage> number = ParseMcpMessage("42");
-  EXPECT_EQ(JsonRpcErrorCode(number.status()), kJsonRpcInvalidRequest);
-  absl::StatusOr<McpMessage> neither = ParseMcpMessage(R"({"jsonrpc":"2.0","id":1})");
-  EXPECT_EQ(JsonRpcErrorCode(neither.status()), kJsonRpcInvalidRequest);
-  EXPECT_EQ(JsonRpcErrorCode(absl::InternalError("x")), kJsonRpcInternalError);
-}
-
-TEST(JsonRpcErrorResponseTest, CarriesTheIdOrNull) {
-  EXPECT_EQ(JsonRpcErrorResponse("7", -32603, "boom"),
-            R"({"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"boom"}})");
-  EXPECT_EQ(JsonRpcErrorResponse("", -32700, "x"),
-            R"({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}})");
-  EXPECT_EQ(JsonRpcErrorResponse("\"a\"", -32600, "x"),
-            R"({"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"x"}})");
-}
-
-TEST(ToOneLineTest, KeepsSingleLinesAndCompactsOthers) {
-  EXPECT_THAT(ToOneLine(R"({"b": 1,  "a": 2})"), IsOk());
-  EXPECT_EQ(*ToOneLine(R"({"b": 1,  "a": 2})"), R"({"b": 1,  "a": 2})");
-  EXPECT_EQ(*ToOneLine("{\n  \"b\": 1,\r\n  \"a\": \"x\\ny\"\n}"), R"({"b":1,"a":"x\ny"})");
-  EXPECT_THAT(ToOneLine("not\njson"), StatusIs(absl::StatusCode::kInvalidArgument));
-}
+using namespace testing_util;  // NOLINT: the shared fakes of mcp_test_util.h
 
 TEST(McpEndpointPathTest, PercentEncodesEachSegment) {
   EXPECT_EQ(McpEndpointPath("run 1/x", "fs"), "/run/run%201%2Fx/mcp/fs");
@@ -282,363 +80,6 @@ TEST(ResolveClientTokenTest, HoldsTheTokenToTheServersRules) {
   ASSERT_THAT(token, IsOk());
   EXPECT_EQ(*token, "fedcba9876543210fedcba");
   std::remove(path.c_str());
-}
-
-// ---------------------------------------------------------------------------
-// The child process
-
-// Writes all of `data` to `fd` (non-blocking).
-absl::Status WriteAllForTest(int fd, absl::string_view data) {
-  const absl::Time deadline = absl::Now() + kWait;
-  while (!data.empty() && absl::Now() < deadline) {
-    pollfd p = {fd, POLLOUT, 0};
-    ::poll(&p, 1, 100);
-    const ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      return absl::UnavailableError(std::strerror(errno));
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return data.empty() ? absl::OkStatus() : absl::DeadlineExceededError("write");
-}
-
-// Everything `fd` (non-blocking) gives until EOF or `timeout`.
-std::string ReadAll(int fd, absl::Duration timeout = kWait) {
-  const absl::Time deadline = absl::Now() + timeout;
-  std::string out;
-  char buffer[4096];
-  while (absl::Now() < deadline) {
-    pollfd p = {fd, POLLIN, 0};
-    ::poll(&p, 1, 100);
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n == 0) return out;
-    if (n > 0) out.append(buffer, static_cast<size_t>(n));
-  }
-  ADD_FAILURE() << "no EOF within the deadline";
-  return out;
-}
-
-TEST(ChildProcessTest, RunsTheCommandExactlyAsGiven) {
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-      ChildProcess::Spawn({"sh", "-c", "echo hi"});
-  ASSERT_THAT(child, IsOk());
-  EXPECT_EQ(ReadAll((*child)->stdout_fd()), "hi\n");
-  std::optional<int> status = (*child)->WaitFor(kWait);
-  ASSERT_TRUE(status.has_value());
-  EXPECT_EQ(ChildProcess::DescribeExit(*status), "exited with status 0");
-
-  // Arguments that look like options (ours or anyone's) are the command's.
-  child = ChildProcess::Spawn(
-      {"sh", "-c", "printf '%s|' \"$0\" \"$@\"; cat", "--name", "-x", "--", "a b"});
-  ASSERT_THAT(child, IsOk());
-  ASSERT_THAT(WriteAllForTest((*child)->stdin_fd(), "from stdin"), IsOk());
-  (*child)->CloseStdin();
-  EXPECT_EQ(ReadAll((*child)->stdout_fd()), "--name|-x|--|a b|from stdin");
-}
-
-TEST(ChildProcessTest, ExitStatusIsReported) {
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn({"sh", "-c", "exit 3"});
-  ASSERT_THAT(child, IsOk());
-  std::optional<int> status = (*child)->WaitFor(kWait);
-  ASSERT_TRUE(status.has_value());
-  EXPECT_EQ(ChildProcess::DescribeExit(*status), "exited with status 3");
-}
-
-TEST(ChildProcessTest, MissingCommandIsNotFound) {
-  EXPECT_THAT(ChildProcess::Spawn({"understudy-no-such-command-xyz"}),
-              StatusIs(absl::StatusCode::kNotFound, HasSubstr("understudy-no-such-command-xyz")));
-  EXPECT_THAT(ChildProcess::Spawn({}), StatusIs(absl::StatusCode::kInvalidArgument));
-}
-
-TEST(ChildProcessTest, TerminateEndsAChildThatIgnoresEof) {
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn({"sleep", "30"});
-  ASSERT_THAT(child, IsOk());
-  const absl::Time start = absl::Now();
-  std::optional<int> status = (*child)->Terminate(absl::Milliseconds(100));
-  ASSERT_TRUE(status.has_value());
-  EXPECT_THAT(ChildProcess::DescribeExit(*status), StartsWith("killed by signal 15"));
-  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
-}
-
-TEST(ChildProcessTest, TerminateKillsAChildThatIgnoresSigterm) {
-  // The trap is set before the script says it is ready, so SIGTERM cannot
-  // come first.
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-      ChildProcess::Spawn({"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"});
-  ASSERT_THAT(child, IsOk());
-  std::string ready;
-  const absl::Time deadline = absl::Now() + kWait;
-  while (!absl::StrContains(ready, "\n") && absl::Now() < deadline) {
-    pollfd p = {(*child)->stdout_fd(), POLLIN, 0};
-    ::poll(&p, 1, 100);
-    char c;
-    if (::read((*child)->stdout_fd(), &c, 1) == 1) ready.push_back(c);
-  }
-  ASSERT_EQ(ready, "ready\n");
-  std::optional<int> status = (*child)->Terminate(absl::Milliseconds(100));
-  ASSERT_TRUE(status.has_value());
-  EXPECT_THAT(ChildProcess::DescribeExit(*status), StartsWith("killed by signal 9"));
-}
-
-// ---------------------------------------------------------------------------
-// HTTP helpers
-
-// One whole HTTP response, as a client saw it.
-struct Response {
-  absl::Status transport;
-  int status = 0;
-  recorder::UpstreamHttpHeaders headers;
-  std::string body;
-
-  std::string Header(absl::string_view name) const {
-    for (const auto& [k, v] : headers) {
-      if (k == name) return v;
-    }
-    return "";
-  }
-  std::vector<std::string> Events() const {
-    std::vector<std::string> events;
-    SseParser parser;
-    auto collect = [&](std::string data) { events.push_back(std::move(data)); };
-    parser.Feed(body, collect);
-    parser.Finish(collect);
-    return events;
-  }
-};
-
-class Collector final : public recorder::UpstreamHttpObserver {
- public:
-  void OnHead(int status, recorder::UpstreamHttpHeaders headers) override {
-    response_.status = status;
-    response_.headers = std::move(headers);
-  }
-  void OnData(absl::string_view bytes) override {
-    response_.body.append(bytes.data(), bytes.size());
-  }
-  void OnDone(absl::Status status) override {
-    response_.transport = std::move(status);
-    done_.Notify();
-  }
-  Response Wait() {
-    if (!done_.WaitForNotificationWithTimeout(kWait)) {
-      ADD_FAILURE() << "no response within the deadline";
-      Response r;
-      r.transport = absl::DeadlineExceededError("test deadline");
-      return r;
-    }
-    return response_;
-  }
-
- private:
-  Response response_;
-  absl::Notification done_;
-};
-
-// A blocking HTTP client for one base URL.
-class Client {
- public:
-  explicit Client(const std::string& url) {
-    // "http://127.0.0.1:PORT/path" → base and path.
-    const size_t slash = url.find('/', url.find("://") + 3);
-    recorder::HttpUpstream::Options options;
-    options.base_url = url.substr(0, slash);
-    path_ = slash == std::string::npos ? "/" : url.substr(slash);
-    http_ = std::move(*recorder::HttpUpstream::Create(options));
-  }
-
-  std::shared_ptr<Collector> Start(const std::string& method, std::string body) {
-    recorder::UpstreamHttpRequest request;
-    request.method = method;
-    request.path = path_;
-    request.headers = {{"content-type", "application/json"}};
-    request.body = std::move(body);
-    auto collector = std::make_shared<Collector>();
-    http_->Send(std::move(request), collector);
-    return collector;
-  }
-  Response Post(std::string body) { return Start("POST", std::move(body))->Wait(); }
-
- private:
-  std::string path_;
-  std::unique_ptr<recorder::HttpUpstream> http_;
-};
-
-std::string ToolCall(int id, const std::string& tool, const std::string& progress_token = "") {
-  Json m = {{"jsonrpc", "2.0"},
-            {"id", id},
-            {"method", "tools/call"},
-            {"params", {{"name", tool}, {"arguments", {{"n", id}}}}}};
-  if (!progress_token.empty()) m["params"]["_meta"]["progressToken"] = progress_token;
-  return m.dump();
-}
-
-constexpr char kInitialize[] =
-    R"({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}})";
-constexpr char kInitialized[] = R"({"jsonrpc":"2.0","method":"notifications/initialized"})";
-
-Json Parse(const std::string& text) {
-  Json j = Json::parse(text, nullptr, false);
-  EXPECT_FALSE(j.is_discarded()) << text;
-  return j;
-}
-
-// ---------------------------------------------------------------------------
-// The bridge
-
-class StdioBridgeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!HavePython()) GTEST_SKIP() << kPython << " is needed for the fake MCP server";
-  }
-
-  std::unique_ptr<StdioBridge> Start(std::function<McpInitState()> init_state = nullptr) {
-    StdioBridgeOptions options;
-    options.command = FakeServerCommand();
-    options.init_state = std::move(init_state);
-    absl::StatusOr<std::unique_ptr<StdioBridge>> bridge = StdioBridge::Start(std::move(options));
-    EXPECT_THAT(bridge, IsOk());
-    if (!bridge.ok()) return nullptr;
-    EXPECT_THAT((*bridge)->url(), StartsWith("http://127.0.0.1:"));
-    return std::move(*bridge);
-  }
-};
-
-TEST_F(StdioBridgeTest, RequestIsAnsweredWithItsNotificationsThenItsResponse) {
-  std::unique_ptr<StdioBridge> bridge = Start();
-  ASSERT_NE(bridge, nullptr);
-  Client client(bridge->url());
-  Response r = client.Post(ToolCall(5, "progress", "tok-5"));
-  ASSERT_THAT(r.transport, IsOk());
-  EXPECT_EQ(r.status, 200);
-  EXPECT_EQ(r.Header("content-type"), "text/event-stream");
-  std::vector<std::string> events = r.Events();
-  ASSERT_EQ(events.size(), 4u) << r.body;
-  EXPECT_EQ(Parse(events[0])["method"], "notifications/progress");
-  EXPECT_EQ(Parse(events[0])["params"]["progressToken"], "tok-5");
-  EXPECT_EQ(Parse(events[1])["params"]["progress"], 1);
-  EXPECT_EQ(Parse(events[2])["method"], "notifications/message");
-  EXPECT_EQ(Parse(events[3])["id"], 5);
-  EXPECT_EQ(Parse(events[3])["result"]["arguments"]["n"], 5);
-}
-
-TEST_F(StdioBridgeTest, NotificationIsAccepted) {
-  std::unique_ptr<StdioBridge> bridge = Start();
-  ASSERT_NE(bridge, nullptr);
-  Client client(bridge->url());
-  Response r = client.Post(kInitialized);
-  EXPECT_EQ(r.status, 202);
-  EXPECT_EQ(r.body, "");
-  // It reached the child, in order.
-  r = client.Post(ToolCall(1, "echo"));
-  ASSERT_EQ(r.Events().size(), 1u);
-  EXPECT_EQ(Parse(r.Events()[0])["result"]["seen"],
-            Json::parse(R"(["notifications/initialized","tools/call"])"));
-  EXPECT_EQ(client.Start("GET", "")->Wait().status, 405);
-  EXPECT_EQ(client.Start("DELETE", "")->Wait().status, 200);
-  EXPECT_EQ(client.Post("[1]").status, 400);
-}
-
-TEST_F(StdioBridgeTest, ServerToClientRequestIsRefusedAtOnce) {
-  std::unique_ptr<StdioBridge> bridge = Start();
-  ASSERT_NE(bridge, nullptr);
-  Client client(bridge->url());
-  Response r = client.Post(ToolCall(2, "ask"));
-  ASSERT_EQ(r.Events().size(), 1u) << r.body;
-  const Json answer = Parse(r.Events()[0])["result"]["answer"];
-  EXPECT_EQ(answer["id"], "srv-1");
-  EXPECT_EQ(answer["error"]["code"], -32601);
-  EXPECT_THAT(answer["error"]["message"].get<std::string>(),
-              HasSubstr("does not relay server-to-client requests"));
-}
-
-TEST_F(StdioBridgeTest, ChildCrashingMidCallFailsEveryPendingAndLaterRequest) {
-  std::unique_ptr<StdioBridge> bridge = Start();
-  ASSERT_NE(bridge, nullptr);
-  Client client(bridge->url());
-  std::shared_ptr<Collector> hanging = client.Start("POST", ToolCall(1, "hang"));
-  // The hang is pending once the child has seen it: an echo after it says so.
-  Response echo = client.Post(ToolCall(2, "echo"));
-  ASSERT_EQ(echo.Events().size(), 1u);
-  Response crash = client.Post(ToolCall(3, "crash"));
-  Response hung = hanging->Wait();
-  for (const Response* r : {&crash, &hung}) {
-    EXPECT_EQ(r->status, 502);
-    const Json error = Parse(r->body)["error"];
-    EXPECT_EQ(error["code"], kJsonRpcInternalError);
-    EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("exited with status 3"));
-    EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("python3"));
-  }
-  EXPECT_EQ(Parse(crash.body)["id"], 3);
-  EXPECT_EQ(Parse(hung.body)["id"], 1);
-  Response later = client.Post(ToolCall(4, "echo"));
-  EXPECT_EQ(later.status, 502);
-  EXPECT_THAT(later.body, HasSubstr("exited with status 3"));
-}
-
-TEST_F(StdioBridgeTest, FreshChildIsInitializedWithTheAgentsInitializeFirst) {
-  std::unique_ptr<StdioBridge> bridge = Start([] {
-    McpInitState state;
-    state.initialize = kInitialize;
-    state.initialized_sent = true;
-    return state;
-  });
-  ASSERT_NE(bridge, nullptr);
-  Client client(bridge->url());
-  Response r = client.Post(ToolCall(9, "echo"));
-  std::vector<std::string> events = r.Events();
-  ASSERT_EQ(events.size(), 1u) << r.body;  // The initialize's answer is not relayed.
-  EXPECT_EQ(Parse(events[0])["id"], 9);
-  EXPECT_EQ(Parse(events[0])["result"]["seen"],
-            Json::parse(R"(["initialize","notifications/initialized","tools/call"])"));
-}
-
-TEST_F(StdioBridgeTest, ChildWhoseFirstMessageIsInitializeIsNotInitializedTwice) {
-  int asked = 0;
-  std::unique_ptr<StdioBridge> bridge = Start([&asked] {
-    ++asked;
-    return McpInitState{kInitialize, true};
-  });
-  ASSERT_NE(bridge, nullptr);
-  Client client(bridge->url());
-  Response init = client.Post(kInitialize);
-  ASSERT_EQ(init.Events().size(), 1u);
-  EXPECT_EQ(Parse(init.Events()[0])["id"], 0);
-  EXPECT_EQ(client.Post(kInitialized).status, 202);
-  Response r = client.Post(ToolCall(1, "echo"));
-  ASSERT_EQ(r.Events().size(), 1u);
-  EXPECT_EQ(Parse(r.Events()[0])["result"]["seen"],
-            Json::parse(R"(["initialize","notifications/initialized","tools/call"])"));
-  EXPECT_EQ(asked, 0);
-}
-
-TEST_F(StdioBridgeTest, ShellCommandWithOptionLikeArgumentsWorks) {
-  StdioBridgeOptions options;
-  options.command = {
-      "sh", "-c",
-      "while read l; do echo '{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"via\":\"'$0'\"}}'; done",
-      "-sh-"};
-  absl::StatusOr<std::unique_ptr<StdioBridge>> bridge = StdioBridge::Start(std::move(options));
-  ASSERT_THAT(bridge, IsOk());
-  Client client((*bridge)->url());
-  Response r = client.Post(ToolCall(1, "x"));
-  ASSERT_EQ(r.Events().size(), 1u) << r.body;
-  EXPECT_EQ(Parse(r.Events()[0])["result"]["via"], "-sh-");
-}
-
-TEST_F(StdioBridgeTest, ShutdownAnswersPendingRequestsAndEndsTheChild) {
-  std::unique_ptr<StdioBridge> bridge = Start();
-  ASSERT_NE(bridge, nullptr);
-  Client client(bridge->url());
-  std::shared_ptr<Collector> hanging = client.Start("POST", ToolCall(1, "hang"));
-  ASSERT_EQ(client.Post(ToolCall(2, "echo")).Events().size(), 1u);
-  const pid_t pid = bridge->pid();
-  bridge->Shutdown(absl::Seconds(2));
-  Response hung = hanging->Wait();
-  EXPECT_EQ(hung.status, 502);
-  EXPECT_THAT(hung.body, HasSubstr("shutting down"));
-  // Reaped: the pid is no child of ours any more.
-  EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), -1);
 }
 
 // ---------------------------------------------------------------------------
@@ -986,13 +427,13 @@ TEST_F(McpProxyTest, LinesThatAreNoMessageAreAnsweredWithErrorsAndReadingGoesOn)
   proxy.Send(ToolCall(4, "echo"));
   Json parse_error = proxy.NextJson();
   EXPECT_TRUE(parse_error["id"].is_null());
-  EXPECT_EQ(parse_error["error"]["code"], kJsonRpcParseError);
+  EXPECT_EQ(parse_error["error"]["code"], provider::mcp::kParseError);
   EXPECT_THAT(parse_error["error"]["message"].get<std::string>(),
               StartsWith("understudy mcp-proxy: message: invalid JSON at byte"));
   Json batch = proxy.NextJson();
-  EXPECT_EQ(batch["error"]["code"], kJsonRpcInvalidRequest);
+  EXPECT_EQ(batch["error"]["code"], provider::mcp::kInvalidRequest);
   EXPECT_THAT(batch["error"]["message"].get<std::string>(), HasSubstr("batch"));
-  EXPECT_EQ(proxy.NextJson()["error"]["code"], kJsonRpcInvalidRequest);
+  EXPECT_EQ(proxy.NextJson()["error"]["code"], provider::mcp::kInvalidRequest);
   EXPECT_EQ(proxy.NextJson()["id"], 4);
 }
 
@@ -1005,7 +446,7 @@ TEST_F(McpProxyTest, LineOver16MiBIsAnsweredWithAnError) {
   });
   Json error = proxy.NextJson();
   EXPECT_TRUE(error["id"].is_null());
-  EXPECT_EQ(error["error"]["code"], kJsonRpcInvalidRequest);
+  EXPECT_EQ(error["error"]["code"], provider::mcp::kInvalidRequest);
   EXPECT_THAT(error["error"]["message"].get<std::string>(), HasSubstr("16 MiB"));
   EXPECT_EQ(proxy.NextJson()["id"], 1);
   writer.join();
@@ -1022,7 +463,7 @@ TEST_F(McpProxyTest, HttpErrorBecomesAJsonRpcErrorForRequestsOnly) {
   proxy.Send(R"({"jsonrpc":"2.0","id":"x-1","method":"tools/list"})");
   Json error = proxy.NextJson();
   EXPECT_EQ(error["id"], "x-1");
-  EXPECT_EQ(error["error"]["code"], kJsonRpcInternalError);
+  EXPECT_EQ(error["error"]["code"], provider::mcp::kInternalError);
   const std::string message = error["error"]["message"];
   EXPECT_THAT(message, StartsWith("understudy mcp-proxy: 500 boom: zzz"));
   EXPECT_LT(message.size(), 260u);
@@ -1043,7 +484,7 @@ TEST_F(McpProxyTest, UnreachableServerBecomesAJsonRpcError) {
   proxy.Send(ToolCall(7, "echo"));
   Json error = proxy.NextJson();
   EXPECT_EQ(error["id"], 7);
-  EXPECT_EQ(error["error"]["code"], kJsonRpcInternalError);
+  EXPECT_EQ(error["error"]["code"], provider::mcp::kInternalError);
   EXPECT_THAT(error["error"]["message"].get<std::string>(), StartsWith("understudy mcp-proxy: "));
 }
 
@@ -1165,6 +606,46 @@ TEST_F(McpProxyTest, EndCutsAnswersThatTakeTooLongAndAnswersTheirRequests) {
   EXPECT_EQ(error["id"], 1);
   EXPECT_THAT(error["error"]["message"].get<std::string>(), HasSubstr("shutting down"));
   EXPECT_THAT(proxy.Finish(), IsOk());
+}
+
+TEST_F(McpProxyTest, CancelledRequestIsDroppedAtOnceAndGetsNoAnswer) {
+  absl::Mutex mu;
+  std::vector<std::shared_ptr<service::HttpResponder>> held;
+  FakeUnderstudy fake(/*record=*/false, [&](const Received& r, auto out) {
+    if (r.method != "POST" || !Parse(r.body).contains("id")) return false;
+    absl::MutexLock lock(&mu);
+    held.push_back(out);  // Never answered: only the cancellation ends it.
+    return true;
+  });
+  McpProxyOptions options = Options(fake);
+  options.drain_timeout = absl::Seconds(10);
+  ProxyRunner proxy(options);
+  proxy.Send(ToolCall(1, "hang"));
+  // The request is in flight once the fake has it.
+  const absl::Time deadline = absl::Now() + kWait;
+  while (fake.received().empty() && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(1));
+  ASSERT_EQ(fake.received().size(), 1u);
+
+  const absl::Time start = absl::Now();
+  proxy.Send(
+      R"({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"reason":"timeout"}})");
+  proxy.CloseInput();
+  EXPECT_THAT(proxy.Finish(), IsOk());
+  // Not held for the drain timeout: the POST was cancelled at once.
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+
+  // Nothing was written for the request (not even a "shutting down" error).
+  while (std::optional<std::string> line = proxy.Next(absl::Milliseconds(100))) {
+    EXPECT_NE(Parse(*line).value("id", Json()), Json(1)) << *line;
+  }
+  // The notification itself was passed on.
+  bool passed_on = false;
+  for (const Received& r : fake.received()) {
+    if (r.method == "POST" && Parse(r.body).value("method", "") == "notifications/cancelled") {
+      passed_on = true;
+    }
+  }
+  EXPECT_TRUE(passed_on);
 }
 
 TEST_F(McpProxyTest, StopEndsPromptlyWithoutEndOfInput) {

@@ -91,6 +91,20 @@ int ErrorCodeFor(const absl::Status& parse_error) {
              : kInvalidRequest;
 }
 
+std::string IdText(const Message& message) {
+  return message.kind == Message::Kind::kNotification ? std::string() : DumpJson(message.id);
+}
+
+Json ProgressTokenOf(const Message& message) {
+  if (message.kind == Message::Kind::kRequest) return message.progress_token;
+  if (message.kind != Message::Kind::kNotification || message.method != "notifications/progress" ||
+      !message.params.is_object()) {
+    return nullptr;
+  }
+  const Json* token = FindMember(message.params, "progressToken");
+  return token == nullptr ? Json(nullptr) : *token;
+}
+
 v1::CompletionRequest CanonicalRequest(absl::string_view server, const Message& message) {
   v1::CompletionRequest request;
   request.set_operation(absl::StrCat("mcp:", message.method));

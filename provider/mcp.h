@@ -71,6 +71,15 @@ absl::StatusOr<Message> ParseMessage(absl::string_view text, absl::string_view w
 // that is not JSON, kInvalidRequest otherwise.
 int ErrorCodeFor(const absl::Status& parse_error);
 
+// The id as JSON text (`7`, `"a"`): a key that matches a response to its
+// request whatever the id's type. "" for a notification, which has none.
+std::string IdText(const Message& message);
+
+// The token that ties progress to a request: a request's
+// params._meta.progressToken, a `notifications/progress`'s
+// params.progressToken; null for any other message or when absent.
+Json ProgressTokenOf(const Message& message);
+
 // The canonical request of a request or notification sent to `server`.
 v1::CompletionRequest CanonicalRequest(absl::string_view server, const Message& message);
 

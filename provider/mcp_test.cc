@@ -71,6 +71,33 @@ TEST(McpParse, DeepNestingIsAnErrorNotACrash) {
   EXPECT_THAT(parsed.status().message(), HasSubstr("nested deeper"));
 }
 
+TEST(McpIds, IdTextIsTheSameKeyForARequestAndItsResponse) {
+  auto request = ParseMessage(R"({"jsonrpc":"2.0","id":"a","method":"ping"})");
+  auto response = ParseMessage(R"({"jsonrpc":"2.0","id":"a","result":{}})");
+  auto numbered = ParseMessage(R"({"jsonrpc":"2.0","id":7,"result":{}})");
+  auto note = ParseMessage(R"({"jsonrpc":"2.0","method":"notifications/initialized"})");
+  ASSERT_TRUE(request.ok() && response.ok() && numbered.ok() && note.ok());
+  EXPECT_EQ(IdText(*request), R"("a")");
+  EXPECT_EQ(IdText(*response), IdText(*request));
+  EXPECT_EQ(IdText(*numbered), "7");
+  EXPECT_EQ(IdText(*note), "");
+}
+
+TEST(McpIds, ProgressTokenOfARequestAndOfItsProgressNotifications) {
+  auto request = ParseMessage(
+      R"({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"t"}}})");
+  auto progress = ParseMessage(
+      R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}})");
+  auto other = ParseMessage(
+      R"({"jsonrpc":"2.0","method":"notifications/message","params":{"progressToken":"t"}})");
+  auto plain = ParseMessage(R"({"jsonrpc":"2.0","id":2,"method":"ping"})");
+  ASSERT_TRUE(request.ok() && progress.ok() && other.ok() && plain.ok());
+  EXPECT_EQ(ProgressTokenOf(*request), Json("t"));
+  EXPECT_EQ(ProgressTokenOf(*progress), Json("t"));
+  EXPECT_TRUE(ProgressTokenOf(*other).is_null());
+  EXPECT_TRUE(ProgressTokenOf(*plain).is_null());
+}
+
 TEST(McpCanonical, DropsMetaAndKeepsTheRest) {
   auto request = ParseMessage(
       R"({"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"read","arguments":{"p":1},"_meta":{"progressToken":7}}})");

@@ -1,0 +1,189 @@
+#include "cli/child_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "cli/fd_io.h"
+#include "validation/utf8.h"
+
+extern char** environ;
+
+namespace understudy {
+namespace cli {
+namespace {
+// The wait status recorded when the child was reaped by someone else
+// (SIGCHLD ignored): how it ended is unknown.
+constexpr int kUnknownExit = -1;
+}  // namespace
+
+ChildProcess::ChildProcess(pid_t pid, int stdin_fd, int stdout_fd, int pidfd)
+    : pid_(pid), stdin_fd_(stdin_fd), stdout_fd_(stdout_fd), pidfd_(pidfd) {}
+
+absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
+    const std::vector<std::string>& argv) {
+  if (argv.empty()) return absl::InvalidArgumentError("no command to run");
+  int in[2];   // The child's stdin: it reads in[0], we write in[1].
+  int out[2];  // The child's stdout: it writes out[1], we read out[0].
+  if (::pipe2(in, O_CLOEXEC) != 0) {
+    return absl::UnavailableError(absl::StrCat("pipe: ", ErrnoText(errno)));
+  }
+  if (::pipe2(out, O_CLOEXEC) != 0) {
+    const int error = errno;
+    ::close(in[0]);
+    ::close(in[1]);
+    return absl::UnavailableError(absl::StrCat("pipe: ", ErrnoText(error)));
+  }
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // dup2 clears close-on-exec on the new descriptors; everything else of
+  // ours (sockets of the HTTP client and server, whoever opened them) is
+  // closed in the child.
+  posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  sigset_t none;
+  sigemptyset(&none);
+  posix_spawnattr_setsigmask(&attr, &none);
+  // This process ignores SIGPIPE and may block SIGINT/SIGTERM; an ignored
+  // signal stays ignored across exec, so give the child the defaults.
+  sigset_t defaults;
+  sigemptyset(&defaults);
+  for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGCHLD}) sigaddset(&defaults, s);
+  posix_spawnattr_setsigdefault(&attr, &defaults);
+  posix_spawnattr_setpgroup(&attr, 0);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
+  std::vector<std::string> args = argv;
+  std::vector<char*> cargv;
+  for (std::string& a : args) cargv.push_back(a.data());
+  cargv.push_back(nullptr);
+  pid_t pid = 0;
+  const int spawned = ::posix_spawnp(&pid, cargv[0], &actions, &attr, cargv.data(), environ);
+  posix_spawnattr_destroy(&attr);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(in[0]);
+  ::close(out[1]);
+  if (spawned != 0) {
+    ::close(in[1]);
+    ::close(out[0]);
+    const std::string message =
+        absl::StrCat("cannot run ", ShellQuoted(argv), ": ", ErrnoText(spawned));
+    if (spawned == ENOENT) return absl::NotFoundError(message);
+    if (spawned == EACCES || spawned == EPERM) return absl::PermissionDeniedError(message);
+    return absl::UnavailableError(message);
+  }
+  ::fcntl(in[1], F_SETFL, ::fcntl(in[1], F_GETFL) | O_NONBLOCK);
+  ::fcntl(out[0], F_SETFL, ::fcntl(out[0], F_GETFL) | O_NONBLOCK);
+  // A descriptor that polls readable when the child exits (Linux 5.3+);
+  // without it, WaitFor polls.
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (pidfd >= 0) ::fcntl(pidfd, F_SETFD, FD_CLOEXEC);
+  return std::unique_ptr<ChildProcess>(
+      new ChildProcess(pid, in[1], out[0], pidfd < 0 ? -1 : pidfd));
+}
+
+ChildProcess::~ChildProcess() {
+  if (!WaitFor(absl::ZeroDuration()).has_value()) {
+    Signal(SIGKILL);
+    WaitFor(absl::Seconds(5));
+  }
+  CloseStdin();
+  ::close(stdout_fd_);
+  if (pidfd_ >= 0) ::close(pidfd_);
+}
+
+void ChildProcess::CloseStdin() {
+  absl::MutexLock lock(&mu_);
+  if (stdin_fd_ >= 0) ::close(stdin_fd_);
+  stdin_fd_ = -1;
+}
+
+std::optional<int> ChildProcess::WaitFor(absl::Duration timeout) {
+  const absl::Time deadline =
+      timeout == absl::InfiniteDuration() ? absl::InfiniteFuture() : absl::Now() + timeout;
+  absl::Duration backoff = absl::Milliseconds(1);
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (wait_status_.has_value()) return wait_status_;
+      int status = 0;
+      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        wait_status_ = status;
+        return wait_status_;
+      }
+      if (r < 0 && errno == ECHILD) {
+        wait_status_ = kUnknownExit;
+        return wait_status_;
+      }
+    }
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) return std::nullopt;
+    if (pidfd_ >= 0) {
+      pollfd p = {pidfd_, POLLIN, 0};
+      ::poll(&p, 1, PollMs(left));
+    } else {
+      absl::SleepFor(std::min(backoff, left));
+      backoff = std::min(backoff * 2, absl::Milliseconds(50));
+    }
+  }
+}
+
+void ChildProcess::Signal(int signal) {
+  absl::MutexLock lock(&mu_);
+  // Once reaped, the pid (and the group id) may belong to someone else.
+  if (wait_status_.has_value()) return;
+  if (::kill(-pid_, signal) != 0) ::kill(pid_, signal);
+}
+
+std::optional<int> ChildProcess::Terminate(absl::Duration grace) {
+  CloseStdin();
+  if (std::optional<int> status = WaitFor(grace)) return status;
+  Signal(SIGTERM);
+  if (std::optional<int> status = WaitFor(grace)) return status;
+  Signal(SIGKILL);
+  return WaitFor(std::max(grace, absl::Seconds(1)));
+}
+
+std::string ChildProcess::DescribeExit(int wait_status) {
+  if (wait_status == kUnknownExit) return "exited";
+  if (WIFEXITED(wait_status)) return absl::StrCat("exited with status ", WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) {
+    const int sig = WTERMSIG(wait_status);
+    const char* name = ::strsignal(sig);
+    return absl::StrCat("killed by signal ", sig,
+                        name != nullptr ? absl::StrCat(" (", name, ")") : "");
+  }
+  return absl::StrCat("ended (wait status ", wait_status, ")");
+}
+std::string ShellQuoted(const std::vector<std::string>& argv) {
+  std::vector<std::string> parts;
+  for (const std::string& a : argv) {
+    const bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](char c) {
+      return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+             std::strchr("@%+=:,./_-", c) != nullptr;
+    });
+    parts.push_back(plain ? a : absl::StrCat("'", absl::StrReplaceAll(a, {{"'", "'\\''"}}), "'"));
+  }
+  // Short enough to leave room, in a message cut at 200 bytes, for what
+  // happened to it.
+  return validation::Shorten(absl::StrJoin(parts, " "), 80);
+}
+}  // namespace cli
+}  // namespace understudy

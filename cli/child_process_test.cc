@@ -1,0 +1,149 @@
+#include "cli/child_process.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "base/status_matchers.h"
+#include "cli/mcp_test_util.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "recorder/http_upstream.h"
+#include "service/http_server.h"
+
+namespace understudy {
+namespace cli {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::StartsWith;
+using Json = nlohmann::json;
+using namespace testing_util;  // NOLINT: the shared fakes of mcp_test_util.h
+
+// Writes all of `data` to `fd` (non-blocking).
+absl::Status WriteAllForTest(int fd, absl::string_view data) {
+  const absl::Time deadline = absl::Now() + kWait;
+  while (!data.empty() && absl::Now() < deadline) {
+    pollfd p = {fd, POLLOUT, 0};
+    ::poll(&p, 1, 100);
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      return absl::UnavailableError(std::strerror(errno));
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return data.empty() ? absl::OkStatus() : absl::DeadlineExceededError("write");
+}
+
+// Everything `fd` (non-blocking) gives until EOF or `timeout`.
+std::string ReadAll(int fd, absl::Duration timeout = kWait) {
+  const absl::Time deadline = absl::Now() + timeout;
+  std::string out;
+  char buffer[4096];
+  while (absl::Now() < deadline) {
+    pollfd p = {fd, POLLIN, 0};
+    ::poll(&p, 1, 100);
+    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n == 0) return out;
+    if (n > 0) out.append(buffer, static_cast<size_t>(n));
+  }
+  ADD_FAILURE() << "no EOF within the deadline";
+  return out;
+}
+
+TEST(ChildProcessTest, RunsTheCommandExactlyAsGiven) {
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+      ChildProcess::Spawn({"sh", "-c", "echo hi"});
+  ASSERT_THAT(child, IsOk());
+  EXPECT_EQ(ReadAll((*child)->stdout_fd()), "hi\n");
+  std::optional<int> status = (*child)->WaitFor(kWait);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(ChildProcess::DescribeExit(*status), "exited with status 0");
+
+  // Arguments that look like options (ours or anyone's) are the command's.
+  child = ChildProcess::Spawn(
+      {"sh", "-c", "printf '%s|' \"$0\" \"$@\"; cat", "--name", "-x", "--", "a b"});
+  ASSERT_THAT(child, IsOk());
+  ASSERT_THAT(WriteAllForTest((*child)->stdin_fd(), "from stdin"), IsOk());
+  (*child)->CloseStdin();
+  EXPECT_EQ(ReadAll((*child)->stdout_fd()), "--name|-x|--|a b|from stdin");
+}
+
+TEST(ChildProcessTest, ExitStatusIsReported) {
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn({"sh", "-c", "exit 3"});
+  ASSERT_THAT(child, IsOk());
+  std::optional<int> status = (*child)->WaitFor(kWait);
+  ASSERT_TRUE(status.has_value());
+  EXPECT_EQ(ChildProcess::DescribeExit(*status), "exited with status 3");
+}
+
+TEST(ChildProcessTest, MissingCommandIsNotFound) {
+  EXPECT_THAT(ChildProcess::Spawn({"understudy-no-such-command-xyz"}),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("understudy-no-such-command-xyz")));
+  EXPECT_THAT(ChildProcess::Spawn({}), StatusIs(absl::StatusCode::kInvalidArgument));
+}
+
+TEST(ChildProcessTest, TerminateEndsAChildThatIgnoresEof) {
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Spawn({"sleep", "30"});
+  ASSERT_THAT(child, IsOk());
+  const absl::Time start = absl::Now();
+  std::optional<int> status = (*child)->Terminate(absl::Milliseconds(100));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_THAT(ChildProcess::DescribeExit(*status), StartsWith("killed by signal 15"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST(ChildProcessTest, TerminateKillsAChildThatIgnoresSigterm) {
+  // The trap is set before the script says it is ready, so SIGTERM cannot
+  // come first.
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+      ChildProcess::Spawn({"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 0.05; done"});
+  ASSERT_THAT(child, IsOk());
+  std::string ready;
+  const absl::Time deadline = absl::Now() + kWait;
+  while (!absl::StrContains(ready, "\n") && absl::Now() < deadline) {
+    pollfd p = {(*child)->stdout_fd(), POLLIN, 0};
+    ::poll(&p, 1, 100);
+    char c;
+    if (::read((*child)->stdout_fd(), &c, 1) == 1) ready.push_back(c);
+  }
+  ASSERT_EQ(ready, "ready\n");
+  std::optional<int> status = (*child)->Terminate(absl::Milliseconds(100));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_THAT(ChildProcess::DescribeExit(*status), StartsWith("killed by signal 9"));
+}
+
+}  // namespace
+}  // namespace cli
+}  // namespace understudy

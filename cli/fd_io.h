@@ -1,0 +1,51 @@
+// Small helpers for the descriptors of `understudy mcp-proxy` (its stdin and
+// stdout, a child's pipes): poll() timeouts, a self-pipe to wake threads
+// blocked in poll(), and a write that can be interrupted.
+#ifndef UNDERSTUDY_CLI_FD_IO_H_
+#define UNDERSTUDY_CLI_FD_IO_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace understudy {
+namespace cli {
+
+// strerror(error) as a std::string.
+std::string ErrnoText(int error);
+
+// poll()'s timeout for `d`: -1 for infinite, rounded up to whole ms.
+int PollMs(absl::Duration d);
+
+// A self-pipe: Wake makes read_fd() readable for good, so that threads
+// blocked in poll() on it return. Thread-safe. When the pipe cannot be made,
+// read_fd() is -1 (poll ignores it) and Wake does nothing.
+class WakePipe {
+ public:
+  WakePipe();
+  ~WakePipe();
+  WakePipe(const WakePipe&) = delete;
+  WakePipe& operator=(const WakePipe&) = delete;
+
+  int read_fd() const { return fds_[0]; }
+  void Wake();
+
+ private:
+  int fds_[2];
+};
+
+// Writes all of `pieces` to `fd` (blocking or not), giving up when `wake`
+// (a descriptor, or -1 for none) becomes readable. At most PIPE_BUF bytes go
+// in one write after poll() said the descriptor is writable, so that a
+// blocking pipe never blocks the thread past a wake. UNAVAILABLE with the
+// cause on failure, CANCELLED on a wake. The pieces must stay live for the
+// call.
+absl::Status WriteFully(int fd, std::vector<absl::string_view> pieces, int wake);
+
+}  // namespace cli
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_CLI_FD_IO_H_
