@@ -1,9 +1,12 @@
 // understudy: record, replay and inspect LLM agent sessions.
 // Parses flags and hands over to cli/commands.h; nothing else lives here.
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -18,6 +21,7 @@
 #include "absl/strings/str_replace.h"
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/ancestor_env.h"
 #include "cli/mcp_proxy.h"
 #include "provider/anthropic.h"
 #include "provider/embeddings.h"
@@ -520,6 +524,17 @@ int main(int argc, char** argv) {
       return 2;
     }
     mcp.auth_token = *token;
+    if (mcp.http.empty()) {
+      // MCP clients start stdio servers with a filtered environment; the
+      // agent that started this proxy has the variables record|replay set.
+      if (std::optional<std::string> http =
+              understudy::cli::AncestorEnv("UNDERSTUDY_HTTP", getpid())) {
+        mcp.http = *http;
+        if (mcp.run.empty()) {
+          mcp.run = understudy::cli::AncestorEnv("UNDERSTUDY_RUN", getpid()).value_or("");
+        }
+      }
+    }
     return understudy::cli::RunMcpProxy(mcp);
   }
   if (*assert_cmd) return understudy::cli::Assert(db, assert_addr, assert_run, spec_files);

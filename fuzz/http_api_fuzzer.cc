@@ -57,6 +57,7 @@ class Recorder final : public HttpResponder {
 struct World {
   std::unique_ptr<understudy::store::Store> store;
   std::unique_ptr<understudy::replayer::Engine> engine;
+  std::unique_ptr<understudy::service::McpApi> mcp;
   std::unique_ptr<understudy::service::HttpApi> api;
 };
 
@@ -84,6 +85,12 @@ rules:
   - name: throttled
     when: {message_contains: 'slow'}
     error: {http_status: 429, message: slow down, retry_after_seconds: 1}
+  - name: tool-error
+    when: {tool: 'write_.*', tool_arguments: {path: /etc}}
+    error: {message: denied}
+mock_tools:
+  search: {template: "found {{query}}"}
+  weather: {result: {temp: 21}}
 default:
   respond: {content: "fuzzed"}
 )");
@@ -100,6 +107,10 @@ default:
   world->engine->SetDefaultRun(run->id());
   service::HttpApiOptions api_options;
   api_options.engine = world->engine.get();
+  service::McpApiOptions mcp_options;
+  mcp_options.engine = world->engine.get();
+  world->mcp = std::make_unique<service::McpApi>(mcp_options);
+  api_options.mcp = world->mcp.get();
   world->api = std::make_unique<service::HttpApi>(api_options);
   return world;
 }

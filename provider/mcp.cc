@@ -33,8 +33,19 @@ absl::StatusOr<Message> ParseMessage(absl::string_view text, absl::string_view w
         absl::StrCat(JoinPath(where, "jsonrpc"), ": expected \"2.0\", got ", DumpJson(*version).substr(0, 40)));
   }
   Message message;
-  const Json* id = FindMember(value, "id");
-  if (id != nullptr && !ValidId(*id)) {
+  const Json* id = FindMember(value, "id");  // null when absent or null
+  // A null id: only an error response to a request whose id could not be
+  // read (JSON-RPC 2.0, section 5).
+  static const Json kNull;
+  if (id == nullptr && value.contains("id") && FindMember(value, "method") == nullptr &&
+      FindMember(value, "error") != nullptr) {
+    id = &kNull;
+  }
+  if (id == nullptr && value.contains("id") && FindMember(value, "method") != nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        JoinPath(where, "id"), ": null; MCP requests need a string or integer id"));
+  }
+  if (id != nullptr && !id->is_null() && !ValidId(*id)) {
     return ExpectedError(JoinPath(where, "id"), "a string or an integer", *id);
   }
   const Json* method = FindMember(value, "method");

@@ -28,6 +28,11 @@ TEST(McpParse, RequestNotificationResponse) {
   EXPECT_EQ(response->kind, Message::Kind::kResponse);
   EXPECT_EQ(OutcomeOf(*response).result_json, R"({"x":1})");
 
+  auto unread = ParseMessage(R"({"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"x"}})");
+  ASSERT_TRUE(unread.ok()) << unread.status();
+  EXPECT_TRUE(unread->id.is_null());
+  EXPECT_FALSE(ParseMessage(R"({"jsonrpc":"2.0","id":null,"method":"ping"})").ok());
+
   auto error = ParseMessage(R"({"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"bad"}})");
   ASSERT_TRUE(error.ok()) << error.status();
   Outcome outcome = OutcomeOf(*error);

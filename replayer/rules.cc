@@ -80,8 +80,10 @@ bool Holds(const When& when, const Facts& f, size_t position, std::string* why =
                               std::make_pair(when.tool_available.has_value(), "tool_available"),
                               std::make_pair(when.model.has_value(), "model")}) {
       if (set) {
-        return No(why, [&] {
-          return absl::StrCat("when.", field, " reads a model request; this is a tool call");
+        // (A structured binding cannot be captured in C++17.)
+        const char* const name = field;
+        return No(why, [name] {
+          return absl::StrCat("when.", name, " reads a model request; this is a tool call");
         });
       }
     }

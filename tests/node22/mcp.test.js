@@ -47,17 +47,13 @@ function exchangeName(x) {
 
 // The MCP config of fixtures/mcp_agent.mjs: the server command behind
 // `understudy mcp-proxy`, which finds the wrapper's server and run in the
-// environment the config hands it.
-function proxyConfig(file, command) {
-  fs.writeFileSync(file, JSON.stringify({
-    mcpServers: {
-      counter: {
-        command: BIN,
-        args: ['mcp-proxy', '--name', 'counter', '--', ...command],
-        env: { UNDERSTUDY_HTTP: '${UNDERSTUDY_HTTP}', UNDERSTUDY_RUN: '${UNDERSTUDY_RUN}' },
-      },
-    },
-  }, null, 2));
+// environment the config hands it (`passEnv`), or else, as a user's plain
+// config leaves it, in the agent's own environment: the SDK starts stdio
+// servers with only HOME, LOGNAME, PATH, SHELL, TERM and USER.
+function proxyConfig(file, command, { passEnv = true } = {}) {
+  const server = { command: BIN, args: ['mcp-proxy', '--name', 'counter', '--', ...command] };
+  if (passEnv) server.env = { UNDERSTUDY_HTTP: '${UNDERSTUDY_HTTP}', UNDERSTUDY_RUN: '${UNDERSTUDY_RUN}' };
+  fs.writeFileSync(file, JSON.stringify({ mcpServers: { counter: server } }, null, 2));
   return file;
 }
 
@@ -68,7 +64,8 @@ test('mcp stdio: an agent\'s model and tool calls through `understudy mcp-proxy`
   const openai = await startFakeOpenAI();
   t.after(() => openai.close());
   const recordConfig = proxyConfig(path.join(dir, 'record.mcp.json'), [NODE22_BIN, MCP_FAKE, '--stdio']);
-  const replayConfig = proxyConfig(path.join(dir, 'replay.mcp.json'), [NODE22_BIN, TRIPWIRE, marker]);
+  const replayConfig = proxyConfig(path.join(dir, 'replay.mcp.json'), [NODE22_BIN, TRIPWIRE, marker],
+    { passEnv: false });
 
   const from = Date.now();
   const rec = await run(['record', '--db', db, '--session', 'mcp-stdio', '--upstream', `openai=${openai.url}`,
