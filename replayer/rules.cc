@@ -347,6 +347,17 @@ void RuleSet::Scan(const PatternIndex& index, const std::vector<absl::string_vie
   }
 }
 
+bool RuleSet::UsedUp(const Rule& rule, const RunContext& context,
+                     std::vector<RuleSkip>* skipped) {
+  if (!rule.times.has_value()) return false;
+  auto used = context.rule_uses_.find(rule.index);
+  if (used == context.rule_uses_.end() || used->second < *rule.times) return false;
+  if (skipped != nullptr) {
+    skipped->push_back({rule.name, absl::StrCat("used up (times: ", *rule.times, ")")});
+  }
+  return true;
+}
+
 Selection RuleSet::Select(RunContext& context, const v1::CompletionRequest& request,
                           absl::string_view agent, std::vector<RuleSkip>* skipped) const {
   // The regex conditions read the request only: scanned before the lock.
@@ -393,15 +404,7 @@ Selection RuleSet::Select(RunContext& context, const v1::CompletionRequest& requ
       if (skipped != nullptr) skipped->push_back({rule.name, kToolRuleReason});
       continue;
     }
-    if (rule.times.has_value()) {
-      auto used = context.rule_uses_.find(rule.index);
-      if (used != context.rule_uses_.end() && used->second >= *rule.times) {
-        if (skipped != nullptr) {
-          skipped->push_back({rule.name, absl::StrCat("used up (times: ", *rule.times, ")")});
-        }
-        continue;
-      }
-    }
+    if (UsedUp(rule, context, skipped)) continue;
     std::string why;
     if (!Holds(rule.when, facts, position, skipped != nullptr ? &why : nullptr)) {
       if (skipped != nullptr) skipped->push_back({rule.name, std::move(why)});
@@ -477,15 +480,7 @@ Selection RuleSet::SelectTool(RunContext& context, absl::string_view tool,
       if (skipped != nullptr) skipped->push_back({rule.name, std::move(call_why[position])});
       continue;
     }
-    if (rule.times.has_value()) {
-      auto used = context.rule_uses_.find(rule.index);
-      if (used != context.rule_uses_.end() && used->second >= *rule.times) {
-        if (skipped != nullptr) {
-          skipped->push_back({rule.name, absl::StrCat("used up (times: ", *rule.times, ")")});
-        }
-        continue;
-      }
-    }
+    if (UsedUp(rule, context, skipped)) continue;
     std::string why;
     if (!Holds(rule.when, facts, position, skipped != nullptr ? &why : nullptr)) {
       if (skipped != nullptr) skipped->push_back({rule.name, std::move(why)});

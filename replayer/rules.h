@@ -195,6 +195,11 @@ class RuleSet {
   const std::vector<Rule>& rules() const { return rules_; }
 
  private:
+  // Whether `rule` has had its `times` uses in `context` (noted in
+  // `skipped` when given). Called under the context's lock.
+  static bool UsedUp(const Rule& rule, const RunContext& context,
+                     std::vector<RuleSkip>* skipped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(context.mu_);
+
   // One regex condition (system_prompt, user_message or message_contains)
   // of every rule that has it, compiled into one RE2::Set: a request's text
   // is scanned once for all the rules instead of once per rule (1,000 rules:

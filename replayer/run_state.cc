@@ -44,6 +44,25 @@ absl::Status DisconnectStatus() {
   return absl::UnavailableError("connection dropped by the scenario (disconnect action)");
 }
 
+namespace {
+
+// The miss event of `request` from `call`, its report `text`, with the
+// request as sent (routing fields dropped).
+v1::TraceEvent MissEvent(const CallInfo& call, const v1::CompletionRequest& request,
+                         const std::string& text) {
+  v1::TraceEvent event;
+  event.set_kind("miss");
+  event.set_agent(call.agent);
+  auto& attrs = *event.mutable_attributes();
+  if (!call.agent.empty()) attrs["gen_ai.agent.name"] = call.agent;
+  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
+  attrs["understudy.miss.report"] = text;
+  *event.mutable_request() = recorder::WithoutRouting(request);
+  return event;
+}
+
+}  // namespace
+
 absl::Status StatusFromRecorded(const v1::ErrorStatus& error) {
   // An MCP server's JSON-RPC error keeps its own (negative) code in the
   // recording; as a status it is UNKNOWN, with the code in the message.
@@ -165,18 +184,12 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
     }
   }
   run_.set_misses(run_.misses() + 1);
-  v1::TraceEvent event;
-  event.set_kind("miss");
-  event.set_agent(call.agent);
+  v1::TraceEvent event = MissEvent(call, request, report.text());
   auto& attrs = *event.mutable_attributes();
-  if (!call.agent.empty()) attrs["gen_ai.agent.name"] = call.agent;
-  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
-  attrs["understudy.miss.report"] = report.text();
   if (report.closest_seq() > 0) {
     attrs["understudy.miss.closest_seq"] = absl::StrCat(report.closest_seq());
   }
   if (fallback != nullptr) attrs["understudy.miss.served_seq"] = absl::StrCat(fallback->seq());
-  *event.mutable_request() = recorder::WithoutRouting(request);
   report.set_event_seq(next_event_seq_);
   EmitLocked(std::move(event));
   if (static_cast<int>(misses_.size()) < max_miss_reports_) misses_.push_back(report);
@@ -387,14 +400,7 @@ absl::Status RunState::BareMiss(const CallInfo& call, const v1::CompletionReques
   absl::MutexLock lock(&mu_);
   if (ending_) return EndingError();
   run_.set_misses(run_.misses() + 1);
-  v1::TraceEvent event;
-  event.set_kind("miss");
-  event.set_agent(call.agent);
-  auto& attrs = *event.mutable_attributes();
-  if (!call.agent.empty()) attrs["gen_ai.agent.name"] = call.agent;
-  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
-  attrs["understudy.miss.report"] = why;
-  *event.mutable_request() = recorder::WithoutRouting(request);
+  v1::TraceEvent event = MissEvent(call, request, why);
   report.set_event_seq(next_event_seq_);
   EmitLocked(std::move(event));
   if (static_cast<int>(misses_.size()) < max_miss_reports_) misses_.push_back(report);
