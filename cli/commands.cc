@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -20,19 +21,17 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/files.h"
 #include "base/log.h"
 #include "base/status_macros.h"
-#include "google/protobuf/descriptor.h"
-#include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "google/protobuf/util/json_util.h"
-#include "google/protobuf/util/type_resolver_util.h"
 #include "grpcpp/grpcpp.h"
+#include "mcpserver/http_endpoint.h"
 #include "nlohmann/json.hpp"
 #include "replayer/engine.h"
 #include "replayer/scenario.h"
 #include "store/store.h"
 #include "trace/assertions.h"
+#include "trace/proto_json.h"
 #include "trace/spec.h"
 #include "understudy/v1/understudy.grpc.pb.h"
 
@@ -40,10 +39,21 @@ namespace understudy {
 namespace cli {
 namespace {
 
-// Opens the database of a command. Only `import` creates it: for the others
-// a mistyped --db is an error, not a new empty database. Any failure is an
-// operational one (exit 3), its message naming the file.
-absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const DbFlags& db, bool create = false) {
+using trace::ToJson;
+
+
+const char* StateName(v1::SessionState s) {
+  return s == v1::SESSION_STATE_OPEN ? "open" : s == v1::SESSION_STATE_CLOSED ? "closed" : "?";
+}
+
+std::string Quote(const std::string& s, size_t max = 60) {
+  std::string cut = s.size() > max ? s.substr(0, max) + "…" : s;
+  return nlohmann::json(cut).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const DbFlags& db, bool create) {
   store::StoreOptions options;
   options.path = db.db;
   options.reader_connections = 1;
@@ -58,65 +68,27 @@ absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const DbFlags& db, bool 
   return absl::UnavailableError(message);
 }
 
-// One line of JSON for `m`, the same bytes in every process: map fields
-// (attributes) in key order. MessageToJsonString would print them in the
-// map's iteration order, which differs from one process to the next.
-// With `all_fields`, fields at their default value (false, 0) are printed
-// too, for scripts that read them.
-std::string ToJson(const google::protobuf::Message& m, bool all_fields = false) {
-  static google::protobuf::util::TypeResolver* const resolver =
-      google::protobuf::util::NewTypeResolverForDescriptorPool(
-          "type.googleapis.com", google::protobuf::DescriptorPool::generated_pool());
-  std::string bytes;
-  {
-    google::protobuf::io::StringOutputStream stream(&bytes);
-    google::protobuf::io::CodedOutputStream coded(&stream);
-    coded.SetSerializationDeterministic(true);
-    m.SerializeToCodedStream(&coded);
+std::function<service::HttpHandler(const std::string&, const std::string&)> OwnMcpEndpoint(
+    const service::ServerOptions& server, const std::string& tools_root,
+    const std::string& version) {
+  if (!server.tls_cert.empty() || !server.auth_token.empty() || !server.auth_token_file.empty()) {
+    return nullptr;
   }
-  google::protobuf::util::JsonPrintOptions options;
-  options.preserve_proto_field_names = true;
-  options.always_print_primitive_fields = all_fields;
-  std::string out;
-  (void)google::protobuf::util::BinaryToJsonString(
-      resolver, absl::StrCat("type.googleapis.com/", m.GetDescriptor()->full_name()), bytes, &out,
-      options);
-  return out;
-}
-
-const char* StateName(v1::SessionState s) {
-  return s == v1::SESSION_STATE_OPEN ? "open" : s == v1::SESSION_STATE_CLOSED ? "closed" : "?";
-}
-
-std::string Quote(const std::string& s, size_t max = 60) {
-  std::string cut = s.size() > max ? s.substr(0, max) + "…" : s;
-  return nlohmann::json(cut).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
-// Writes `path` atomically (temp file + rename) so readers never see half;
-// on any failure (a full disk, say) the temporary file is removed and
-// `path` is left as it was.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  const std::string tmp = absl::StrCat(path, ".tmp.", ::getpid());
-  auto failed = [&](absl::string_view what) {
-    const int error = errno;
-    std::remove(tmp.c_str());
-    return absl::UnavailableError(
-        absl::StrCat("cannot ", what, " ", path, error != 0 ? ": " : "",
-                     error != 0 ? std::strerror(error) : ""));
+  const std::string db = server.db_path;
+  return [db, tools_root, version](const std::string& grpc_address, const std::string& http_address) {
+    mcpserver::ToolsOptions options;
+    options.channel = grpc::CreateChannel(grpc_address, grpc::InsecureChannelCredentials());
+    options.grpc_address = grpc_address;
+    options.http_address = http_address;
+    options.db = db;
+    options.root = tools_root;
+    options.binary = SelfExecutablePath();
+    auto endpoint = std::make_shared<mcpserver::HttpEndpoint>(std::move(options), version);
+    return [endpoint](service::HttpRequest request, std::shared_ptr<service::HttpResponder> out) {
+      endpoint->Handle(std::move(request), std::move(out));
+    };
   };
-  errno = 0;
-  FILE* out = std::fopen(tmp.c_str(), "wb");
-  if (out == nullptr) return failed("write");
-  const bool written = std::fwrite(content.data(), 1, content.size(), out) == content.size();
-  const bool flushed = std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
-  const bool closed = std::fclose(out) == 0;
-  if (!written || !flushed || !closed) return failed("write");
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) return failed("replace");
-  return absl::OkStatus();
 }
-
-}  // namespace
 
 absl::Status ApplyMode(const std::string& mode, service::ServerOptions* options) {
   if (mode.empty()) return absl::OkStatus();
@@ -174,6 +146,7 @@ int Serve(const ServeFlags& flags) {
   if (!mode.ok()) return FailStart(service::Tagged(mode, service::StartStage::kOptions));
   options.drain_timeout = absl::Seconds(flags.drain_timeout_seconds);
   options.request_timeout = absl::Seconds(flags.request_timeout_seconds);
+  options.own_mcp = OwnMcpEndpoint(options, flags.tools_root, flags.version);
 
   // Signals are taken by sigwait below; block them before any thread starts
   // so that every thread inherits the mask.

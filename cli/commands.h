@@ -6,12 +6,16 @@
 #ifndef UNDERSTUDY_CLI_COMMANDS_H_
 #define UNDERSTUDY_CLI_COMMANDS_H_
 
+#include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "cli/timeline.h"
 #include "service/server.h"
+#include "store/store.h"
 
 namespace understudy {
 namespace cli {
@@ -30,7 +34,21 @@ struct ServeFlags {
   std::string ready_file;
   double drain_timeout_seconds = 10;
   double request_timeout_seconds = 60;
+  // The folder understudy's MCP tools at /mcp may read and write files in
+  // (docs/agents.md); "" for none: the file tools then answer an error.
+  std::string tools_root;
+  // understudy's version, for the MCP tools' serverInfo.
+  std::string version;
 };
+// The factory of understudy's own MCP endpoint at /mcp (ServerOptions::
+// own_mcp) for a server with `server`'s options: its tools read that server
+// through its gRPC address and files under `tools_root`. Null when the
+// server uses TLS or an access token (the tools' own loopback calls would
+// need them): the tools are then served by `understudy mcp --addr`.
+std::function<service::HttpHandler(const std::string&, const std::string&)> OwnMcpEndpoint(
+    const service::ServerOptions& server, const std::string& tools_root,
+    const std::string& version);
+
 // Runs the server until SIGINT or SIGTERM. The first stdout line is
 // `understudy serving grpc=HOST:PORT[ http=HOST:PORT] db=PATH[ run=ID]`.
 int Serve(const ServeFlags& flags);
@@ -46,6 +64,12 @@ struct DbFlags {
   std::string db = "understudy.db";
   bool json = false;
 };
+// Opens the database of a command. Only `import` creates it: for the others
+// a mistyped --db is an error, not a new empty database. Any failure is an
+// operational one (exit 3): UNAVAILABLE, its message naming the file
+// ("cannot open database x.db: no such file").
+absl::StatusOr<std::unique_ptr<store::Store>> OpenStore(const DbFlags& db, bool create = false);
+
 int SessionsList(const DbFlags& db, const std::string& prefix);
 int SessionsShow(const DbFlags& db, const std::string& ref);
 int SessionsRemove(const DbFlags& db, const std::string& ref);

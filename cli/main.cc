@@ -22,7 +22,11 @@
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/ancestor_env.h"
+#include "cli/gen_spec.h"
+#include "cli/gen_test.h"
 #include "cli/mcp_proxy.h"
+#include "cli/mcp_serve.h"
+#include "cli/schema_command.h"
 #include "provider/anthropic.h"
 #include "provider/embeddings.h"
 #include "provider/gemini.h"
@@ -96,7 +100,9 @@ int SplitWrappedCommand(int argc, char** argv, std::vector<std::string>* command
   bool wrapper = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "record" || arg == "replay" || arg == "mcp-proxy") wrapper = true;
+    if (arg == "record" || arg == "replay" || arg == "mcp-proxy" || arg == "gen-test") {
+      wrapper = true;
+    }
     if (arg == "--") {
       if (!wrapper) return argc;
       *has_separator = true;
@@ -150,6 +156,8 @@ int main(int argc, char** argv) {
       "  understudy trace run-1a2b3c4d5e6f7a8b\n"
       "  understudy show run-1a2b3c4d5e6f7a8b\n"
       "  understudy assert --run run-1a2b3c4d5e6f7a8b checks.yaml\n"
+      "  understudy gen-spec golden -o golden.spec.yaml\n"
+      "  understudy mcp --db golden.db      (in a coding agent's MCP config)\n"
       "Run `understudy COMMAND --help` for each command's flags.");
 
   std::string log_level = "info";
@@ -266,6 +274,9 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--mode", serve.mode, "Start a default run for calls that name none")
       ->envname("UNDERSTUDY_MODE")
       ->check(CLI::IsMember({"", "record", "replay", "passthrough", "once", "new", "none", "all"}));
+  serve_cmd->add_option("--tools-root", serve.tools_root,
+                        "Folder the MCP tools at /mcp may read and write files in (docs/agents.md)")
+      ->envname("UNDERSTUDY_TOOLS_ROOT");
   serve_cmd->add_option("--session", serve.server.default_session,
                         "Session of the default run (NAME or NAME@N)")
       ->envname("UNDERSTUDY_SESSION");
@@ -446,6 +457,95 @@ int main(int argc, char** argv) {
       "  understudy mcp-proxy --http http://127.0.0.1:7141 --run my-run --name fs -- \\\n"
       "    npx @modelcontextprotocol/server-filesystem /tmp");
 
+  // mcp: understudy's own tools for coding agents, over stdio.
+  understudy::cli::McpServeFlags mcp_serve;
+  CLI::App* mcp_serve_cmd = app.add_subcommand(
+      "mcp",
+      "Serve understudy's tools to coding agents over MCP (stdio): sessions, traces, validators, "
+      "spec and test generation, test runs.");
+  mcp_serve_cmd->add_option("--db", mcp_serve.db, "SQLite file to read (never created)")
+      ->envname("UNDERSTUDY_DB");
+  mcp_serve_cmd
+      ->add_option("--addr", mcp_serve.addr,
+                   "Read a running server (gRPC HOST:PORT) instead of the database")
+      ->envname("UNDERSTUDY_ADDR");
+  mcp_serve_cmd
+      ->add_option("--server-http", mcp_serve.http,
+                   "With --addr: that server's HTTP address (HOST:PORT), for run_tests")
+      ->envname("UNDERSTUDY_SERVER_HTTP");
+  mcp_serve_cmd->add_option("--root", mcp_serve.root,
+                            "Folder the tools may read and write files in (default: the current "
+                            "directory)");
+  mcp_serve_cmd->footer(
+      "One JSON-RPC message per line on stdin and stdout (MCP's stdio transport); logs on stderr.\n"
+      "The same tools are served over Streamable HTTP at /mcp by `understudy serve`.\n"
+      "Exit: 0 when stdin ends, 2 usage, 3 the database's server cannot start or --root is missing.\n"
+      "In an agent's MCP config (docs/agents.md):\n"
+      "  {\"mcpServers\": {\"understudy\": {\"command\": \"understudy\",\n"
+      "     \"args\": [\"mcp\", \"--db\", \"golden.db\"]}}}");
+
+  std::string schema_kind;
+  CLI::App* schema_cmd = app.add_subcommand(
+      "schema", "Print the JSON Schema of a document kind: scenario, spec or session.");
+  schema_cmd->add_option("kind", schema_kind, "scenario | spec | session")->required();
+  schema_cmd->footer(
+      "JSON Schema 2020-12, for editors (docs/schemas.md).\n"
+      "Example:\n"
+      "  understudy schema scenario > .understudy/scenario.schema.json");
+
+  std::string gen_spec_ref;
+  std::string gen_spec_addr;
+  std::string gen_spec_output = "-";
+  std::string gen_spec_match = "exact";
+  std::string gen_spec_arguments = "key";
+  std::vector<std::string> gen_spec_keep;
+  bool gen_spec_collapse = false;
+  CLI::App* gen_spec_cmd = app.add_subcommand(
+      "gen-spec", "Write an assertion spec that a run passes (a run id, or a session's latest run).");
+  gen_spec_cmd->add_option("run", gen_spec_ref, "Run id, or session NAME or NAME@N")->required();
+  gen_spec_cmd->add_option("-o,--output", gen_spec_output, "Spec file to write (\"-\": stdout)");
+  gen_spec_cmd->add_option("--match", gen_spec_match, "How sequences compare")
+      ->check(CLI::IsMember({"exact", "prefix", "subsequence"}));
+  gen_spec_cmd->add_option("--arguments", gen_spec_arguments, "Tool-call arguments checked")
+      ->check(CLI::IsMember({"key", "all", "none"}));
+  gen_spec_cmd->add_option("--keep-argument", gen_spec_keep,
+                           "Check exactly these argument names (repeatable)");
+  gen_spec_cmd->add_flag("--collapse-repeats", gen_spec_collapse,
+                         "An agent's consecutive turns count once in the agent sequence");
+  gen_spec_cmd->add_option("--addr", gen_spec_addr,
+                           "Ask a running server (HOST:PORT) instead of reading the database");
+  gen_spec_cmd->footer(
+      "The spec checks the agents in order, each agent's tool calls with their key arguments,\n"
+      "phase transitions, feedback that reached another agent, and no misses (docs/agents.md).\n"
+      "Exit: 0 written, 1 unknown run or session, 2 usage, 3 unreadable database or unwritable file.\n"
+      "Example:\n"
+      "  understudy gen-spec golden -o golden.spec.yaml");
+  db_option(gen_spec_cmd, false);
+
+  std::string gen_test_spec;
+  std::string gen_test_framework;
+  std::string gen_test_output = "-";
+  understudy::testgen::TestOptions gen_test;
+  CLI::App* gen_test_cmd = app.add_subcommand(
+      "gen-test",
+      "Write a pytest, node:test or GoogleTest file that replays a session, runs a command and "
+      "asserts a spec.");
+  gen_test_cmd->add_option("spec", gen_test_spec, "Assertion spec file")->required();
+  gen_test_cmd->add_option("--framework", gen_test_framework, "pytest | node | gtest")
+      ->required()
+      ->check(CLI::IsMember({"pytest", "node", "node:test", "gtest", "googletest"}));
+  gen_test_cmd->add_option("-o,--output", gen_test_output, "Test file to write (\"-\": stdout)");
+  gen_test_cmd->add_option("--session", gen_test.session,
+                           "Session to replay (default: the spec's `session:`)");
+  gen_test_cmd->add_option("--db", gen_test.db, "The golden database the test replays from");
+  gen_test_cmd->add_option("--name", gen_test.test_name, "Words naming the test");
+  gen_test_cmd->footer(
+      "The command under test goes after --, run without a shell, with OPENAI_BASE_URL,\n"
+      "ANTHROPIC_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and UNDERSTUDY_RUN pointing at the replay.\n"
+      "Exit: 0 written, 1 invalid spec, 2 usage, 3 unreadable spec or unwritable file.\n"
+      "Example:\n"
+      "  understudy gen-test golden.spec.yaml --framework pytest -o test_golden.py -- node agent.js");
+
   std::vector<std::string> separated;
   bool has_separator = false;
   const int parsed_argc = SplitWrappedCommand(argc, argv, &separated, &has_separator);
@@ -460,6 +560,16 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     return UsageError(app, e);
+  }
+  if (*gen_test_cmd) {
+    if (!has_separator || separated.empty()) {
+      std::cerr << "understudy: give the command under test after --, e.g. understudy gen-test "
+                   "spec.yaml --framework pytest -- node agent.js"
+                << std::endl;
+      return 2;
+    }
+    gen_test.command = std::move(separated);
+    has_separator = false;
   }
   if (*mcp_cmd) {
     if (!has_separator || separated.empty()) {
@@ -495,6 +605,7 @@ int main(int argc, char** argv) {
     if (serve_cmd->get_option("--http")->count() == 0 && absl::EndsWith(listen, ":0")) {
       serve.server.http_listen = listen;
     }
+    serve.version = UNDERSTUDY_VERSION;
     return understudy::cli::Serve(serve);
   }
   if (*record_cmd || *replay_cmd) {
@@ -538,5 +649,19 @@ int main(int argc, char** argv) {
     return understudy::cli::RunMcpProxy(mcp);
   }
   if (*assert_cmd) return understudy::cli::Assert(db, assert_addr, assert_run, spec_files);
+  if (*mcp_serve_cmd) return understudy::cli::McpServe(mcp_serve, UNDERSTUDY_VERSION);
+  if (*schema_cmd) return understudy::cli::Schema(schema_kind);
+  if (*gen_spec_cmd) {
+    understudy::testgen::SpecOptions options;
+    options.match = *understudy::testgen::ParseMatch(gen_spec_match);
+    options.arguments = *understudy::testgen::ParseArguments(gen_spec_arguments);
+    options.keep_arguments = gen_spec_keep;
+    options.collapse_repeats = gen_spec_collapse;
+    return understudy::cli::GenSpec(db, gen_spec_addr, gen_spec_ref, options, gen_spec_output);
+  }
+  if (*gen_test_cmd) {
+    gen_test.framework = *understudy::testgen::ParseFramework(gen_test_framework);
+    return understudy::cli::GenTest(gen_test_spec, gen_test, gen_test_output);
+  }
   return 2;
 }

@@ -19,9 +19,9 @@
 //
 // The pieces, each in its own file and tested on its own:
 //   cli/mcp_stdio.h      the stdio framing: one JSON-RPC message per line
-//   cli/child_process.h  the command, spawned with pipes, and its termination
+//   base/subprocess.h    the command, spawned with pipes, and its termination
 //   cli/mcp_bridge.h     StdioBridge: the command behind a loopback HTTP endpoint
-//   cli/worker_pool.h    the threads requests are relayed on
+//   base/worker_pool.h   the threads requests are relayed on
 //   cli/mcp_proxy.h      McpProxy: stdin → HTTP → stdout, concurrent, with a
 //                        clean end (this file)
 // Messages are parsed and answered with provider/mcp.h, SSE answers read

@@ -168,7 +168,8 @@ std::string HttpApi::ServerErrorBody(int status, absl::string_view message,
   std::string model;
   std::string method;
   WireApi api = WireApi::kChatCompletions;
-  if (ParseRoute(target, &route) && absl::StartsWith(route.path, "/mcp/")) {
+  if (ParseRoute(target, &route) &&
+      (route.path == "/mcp" || absl::StartsWith(route.path, "/mcp/"))) {
     return McpApi::ErrorBody(message);
   }
   if (ParseRoute(target, &route)) {
@@ -222,6 +223,23 @@ void HttpApi::GetResponse(const replayer::CallInfo& call, absl::string_view id,
   out.Respond(200, {{"content-type", kJsonContentType}}, *std::move(body));
 }
 
+void HandlerSlot::Set(HttpHandler handler) {
+  auto h = std::make_shared<const HttpHandler>(std::move(handler));
+  absl::MutexLock lock(&mu_);
+  handler_ = std::move(h);
+}
+
+bool HandlerSlot::Call(HttpRequest& request, std::shared_ptr<HttpResponder>& out) {
+  std::shared_ptr<const HttpHandler> h;
+  {
+    absl::MutexLock lock(&mu_);
+    h = handler_;
+  }
+  if (h == nullptr) return false;
+  (*h)(std::move(request), std::move(out));
+  return true;
+}
+
 void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   Route route;
   const bool anthropic_client = !request.Header("anthropic-version").empty();
@@ -231,6 +249,17 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
                             "path: expected /run/{run}[/agent/{agent}]/v1/..., got \"",
                             absl::CHexEscape(request.target.substr(0, 200)), "\"")),
                         *out);
+  }
+  if (route.path == "/mcp" && route.run.empty()) {
+    if (absl::Status access = CheckHttpAccess(options_.access, true, &request); !access.ok()) {
+      return out->Respond(HttpStatusFor(access.code()), {{"content-type", kJsonContentType}},
+                          McpApi::ErrorBody(access.message()));
+    }
+    if (options_.own_mcp == nullptr || !options_.own_mcp->Call(request, out)) {
+      return out->Respond(404, {{"content-type", kJsonContentType}},
+                          McpApi::ErrorBody("understudy's MCP tools are not served here"));
+    }
+    return;
   }
   if (absl::StartsWith(route.path, "/mcp/") && options_.mcp != nullptr) {
     if (absl::Status access = CheckHttpAccess(options_.access, true, &request); !access.ok()) {

@@ -12,6 +12,8 @@
 //   POST /v1beta/models/{model}:streamGenerateContent   (?alt=sse or array)
 //   GET  /v1/models             the models of the run's recording
 //   POST|DELETE /mcp/{name}     an MCP tool server (service/mcp_api.h)
+//   POST /mcp                   understudy's own tools for coding agents
+//                               (mcpserver/http_endpoint.h; not under /run)
 //
 // Each path may be prefixed with /run/{run} and /run/{run}/agent/{agent},
 // so a base URL can carry both; otherwise headers X-Understudy-Run and
@@ -34,6 +36,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "base/clock.h"
 #include "provider/parsed_request.h"
 #include "recorder/http_upstream.h"
@@ -45,6 +49,20 @@
 
 namespace understudy {
 namespace service {
+
+// A handler that is set once, after the listener has started (it may need
+// the listener's own address). Thread-safe.
+class HandlerSlot {
+ public:
+  void Set(HttpHandler handler) ABSL_LOCKS_EXCLUDED(mu_);
+  // Passes the request to the handler; false (the request untouched) while
+  // none is set.
+  bool Call(HttpRequest& request, std::shared_ptr<HttpResponder>& out) ABSL_LOCKS_EXCLUDED(mu_);
+
+ private:
+  absl::Mutex mu_;
+  std::shared_ptr<const HttpHandler> handler_ ABSL_GUARDED_BY(mu_);
+};
 
 struct HttpApiOptions {
   // Required. Not owned; must outlive the API.
@@ -60,6 +78,8 @@ struct HttpApiOptions {
   AccessToken access;
   // MCP servers under /mcp/{name} (service/mcp_api.h), or null. Not owned.
   McpApi* mcp = nullptr;
+  // understudy's own MCP endpoint at /mcp, or null (404). Not owned.
+  HandlerSlot* own_mcp = nullptr;
 };
 
 class HttpApi {

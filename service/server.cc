@@ -50,6 +50,8 @@ struct Server::Parts {
   std::unique_ptr<recorder::HttpUpstream> gemini_upstream;
   std::unique_ptr<recorder::Redactor> redactor;
   std::unique_ptr<replayer::Engine> engine;
+  // Before http_api, which points at it; filled once both listeners are bound.
+  HandlerSlot own_mcp;
   std::unique_ptr<HttpApi> http_api;
   std::map<std::string, std::unique_ptr<recorder::HttpUpstream>> mcp_upstreams;
   std::unique_ptr<McpApi> mcp_api;
@@ -250,6 +252,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     }
     parts->mcp_api = std::make_unique<McpApi>(mcp_options);
     api_options.mcp = parts->mcp_api.get();
+    if (options.own_mcp != nullptr) api_options.own_mcp = &parts->own_mcp;
     parts->http_api = std::make_unique<HttpApi>(api_options);
     HttpServerOptions http_options;
     http_options.listen = options.http_listen;
@@ -277,6 +280,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     }
     parts->http_server = std::move(*http);
     parts->http_address = parts->http_server->address();
+    if (options.own_mcp != nullptr) {
+      parts->own_mcp.Set(options.own_mcp(parts->address, parts->http_address));
+    }
   }
 
   if (options.default_mode != v1::RUN_MODE_UNSPECIFIED) {

@@ -2,6 +2,7 @@
 #ifndef UNDERSTUDY_SERVICE_SERVER_H_
 #define UNDERSTUDY_SERVICE_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "service/http_server.h"
 #include "understudy/v1/understudy.pb.h"
 
 namespace understudy {
@@ -77,6 +79,12 @@ struct ServerOptions {
   // More names the HTTP listener answers to (Host), besides its address's;
   // "*" for any.
   std::vector<std::string> allow_hosts;
+
+  // understudy's own MCP tools at /mcp on the HTTP listener
+  // (mcpserver/http_endpoint.h), made once both listeners are bound, from
+  // their addresses (host:port); null for none.
+  std::function<HttpHandler(const std::string& grpc_address, const std::string& http_address)>
+      own_mcp;
 };
 
 // What a Server::Start error is about, so that a command line can tell a

@@ -59,19 +59,6 @@ std::string List(const std::vector<std::string>& items) {
                       items.size() - kMaxListed, " more]");
 }
 
-absl::string_view MatchName(v1::SequenceMatch m) {
-  switch (m) {
-    case v1::SEQUENCE_MATCH_EXACT:
-      return "exact";
-    case v1::SEQUENCE_MATCH_SUBSEQUENCE:
-      return "subsequence";
-    case v1::SEQUENCE_MATCH_PREFIX:
-      return "prefix";
-    default:
-      return "unknown";
-  }
-}
-
 absl::Status CheckMatch(v1::SequenceMatch m, absl::string_view path) {
   if (v1::SequenceMatch_IsValid(m)) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(path, ": unknown SequenceMatch value ",

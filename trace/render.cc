@@ -99,5 +99,18 @@ std::string ComparisonSymbol(v1::Comparison op) {
   }
 }
 
+absl::string_view MatchName(v1::SequenceMatch m) {
+  switch (m) {
+    case v1::SEQUENCE_MATCH_EXACT:
+      return "exact";
+    case v1::SEQUENCE_MATCH_SUBSEQUENCE:
+      return "subsequence";
+    case v1::SEQUENCE_MATCH_PREFIX:
+      return "prefix";
+    default:
+      return "unknown";
+  }
+}
+
 }  // namespace trace
 }  // namespace understudy

@@ -45,6 +45,10 @@ std::string ComparisonWords(v1::Comparison op, int64_t n);
 // "==", "!=", "<", "<=", ">", ">=".
 std::string ComparisonSymbol(v1::Comparison op);
 
+// "exact", "subsequence", "prefix" (the spec's words); "unknown" for any
+// other value.
+absl::string_view MatchName(v1::SequenceMatch m);
+
 }  // namespace trace
 }  // namespace understudy
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <set>
@@ -30,7 +31,7 @@ namespace {
 
 using Keys = std::initializer_list<const char*>;
 
-constexpr Keys kTopKeys = {"assertions", "description"};
+constexpr Keys kTopKeys = {"schema", "session", "description", "assertions"};
 constexpr Keys kCheckKeys = {
     "agent_sequence", "phase_transitions", "tool_calls",  "feedback_propagated",
     "count",          "no_misses",         "all_consumed"};
@@ -175,9 +176,18 @@ class Checker : public validation::YamlChecker {
       return;
     }
     Map(root, "", Names(kTopKeys));
-    if (root["description"].IsDefined()) {
+    std::string schema;
+    if (root["schema"].IsDefined() && String(root["schema"], "schema", &schema) &&
+        std::find(std::begin(kSpecSchemas), std::end(kSpecSchemas), schema) ==
+            std::end(kSpecSchemas)) {
+      Error(root["schema"], "schema",
+            absl::StrCat("unknown schema \"", schema, "\"; this build reads ",
+                         absl::StrJoin(kSpecSchemas, ", ")),
+            absl::StrCat("use schema: ", kSpecSchema));
+    }
+    for (const char* key : {"session", "description"}) {
       std::string ignored;
-      String(root["description"], "description", &ignored);
+      if (root[key].IsDefined()) String(root[key], key, &ignored);
     }
     const YAML::Node list = root["assertions"];
     if (!list.IsDefined()) {
@@ -540,8 +550,12 @@ class Checker : public validation::YamlChecker {
   }
 };
 
-absl::StatusOr<std::vector<Item>> Parse(absl::string_view text, absl::string_view source) {
-  validation::Report report{std::string(source), {}};
+// Validates `text` into `report`, adding the parsed items to `items` (all of
+// them only when the report is ok()).
+void Check(absl::string_view text, absl::string_view source, validation::Report* out,
+           std::vector<Item>* items) {
+  validation::Report& report = *out;
+  report.source = std::string(source);
   validation::YamlLimits limits;
   limits.what = "spec";
   limits.max_bytes = kMaxSpecBytes;
@@ -549,19 +563,25 @@ absl::StatusOr<std::vector<Item>> Parse(absl::string_view text, absl::string_vie
   limits.max_nodes = kMaxSpecNodes;
   limits.empty_message = "empty spec; expected a mapping with an `assertions` list";
   std::optional<YAML::Node> root = validation::LoadYamlDocument(text, limits, &report);
-  if (!root.has_value()) return absl::InvalidArgumentError(validation::FormatReport(report));
+  if (!root.has_value()) return;
 
-  std::vector<Item> items;
   Checker check(&report);
   try {
-    check.Document(*root, &items);
+    check.Document(*root, items);
   } catch (const YAML::Exception& e) {
     // Not expected: every access checks types first. Reported, not thrown,
     // so that a validator bug never takes a server down.
     check.Error(YAML::Node(), "", absl::StrCat("internal error reading the spec: ", e.msg));
   }
+  report.SortByPosition();
+}
+
+absl::StatusOr<std::vector<Item>> Parse(absl::string_view text, absl::string_view source) {
+  validation::Report report;
+  std::vector<Item> items;
+  Check(text, source, &report, &items);
+  // Any problem fails the document: the spec checker reports no warnings.
   if (!report.problems.empty()) {
-    report.SortByPosition();
     return absl::InvalidArgumentError(validation::FormatReport(report));
   }
   return items;
@@ -821,6 +841,13 @@ v1::AssertionResult EvaluateSelect(const SelectCheck& c, const EventFilter& filt
 }
 
 }  // namespace
+
+validation::Report ValidateSpec(absl::string_view text, absl::string_view source) {
+  validation::Report report;
+  std::vector<Item> ignored;
+  Check(text, source, &report, &ignored);
+  return report;
+}
 
 absl::StatusOr<std::vector<v1::Assertion>> ParseSpec(absl::string_view text,
                                                      absl::string_view source) {

@@ -2,6 +2,9 @@
 // in the manner of trace-based testing tools — select events, then state
 // what must hold of them — plus the built-in checks of trace/assertions.h.
 //
+//   schema: understudy.spec/v1        # optional; the only version so far
+//   session: review-loop              # optional: the golden session it was written for
+//   description: the review loop reaches verification   # optional
 //   assertions:
 //     - name: executor hands over to verification     # optional
 //       select: {kind: tool_call, agent: executor, tool: continue}
@@ -21,6 +24,11 @@
 //     - count: {select: {kind: miss}, eq: 0}
 //     - no_misses: true
 //     - all_consumed: true
+//
+// At the top level, `assertions` is required (a non-empty list); `schema`
+// (kSpecSchema when given), `session` (the golden session the spec was
+// written for: informational, evaluation does not read it) and
+// `description` are optional strings.
 //
 // Each item is either a built-in check (one key of v1::Assertion's check,
 // with the proto's field names; `match` is exact, subsequence or prefix,
@@ -50,9 +58,16 @@
 #include "absl/strings/string_view.h"
 #include "trace/assertions.h"
 #include "understudy/v1/understudy.pb.h"
+#include "validation/problems.h"
 
 namespace understudy {
 namespace trace {
+
+// The spec format's version, the value of the optional top-level `schema`
+// key. A document without `schema` is read as this version.
+inline constexpr absl::string_view kSpecSchema = "understudy.spec/v1";
+// Every version this build reads (oldest first), for messages.
+inline constexpr absl::string_view kSpecSchemas[] = {kSpecSchema};
 
 // Larger documents are refused before parsing.
 inline constexpr size_t kMaxSpecBytes = 1 << 20;
@@ -60,6 +75,13 @@ inline constexpr size_t kMaxSpecBytes = 1 << 20;
 inline constexpr int kMaxSpecNesting = 64;
 // Nodes visited (aliases expanded) before a document is refused.
 inline constexpr size_t kMaxSpecNodes = 200000;
+
+// Checks `text` against the spec format and reports every problem at once,
+// each with its path, position and suggestion (validation/problems.h), in
+// document order; `source` names the document in the report. Never fails:
+// unreadable YAML, oversized and hostile documents are problems too. The
+// report is ok() exactly when ParseSpec accepts the text. Thread-safe.
+validation::Report ValidateSpec(absl::string_view text, absl::string_view source);
 
 // Parses and validates a spec document; `source` names it in messages (a
 // file name, or a label such as "spec").

@@ -199,6 +199,66 @@ TEST(ParseSpecTest, DocumentLevelProblems) {
               HasSubstr("the text holds 2 YAML documents; a spec is exactly one"));
 }
 
+TEST(ParseSpecTest, SchemaSessionAndDescriptionAreOptionalTopLevelKeys) {
+  absl::StatusOr<std::vector<v1::Assertion>> parsed = ParseSpec(
+      "schema: understudy.spec/v1\n"
+      "session: review-loop\n"
+      "description: the review loop has no misses\n"
+      "assertions: [{no_misses: true}]\n",
+      "spec.yaml");
+  ASSERT_THAT(parsed, IsOk());
+  ASSERT_THAT(*parsed, SizeIs(1));
+  EXPECT_TRUE((*parsed)[0].no_misses());
+  // Without them, the document reads the same.
+  EXPECT_THAT(ParseSpec("assertions: [{no_misses: true}]\n", "spec.yaml"), IsOk());
+}
+
+TEST(ParseSpecTest, UnknownSchemaVersionNamesTheSupportedOnes) {
+  EXPECT_EQ(Problems("schema: understudy.spec/v9\nassertions: [{no_misses: true}]\n"),
+            "spec.yaml:1:9: error: schema: unknown schema \"understudy.spec/v9\"; this build "
+            "reads understudy.spec/v1 (use schema: understudy.spec/v1)");
+  EXPECT_EQ(Problems("schema: [understudy.spec/v1]\nsession: {name: x}\ndescription: 3\n"
+                     "assertions: [{no_misses: true}]\n"),
+            "spec.yaml:1:9: error: schema: expected a string, got a list\n"
+            "spec.yaml:2:10: error: session: expected a string, got a mapping");
+}
+
+TEST(ValidateSpecTest, ReportsEveryProblemAsData) {
+  validation::Report report = ValidateSpec(
+      "schema: understudy.spec/v2\n"
+      "sesion: x\n"
+      "assertions:\n"
+      "  - agent_sequence: {agents: [a], mach: exact}\n",
+      "s.yaml");
+  EXPECT_EQ(report.source, "s.yaml");
+  ASSERT_THAT(report.problems, SizeIs(3));
+  EXPECT_EQ(report.errors(), 3);
+  EXPECT_FALSE(report.ok());
+  const validation::Problem& unknown = report.problems[1];
+  EXPECT_EQ(unknown.path, "sesion");
+  EXPECT_EQ(unknown.message, "unknown field");
+  EXPECT_EQ(unknown.suggestion, "did you mean \"session\"?");
+  EXPECT_EQ(unknown.line, 2);
+  EXPECT_EQ(unknown.column, 1);
+  EXPECT_EQ(report.problems[0].path, "schema");
+  EXPECT_EQ(report.problems[2].path, "assertions[0].agent_sequence.mach");
+  EXPECT_EQ(report.problems[2].line, 4);
+}
+
+TEST(ValidateSpecTest, AgreesWithParseSpec) {
+  for (const std::string& text :
+       {std::string(kFull), std::string(""), std::string("assertions: []\n"),
+        std::string("schema: understudy.spec/v1\nassertions: [{all_consumed: true}]\n"),
+        std::string("assertions: [{count: {eq: 0, ne: 1}}]\n")}) {
+    validation::Report report = ValidateSpec(text, "spec.yaml");
+    absl::StatusOr<std::vector<v1::Assertion>> parsed = ParseSpec(text, "spec.yaml");
+    EXPECT_EQ(report.ok(), parsed.ok()) << text;
+    if (!parsed.ok()) {
+      EXPECT_EQ(validation::FormatReport(report), parsed.status().message());
+    }
+  }
+}
+
 TEST(ParseSpecTest, HostileInputIsBounded) {
   std::string big = "assertions:\n  - no_misses: true\n#";
   big.append(kMaxSpecBytes, 'x');

@@ -1,8 +1,8 @@
-// Small helpers for the descriptors of `understudy mcp-proxy` (its stdin and
-// stdout, a child's pipes): poll() timeouts, a self-pipe to wake threads
+// Small helpers for file descriptors (mcp-proxy's stdin and stdout, `understudy
+// mcp`'s, child processes' pipes): errno text, poll() timeouts, a self-pipe to wake threads
 // blocked in poll(), and a write that can be interrupted.
-#ifndef UNDERSTUDY_CLI_FD_IO_H_
-#define UNDERSTUDY_CLI_FD_IO_H_
+#ifndef UNDERSTUDY_BASE_FD_IO_H_
+#define UNDERSTUDY_BASE_FD_IO_H_
 
 #include <string>
 #include <vector>
@@ -12,7 +12,6 @@
 #include "absl/time/time.h"
 
 namespace understudy {
-namespace cli {
 
 // strerror(error) as a std::string.
 std::string ErrnoText(int error);
@@ -45,7 +44,6 @@ class WakePipe {
 // call.
 absl::Status WriteFully(int fd, std::vector<absl::string_view> pieces, int wake);
 
-}  // namespace cli
 }  // namespace understudy
 
-#endif  // UNDERSTUDY_CLI_FD_IO_H_
+#endif  // UNDERSTUDY_BASE_FD_IO_H_

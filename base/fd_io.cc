@@ -1,4 +1,4 @@
-#include "cli/fd_io.h"
+#include "base/fd_io.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -12,7 +12,6 @@
 #include <cstring>
 
 namespace understudy {
-namespace cli {
 
 std::string ErrnoText(int error) { return std::strerror(error); }
 
@@ -84,5 +83,4 @@ absl::Status WriteFully(int fd, std::vector<absl::string_view> pieces, int wake)
   return absl::OkStatus();
 }
 
-}  // namespace cli
 }  // namespace understudy

@@ -1,4 +1,4 @@
-#include "cli/child_process.h"
+#include "base/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -10,31 +10,34 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "cli/fd_io.h"
+#include "absl/time/clock.h"
+#include "base/fd_io.h"
 #include "validation/utf8.h"
 
 extern char** environ;
 
 namespace understudy {
-namespace cli {
 namespace {
 // The wait status recorded when the child was reaped by someone else
 // (SIGCHLD ignored): how it ended is unknown.
 constexpr int kUnknownExit = -1;
+
 }  // namespace
 
 ChildProcess::ChildProcess(pid_t pid, int stdin_fd, int stdout_fd, int pidfd)
     : pid_(pid), stdin_fd_(stdin_fd), stdout_fd_(stdout_fd), pidfd_(pidfd) {}
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
-    const std::vector<std::string>& argv) {
+    const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) return absl::InvalidArgumentError("no command to run");
   int in[2];   // The child's stdin: it reads in[0], we write in[1].
   int out[2];  // The child's stdout: it writes out[1], we read out[0].
@@ -54,6 +57,8 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   // closed in the child.
   posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+  if (options.merge_stderr) posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
+  if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
   posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
@@ -73,8 +78,13 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   std::vector<char*> cargv;
   for (std::string& a : args) cargv.push_back(a.data());
   cargv.push_back(nullptr);
+  std::vector<std::string> env_copy = options.env.value_or(std::vector<std::string>{});
+  std::vector<char*> cenv;
+  for (std::string& e : env_copy) cenv.push_back(e.data());
+  cenv.push_back(nullptr);
   pid_t pid = 0;
-  const int spawned = ::posix_spawnp(&pid, cargv[0], &actions, &attr, cargv.data(), environ);
+  const int spawned = ::posix_spawnp(&pid, cargv[0], &actions, &attr, cargv.data(),
+                                     options.env.has_value() ? cenv.data() : environ);
   posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&actions);
   ::close(in[0]);
@@ -185,5 +195,96 @@ std::string ShellQuoted(const std::vector<std::string>& argv) {
   // happened to it.
   return validation::Shorten(absl::StrJoin(parts, " "), 80);
 }
-}  // namespace cli
+
+bool CommandResult::ok() const {
+  return !timed_out && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) == 0;
+}
+
+std::string CommandResult::Describe() const {
+  const std::string how = ChildProcess::DescribeExit(wait_status);
+  if (!timed_out) return how;
+  return absl::StrCat("timed out after ", absl::FormatDuration(elapsed), " (", how, ")");
+}
+
+absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                         const RunOptions& options) {
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = options.timeout == absl::InfiniteDuration()
+                                  ? absl::InfiniteFuture()
+                                  : start + options.timeout;
+  absl::StatusOr<std::unique_ptr<ChildProcess>> spawned = ChildProcess::Spawn(argv, options.spawn);
+  if (!spawned.ok()) return spawned.status();
+  ChildProcess& child = **spawned;
+  child.CloseStdin();
+  CommandResult result;
+  // Reads until EOF on the pipe: every writer (the child and whatever it
+  // started that kept the descriptor) is gone. A grandchild holding it past
+  // the deadline does not hold us: the whole group is ended.
+  char buffer[16384];
+  for (;;) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      result.timed_out = true;
+      break;
+    }
+    pollfd p = {child.stdout_fd(), POLLIN, 0};
+    const int ready = ::poll(&p, 1, std::min(PollMs(left), 1000));
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(child.stdout_fd(), buffer, sizeof(buffer));
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) continue;
+      break;
+    }
+    const size_t room = options.max_output - std::min(options.max_output, result.output.size());
+    const size_t take = std::min(room, static_cast<size_t>(n));
+    result.output.append(buffer, take);
+    if (take < static_cast<size_t>(n)) result.truncated = true;
+  }
+  std::optional<int> status;
+  if (!result.timed_out) {
+    const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
+    status = child.WaitFor(left);
+    if (!status.has_value()) result.timed_out = true;
+  }
+  if (result.timed_out) {
+    child.Signal(SIGTERM);
+    status = child.WaitFor(absl::Seconds(2));
+    if (!status.has_value()) {
+      child.Signal(SIGKILL);
+      status = child.WaitFor(absl::Seconds(5));
+    }
+  } else {
+    // The leader is gone; nothing it left behind outlives the run.
+    child.Signal(SIGKILL);
+  }
+  result.wait_status = status.value_or(kUnknownExit);
+  result.elapsed = absl::Now() - start;
+  return result;
+}
+
+std::vector<std::string> EnvironmentWith(const std::vector<std::string>& set,
+                                         const std::vector<std::string>& unset) {
+  std::map<std::string, std::string> env;
+  std::vector<std::string> order;
+  auto name_of = [](const std::string& entry) { return entry.substr(0, entry.find('=')); };
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string name = name_of(entry);
+    if (env.emplace(name, entry).second) order.push_back(name);
+  }
+  for (const std::string& entry : set) {
+    const std::string name = name_of(entry);
+    if (env.count(name) == 0) order.push_back(name);
+    env[name] = entry;
+  }
+  for (const std::string& name : unset) env.erase(name);
+  std::vector<std::string> out;
+  for (const std::string& name : order) {
+    auto it = env.find(name);
+    if (it != env.end()) out.push_back(it->second);
+  }
+  return out;
+}
 }  // namespace understudy

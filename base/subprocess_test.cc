@@ -1,4 +1,4 @@
-#include "cli/child_process.h"
+#include "base/subprocess.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -31,15 +31,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/status_matchers.h"
-#include "cli/mcp_test_util.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
-#include "recorder/http_upstream.h"
-#include "service/http_server.h"
 
 namespace understudy {
-namespace cli {
 namespace {
 
 using ::testing::AllOf;
@@ -47,8 +42,8 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::StartsWith;
-using Json = nlohmann::json;
-using namespace testing_util;  // NOLINT: the shared fakes of mcp_test_util.h
+
+constexpr absl::Duration kWait = absl::Seconds(10);
 
 // Writes all of `data` to `fd` (non-blocking).
 absl::Status WriteAllForTest(int fd, absl::string_view data) {
@@ -144,6 +139,56 @@ TEST(ChildProcessTest, TerminateKillsAChildThatIgnoresSigterm) {
   EXPECT_THAT(ChildProcess::DescribeExit(*status), StartsWith("killed by signal 9"));
 }
 
+TEST(RunCommandTest, CollectsOutputAndExitStatus) {
+  RunOptions options;
+  options.spawn.merge_stderr = true;
+  absl::StatusOr<CommandResult> result =
+      RunCommand({"sh", "-c", "echo out; echo err >&2; exit 4"}, options);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_EQ(result->output, "out\nerr\n");
+  EXPECT_FALSE(result->ok());
+  EXPECT_FALSE(result->timed_out);
+  EXPECT_EQ(result->Describe(), "exited with status 4");
+}
+
+TEST(RunCommandTest, UsesTheGivenEnvironmentAndDirectory) {
+  RunOptions options;
+  options.spawn.env = EnvironmentWith({"US_SUBPROCESS_TEST=a'b\"c"}, {"HOME"});
+  options.spawn.cwd = "/";
+  absl::StatusOr<CommandResult> result =
+      RunCommand({"sh", "-c", "printf '%s|%s|%s' \"$US_SUBPROCESS_TEST\" \"${HOME-unset}\" \"$PWD\""},
+                 options);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_TRUE(result->ok()) << result->Describe();
+  EXPECT_EQ(result->output, "a'b\"c|unset|/");
+}
+
+TEST(RunCommandTest, TimeoutEndsTheWholeGroup) {
+  RunOptions options;
+  options.timeout = absl::Milliseconds(300);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<CommandResult> result = RunCommand({"sh", "-c", "sleep 30 & sleep 30"}, options);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_TRUE(result->timed_out);
+  EXPECT_FALSE(result->ok());
+  EXPECT_THAT(result->Describe(), StartsWith("timed out after"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+}
+
+TEST(RunCommandTest, OutputBeyondTheLimitIsDropped) {
+  RunOptions options;
+  options.max_output = 10;
+  absl::StatusOr<CommandResult> result = RunCommand({"sh", "-c", "yes | head -c 100000"}, options);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_TRUE(result->ok());
+  EXPECT_EQ(result->output.size(), 10u);
+  EXPECT_TRUE(result->truncated);
+}
+
+TEST(RunCommandTest, MissingCommandIsNotFound) {
+  EXPECT_THAT(RunCommand({"understudy-no-such-command-xyz"}),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("understudy-no-such-command-xyz")));
+}
+
 }  // namespace
-}  // namespace cli
 }  // namespace understudy

@@ -1,7 +1,8 @@
-// WorkerPool: the threads `understudy mcp-proxy` relays requests on, so that
-// requests overlap (up to a bound) while reading stdin waits for room.
-#ifndef UNDERSTUDY_CLI_WORKER_POOL_H_
-#define UNDERSTUDY_CLI_WORKER_POOL_H_
+// WorkerPool: a bounded set of threads for work that blocks — the requests
+// `understudy mcp-proxy` relays (they overlap up to a bound while reading
+// stdin waits for room), the tool calls of understudy's MCP server.
+#ifndef UNDERSTUDY_BASE_WORKER_POOL_H_
+#define UNDERSTUDY_BASE_WORKER_POOL_H_
 
 #include <deque>
 #include <functional>
@@ -13,7 +14,6 @@
 #include "absl/time/time.h"
 
 namespace understudy {
-namespace cli {
 
 // Runs tasks on up to `max` threads, started as needed and kept. Submit
 // waits while `max` tasks are submitted and not finished. Thread-safe.
@@ -28,6 +28,11 @@ class WorkerPool {
   // Queues `task`, waiting for room first. False, without running `task`,
   // once Interrupt or Close was called.
   bool Submit(std::function<void()> task);
+
+  // Queues `task` without waiting: it runs once one of the `max` threads is
+  // free. False, without running it, once Interrupt or Close was called or
+  // when `max_waiting` tasks already wait for a thread.
+  bool TrySubmit(std::function<void()> task, int max_waiting);
 
   // Makes a waiting Submit, and later ones, return false.
   void Interrupt();
@@ -60,7 +65,6 @@ class WorkerPool {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-}  // namespace cli
 }  // namespace understudy
 
-#endif  // UNDERSTUDY_CLI_WORKER_POOL_H_
+#endif  // UNDERSTUDY_BASE_WORKER_POOL_H_

@@ -1,9 +1,8 @@
-#include "cli/worker_pool.h"
+#include "base/worker_pool.h"
 
 #include <utility>
 
 namespace understudy {
-namespace cli {
 
 WorkerPool::WorkerPool(int max) : max_(max) {}
 
@@ -15,6 +14,17 @@ bool WorkerPool::Submit(std::function<void()> task) {
                   ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return interrupted_ || in_flight_ < max_; };
   mu_.Await(absl::Condition(&room));
   if (interrupted_) return false;
+  ++in_flight_;
+  tasks_.push_back(std::move(task));
+  if (idle_ == 0 && static_cast<int>(threads_.size()) < max_) {
+    threads_.emplace_back([this] { Work(); });
+  }
+  return true;
+}
+
+bool WorkerPool::TrySubmit(std::function<void()> task, int max_waiting) {
+  absl::MutexLock lock(&mu_);
+  if (interrupted_ || in_flight_ >= max_ + max_waiting) return false;
   ++in_flight_;
   tasks_.push_back(std::move(task));
   if (idle_ == 0 && static_cast<int>(threads_.size()) < max_) {
@@ -74,5 +84,4 @@ void WorkerPool::Work() {
   }
 }
 
-}  // namespace cli
 }  // namespace understudy

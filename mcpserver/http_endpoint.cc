@@ -1,0 +1,93 @@
+#include "mcpserver/http_endpoint.h"
+
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "provider/mcp.h"
+
+namespace understudy {
+namespace mcpserver {
+
+namespace {
+
+// Tool calls that may wait for a thread; past them a request is answered 503.
+constexpr int kMaxWaiting = 64;
+
+// http(s)://127.0.0.1[:PORT], localhost or [::1]: a page served from this
+// machine's loopback.
+bool IsLoopbackOrigin(absl::string_view origin) {
+  if (!absl::ConsumePrefix(&origin, "http://") && !absl::ConsumePrefix(&origin, "https://")) {
+    return false;
+  }
+  for (absl::string_view host : {"127.0.0.1", "localhost", "[::1]"}) {
+    if (absl::ConsumePrefix(&origin, host)) {
+      if (origin.empty()) return true;
+      if (!absl::ConsumePrefix(&origin, ":") || origin.empty()) return false;
+      return origin.find_first_not_of("0123456789") == absl::string_view::npos;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+HttpEndpoint::HttpEndpoint(ToolsOptions options, std::string version, int threads)
+    : tools_(std::move(options)), protocol_(&tools_, std::move(version)), pool_(threads) {}
+
+HttpEndpoint::~HttpEndpoint() { pool_.Close(); }
+
+void HttpEndpoint::Handle(service::HttpRequest request,
+                          std::shared_ptr<service::HttpResponder> out) {
+  service::HttpHeaders json_type = {{"Content-Type", "application/json"}};
+  if (request.method != "POST") {
+    service::HttpHeaders headers = json_type;
+    headers.push_back({"Allow", "POST"});
+    out->Respond(405, std::move(headers),
+                 provider::mcp::ErrorResponse(
+                     provider::Json(), provider::mcp::kInvalidRequest,
+                     "method not allowed: understudy's MCP endpoint takes POST only (no "
+                     "server-initiated stream, no session to delete)"));
+    return;
+  }
+  // Browsers may send a simple cross-site POST (text/plain, no preflight)
+  // to a loopback port, and a page reached through DNS rebinding names its
+  // own origin: refuse both, as MCP's transport rules ask, so that no web
+  // page can call tools (run_tests runs commands).
+  if (!absl::StartsWithIgnoreCase(request.Header("content-type"), "application/json")) {
+    out->Respond(415, json_type,
+                 provider::mcp::ErrorResponse(provider::Json(), provider::mcp::kInvalidRequest,
+                                              "Content-Type must be application/json"));
+    return;
+  }
+  if (absl::string_view origin = request.Header("origin"); !origin.empty() && !IsLoopbackOrigin(origin)) {
+    out->Respond(403, json_type,
+                 provider::mcp::ErrorResponse(
+                     provider::Json(), provider::mcp::kInvalidRequest,
+                     absl::StrCat("Origin ", absl::CHexEscape(origin.substr(0, 200)),
+                                  " may not call understudy's tools (only loopback origins)")));
+    return;
+  }
+  if (!Protocol::IsRequest(request.body)) {
+    // Notifications and responses need nothing from the tools.
+    (void)protocol_.Handle(request.body);
+    out->Respond(202, {}, "");
+    return;
+  }
+  auto body = std::make_shared<std::string>(std::move(request.body));
+  const bool queued = pool_.TrySubmit([this, body, out, json_type] {
+    if (out->cancelled()) return;
+    out->Respond(200, json_type, protocol_.Handle(*body));
+  }, kMaxWaiting);
+  if (!queued) {
+    out->Respond(503, json_type,
+                 provider::mcp::ErrorResponse(provider::Json(), provider::mcp::kInternalError,
+                                              "too many tool calls in progress, or shutting "
+                                              "down; try again"));
+  }
+}
+
+}  // namespace mcpserver
+}  // namespace understudy

@@ -1,0 +1,77 @@
+#include "mcpserver/tool_impl.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace understudy {
+namespace mcpserver {
+namespace {
+
+using ::testing::HasSubstr;
+
+// The resolved path, or the error's text (so a failure shows it).
+std::string Resolved(const ToolsOptions& options, absl::string_view key, const std::string& path,
+                     bool write) {
+  absl::StatusOr<std::string> r = ResolvePath(options, key, path, write);
+  return r.ok() ? *r : r.status().ToString();
+}
+
+class ResolvePathTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/mcpserver_paths_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    options_.root = dir_ + "/root";
+    ASSERT_EQ(::mkdir(options_.root.c_str(), 0700), 0);
+    ASSERT_EQ(::mkdir((options_.root + "/sub").c_str(), 0700), 0);
+    std::ofstream(options_.root + "/sub/a.py") << "x = 1\n";
+    std::ofstream(dir_ + "/secret") << "s\n";
+    ASSERT_EQ(::symlink((dir_ + "/secret").c_str(), (options_.root + "/link").c_str()), 0);
+  }
+  void TearDown() override { (void)!::system(("rm -rf " + dir_).c_str()); }
+
+  std::string dir_;
+  ToolsOptions options_;
+};
+
+TEST_F(ResolvePathTest, InsideTheRoot) {
+  EXPECT_EQ(Resolved(options_, "path", "sub/a.py", false), options_.root + "/sub/a.py");
+  EXPECT_EQ(Resolved(options_, "path", options_.root + "/sub/../sub/a.py", false), options_.root + "/sub/a.py");
+  EXPECT_EQ(Resolved(options_, "out", "sub/new_test.py", true), options_.root + "/sub/new_test.py");
+}
+
+TEST_F(ResolvePathTest, OutsideTheRootIsRefused) {
+  for (const std::string& p : {std::string("../secret"), dir_ + "/secret", std::string("link"),
+                               std::string("/etc/passwd"), std::string("sub/../../secret")}) {
+    absl::StatusOr<std::string> r = ResolvePath(options_, "path", p, false);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kPermissionDenied) << p;
+    EXPECT_THAT(r.status().message(), HasSubstr("outside the allowed folder")) << p;
+  }
+  EXPECT_EQ(ResolvePath(options_, "out", "../new.py", true).status().code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
+TEST_F(ResolvePathTest, NotFilesAndMissing) {
+  EXPECT_EQ(ResolvePath(options_, "path", "sub", false).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ResolvePath(options_, "path", "nope.py", false).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ResolvePath(options_, "out", "nodir/x.py", true).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ResolvePath(options_, "path", std::string("a\0b", 3), false).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  ToolsOptions none;
+  EXPECT_EQ(ResolvePath(none, "path", "a.py", false).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace mcpserver
+}  // namespace understudy
