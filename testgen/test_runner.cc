@@ -232,11 +232,13 @@ class TestServer {
 
 // Runs `argv` in `dir` with `set` added to the environment (and the
 // UNDERSTUDY_* variables the caller did not mean removed) until `deadline`;
-// records its exit and output in `run`.
+// records its exit and output in `run`. NODE_TEST_CONTEXT goes too: when
+// the caller itself runs under `node --test` (an agent's test suite), a
+// `node --test` that inherits it runs no file at all.
 void Run(const std::vector<std::string>& argv, const std::string& dir,
          const std::vector<std::string>& set, absl::Time deadline, TestRun* run) {
-  std::vector<std::string> unset = {"UNDERSTUDY_ADDR", "UNDERSTUDY_HTTP", "UNDERSTUDY_RUN",
-                                    "UNDERSTUDY_DB", "UNDERSTUDY_RESULTS_JSON"};
+  std::vector<std::string> unset = {"UNDERSTUDY_ADDR", "UNDERSTUDY_HTTP",     "UNDERSTUDY_RUN",
+                                    "UNDERSTUDY_DB",   "UNDERSTUDY_RESULTS_JSON", "NODE_TEST_CONTEXT"};
   RunOptions options;
   options.spawn.env = EnvironmentWith({}, unset);
   for (const std::string& entry : set) options.spawn.env->push_back(entry);

@@ -46,7 +46,7 @@ function toolError(result) {
   return result.content[0].text;
 }
 
-test('understudy mcp over stdio: every tool listed with both schemas, called with good and bad arguments; a recorded run becomes a validated spec and a passing pytest file', { timeout: 240000 }, async (t) => {
+test('understudy mcp over stdio: every tool listed with both schemas, called with good and bad arguments; a recorded run becomes a validated spec and a passing test file in pytest, node:test and GoogleTest', { timeout: 420000 }, async (t) => {
   const dir = tempDir(t, 'understudy-node22-agents-');
   const golden = await recordGolden(t, dir);
   const client = await stdioClient(t, ['--db', golden.db, '--root', dir]);
@@ -166,6 +166,18 @@ test('understudy mcp over stdio: every tool listed with both schemas, called wit
   assert.equal(ran.passed, 1);
   const analyzed = (await call(client, 'analyze_test_results', { results: ran })).structuredContent;
   assert.deepEqual(analyzed, { ok: true, findings: [] });
+  // The same spec as node:test and GoogleTest files, checked and run through the tools.
+  for (const [framework, file] of [['node', 'golden.test.mjs'], ['gtest', 'golden_test.cc']]) {
+    const made = await call(client, 'generate_tests_from_spec', {
+      framework, spec_path: 'golden.spec.yaml', command: [PYTHON, REVIEW_AGENTS], output_path: file,
+    });
+    assert.equal(made.isError, false, made.content[0].text);
+    const checkedCode = (await call(client, 'validate_test_code', { framework, path: file }, { timeout: 180000 })).structuredContent;
+    assert.equal(checkedCode.valid, true, `${framework}: ${checkedCode.report}`);
+    const result = (await call(client, 'run_tests', { framework, path: file }, { timeout: 240000 })).structuredContent;
+    assert.equal(result.ok, true, `${framework}: ${result.exit}\n${result.output}`);
+    assert.equal(result.passed, 1, framework);
+  }
   assert.match(toolError(await call(client, 'run_tests', { framework: 'pytest', path: '/etc/passwd' })), /outside the allowed folder/);
   assert.match(toolError(await call(client, 'validate_test_code', { framework: 'pytest', path: 'missing_test.py' })), /missing_test\.py/);
   assert.match(toolError(await call(client, 'generate_tests_from_spec', { framework: 'pytest', spec_path: 'golden.spec.yaml', command: [] })), /arguments\.command: needs at least 1 item/);
