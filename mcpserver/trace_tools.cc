@@ -120,6 +120,15 @@ absl::StatusOr<ToolResult> ShowRun(const ToolsOptions& options, const json& args
   cli::TimelineOptions timeline_options;
   timeline_options.width = static_cast<int>(Arg<int64_t>(args, "width", 80));
   std::vector<std::string> lines = cli::FormatTimeline(run.events, timeline_options);
+  // A long run's timeline is cut, saying how to read the rest, so that one
+  // answer stays a size an agent (and its context) can take.
+  const size_t max_lines = static_cast<size_t>(Arg<int64_t>(args, "max_lines", 2000));
+  const bool timeline_truncated = lines.size() > max_lines;
+  if (timeline_truncated) {
+    const size_t more = lines.size() - max_lines;
+    lines.resize(max_lines);
+    lines.push_back(absl::StrCat("… ", more, " more lines: query_trace reads the events from a seq on"));
+  }
   const bool with_events = Arg<bool>(args, "events", true);
   json events = json::array();
   bool truncated = false;
@@ -137,6 +146,7 @@ absl::StatusOr<ToolResult> ShowRun(const ToolsOptions& options, const json& args
                      {"session_version", run.session_version},
                      {"event_count", static_cast<int64_t>(run.events.size())},
                      {"timeline", lines},
+                     {"timeline_truncated", timeline_truncated},
                      {"events", std::move(events)},
                      {"events_truncated", truncated}};
   if (run.summary.has_value()) {
@@ -158,7 +168,9 @@ ToolDef ShowRunDef() {
                         {"width", {{"type", "integer"}, {"minimum", 10}, {"maximum", 100000},
                                    {"description", "characters kept of free text per line (80)"}}},
                         {"events", {{"type", "boolean"},
-                                    {"description", "include the events as JSON (true)"}}}},
+                                    {"description", "include the events as JSON (true)"}}},
+                        {"max_lines", {{"type", "integer"}, {"minimum", 1}, {"maximum", 100000},
+                                       {"description", "timeline lines kept (2000)"}}}},
                        {"run"}),
           ObjectSchema(
               {{"run", {{"type", "string"}}},
@@ -166,11 +178,12 @@ ToolDef ShowRunDef() {
                {"session_version", {{"type", "integer"}}},
                {"event_count", {{"type", "integer"}}},
                {"timeline", {{"type", "array"}, {"items", {{"type", "string"}}}}},
+               {"timeline_truncated", {{"type", "boolean"}}},
                {"events", {{"type", "array"}, {"items", AnyObject("a TraceEvent as proto JSON")}}},
                {"events_truncated", {{"type", "boolean"}}},
                {"summary", AnyObject("the RunSummary, once the run ended")}},
-              {"run", "session", "session_version", "event_count", "timeline", "events",
-               "events_truncated"}),
+              {"run", "session", "session_version", "event_count", "timeline",
+               "timeline_truncated", "events", "events_truncated"}),
           true,
           &ShowRun};
 }

@@ -79,6 +79,10 @@ test('understudy mcp over stdio: every tool listed with both schemas, called wit
   assert.equal(shown.structuredContent.timeline.length, shown.content[0].text.split('\n').length);
   assert.ok(shown.structuredContent.events.some((e) => e.kind === 'tool_call'));
   assert.equal((await call(client, 'show_run', { run: golden.run, events: false })).structuredContent.events.length, 0);
+  const cut = (await call(client, 'show_run', { run: golden.run, max_lines: 3, events: false })).structuredContent;
+  assert.equal(cut.timeline_truncated, true);
+  assert.deepEqual(cut.timeline.slice(0, 3), shown.structuredContent.timeline.slice(0, 3));
+  assert.match(cut.timeline[3], new RegExp(`^… ${shown.structuredContent.timeline.length - 3} more lines`));
   assert.match(toolError(await call(client, 'show_run', { run: 'no-such-run' })), /no-such-run/);
   assert.match(toolError(await call(client, 'show_run', { run: '' })), /arguments\.run: must not be empty/);
 
