@@ -1,6 +1,8 @@
 #include "base/files.h"
 
+#include <fcntl.h>
 #include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,6 +32,45 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
   if (!written || !flushed || !closed) return failed("write");
   if (std::rename(tmp.c_str(), path.c_str()) != 0) return failed("replace");
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    const int error = errno;
+    if (error == ENOENT || error == ENOTDIR) {
+      return absl::NotFoundError(absl::StrCat("no such file: ", path));
+    }
+    return absl::UnavailableError(absl::StrCat("cannot read ", path, ": ", std::strerror(error)));
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool directory = S_ISDIR(st.st_mode);
+    ::close(fd);
+    return absl::InvalidArgumentError(
+        directory ? absl::StrCat(path, " is a directory, not a file")
+                  : absl::StrCat(path, " is not a regular file (a device, FIFO or socket)"));
+  }
+  std::string text;
+  char buf[65536];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      return absl::UnavailableError(absl::StrCat("cannot read ", path, ": ", std::strerror(error)));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > max_bytes) {
+      ::close(fd);
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " is larger than the ", max_bytes, " bytes allowed"));
+    }
+  }
+  ::close(fd);
+  return text;
 }
 
 std::string SelfExecutablePath() {

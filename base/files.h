@@ -1,11 +1,13 @@
-// Files: writing one so that a reader never sees half of it; finding the
-// running executable.
+// Files: reading one within a bound, writing one so that a reader never sees
+// half of it; finding the running executable.
 #ifndef UNDERSTUDY_BASE_FILES_H_
 #define UNDERSTUDY_BASE_FILES_H_
 
+#include <cstddef>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace understudy {
 
@@ -15,6 +17,16 @@ namespace understudy {
 // folder) the temporary file is removed, `path` is left as it was, and the
 // status is UNAVAILABLE: "cannot write PATH: No space left on device".
 absl::Status WriteFileAtomically(const std::string& path, const std::string& content);
+
+// The whole regular file at `path`, refused when it holds more than
+// `max_bytes` (it is never read past that). Errors name the path:
+//   NOT_FOUND         "no such file: PATH"
+//   INVALID_ARGUMENT  "PATH is a directory, not a file"; "PATH is not a
+//                     regular file (a device, FIFO or socket)"; "PATH is
+//                     larger than the N bytes allowed"
+//   UNAVAILABLE       "cannot read PATH: REASON"
+// A FIFO is refused without blocking on it.
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes);
 
 // The absolute path of the running executable (/proc/self/exe), for the
 // processes it starts that must run it again; "understudy" (looked up on

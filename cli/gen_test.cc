@@ -1,15 +1,14 @@
 #include "cli/gen_test.h"
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <system_error>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/files.h"
+#include "trace/spec.h"
 
 namespace understudy {
 namespace cli {
@@ -41,15 +40,12 @@ int GenTest(const std::string& spec_file, const testgen::TestOptions& options,
                 "--framework pytest -- node agent.js",
                 2);
   }
-  std::ifstream in(spec_file, std::ios::binary);
-  if (!in) return Fail(absl::StrCat("cannot read ", spec_file), 3);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Fail(absl::StrCat("error reading ", spec_file), 3);
+  absl::StatusOr<std::string> text = ReadRegularFile(spec_file, trace::kMaxSpecBytes);
+  if (!text.ok()) return Fail(std::string(text.status().message()), 3);
 
   const bool to_stdout = output.empty() || output == "-";
   testgen::TestOptions generate = options;
-  generate.spec_text = text.str();
+  generate.spec_text = *std::move(text);
   if (generate.spec_text.empty()) return Fail(absl::StrCat(spec_file, ": the spec is empty"), 1);
   generate.spec_path = spec_file;
   if (!to_stdout) {

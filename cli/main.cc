@@ -479,7 +479,8 @@ int main(int argc, char** argv) {
   mcp_serve_cmd->footer(
       "One JSON-RPC message per line on stdin and stdout (MCP's stdio transport); logs on stderr.\n"
       "The same tools are served over Streamable HTTP at /mcp by `understudy serve`.\n"
-      "Exit: 0 when stdin ends, 2 usage, 3 the database's server cannot start or --root is missing.\n"
+      "Exit: 0 when stdin ends, 2 usage (--root missing or not a folder), 3 the database's server\n"
+      "cannot start.\n"
       "In an agent's MCP config (docs/agents.md):\n"
       "  {\"mcpServers\": {\"understudy\": {\"command\": \"understudy\",\n"
       "     \"args\": [\"mcp\", \"--db\", \"golden.db\"]}}}");

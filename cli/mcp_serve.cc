@@ -3,9 +3,11 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <utility>
@@ -34,9 +36,17 @@ int McpServe(const McpServeFlags& flags, const std::string& version) {
   options.binary = SelfExecutablePath();
   char root[PATH_MAX];
   const std::string wanted_root = flags.root.empty() ? "." : flags.root;
+  // A bad --root is a usage error (exit 2), as a --scenario-dir that is not
+  // a directory is for serve.
+  struct stat st;
   if (::realpath(wanted_root.c_str(), root) == nullptr) {
-    return Fail(absl::UnavailableError(
-        absl::StrCat("--root ", wanted_root, ": ", ErrnoText(errno))));
+    std::cerr << "understudy: --root " << wanted_root << ": " << ErrnoText(errno) << std::endl;
+    return 2;
+  }
+  if (::stat(root, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    std::cerr << "understudy: --root " << wanted_root
+              << ": not a directory (the folder the tools may read and write in)" << std::endl;
+    return 2;
   }
   options.root = root;
 

@@ -30,7 +30,8 @@ struct McpServeFlags {
 };
 
 // Serves until stdin ends, then waits for the calls in progress. Returns 0;
-// 3 when the server for `db` cannot start or the root folder does not exist.
+// 2 when the root is missing or not a folder; 3 when the server for `db`
+// cannot start.
 int McpServe(const McpServeFlags& flags, const std::string& version);
 
 }  // namespace cli

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/files.h"
 #include "mcpserver/arguments.h"
 #include "mcpserver/tool_impl.h"
 #include "validation/suggest.h"
@@ -228,26 +229,11 @@ absl::StatusOr<std::string> ResolvePath(const ToolsOptions& options, absl::strin
 }
 
 absl::StatusOr<std::string> ReadDocument(const std::string& path, absl::string_view key) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat("arguments.", key, ": cannot read ", path, ": ",
-                                            std::strerror(errno)));
+  absl::StatusOr<std::string> text = ReadRegularFile(path, kMaxDocumentBytes);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("arguments.", key, ": ", text.status().message()));
   }
-  std::string text;
-  char buf[65536];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (text.size() > kMaxDocumentBytes) {
-      ::close(fd);
-      return absl::InvalidArgumentError(absl::StrCat("arguments.", key, ": ", path,
-                                                     " is larger than the ", kMaxDocumentBytes,
-                                                     " bytes allowed"));
-    }
-  }
-  ::close(fd);
   return text;
 }
 

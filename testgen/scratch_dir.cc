@@ -45,22 +45,6 @@ absl::StatusOr<std::string> ScratchDir::Write(absl::string_view name,
   return path;
 }
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path, size_t max_bytes) {
-  std::error_code error;
-  const bool exists = std::filesystem::is_regular_file(path, error);
-  if (!exists) return absl::NotFoundError(absl::StrCat("no such file: ", path));
-  const auto size = std::filesystem::file_size(path, error);
-  if (!error && size > max_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, " is ", size, " bytes; at most ", max_bytes, " are read"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::UnavailableError(absl::StrCat("cannot read ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return absl::UnavailableError(absl::StrCat("error reading ", path));
-  return text.str();
-}
 
 }  // namespace testgen
 }  // namespace understudy

@@ -35,10 +35,6 @@ class ScratchDir {
   const std::string path_;
 };
 
-// The whole file at `path`: NOT_FOUND when it does not exist, UNAVAILABLE
-// when it cannot be read, INVALID_ARGUMENT when it is larger than
-// `max_bytes`.
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path, size_t max_bytes);
 
 }  // namespace testgen
 }  // namespace understudy

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -656,9 +657,7 @@ absl::StatusOr<GeneratedSpec> GenerateSpec(const RunData& run, const SpecOptions
 }
 
 absl::StatusOr<v1::SequenceMatch> ParseMatch(absl::string_view text) {
-  if (text == "exact") return v1::SEQUENCE_MATCH_EXACT;
-  if (text == "prefix") return v1::SEQUENCE_MATCH_PREFIX;
-  if (text == "subsequence") return v1::SEQUENCE_MATCH_SUBSEQUENCE;
+  if (std::optional<v1::SequenceMatch> m = trace::MatchFromName(text)) return *m;
   return absl::InvalidArgumentError(absl::StrCat(
       "match: expected exact, prefix or subsequence, got \"", absl::CHexEscape(text), "\""));
 }

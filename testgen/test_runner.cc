@@ -27,6 +27,7 @@
 #include "absl/time/clock.h"
 #include "base/subprocess.h"
 #include "re2/re2.h"
+#include "base/files.h"
 #include "testgen/scratch_dir.h"
 #include "validation/utf8.h"
 
@@ -60,7 +61,7 @@ absl::StatusOr<Outcome> ParseOutcome(absl::string_view name) {
 // The {"tests": [{name, outcome, message, seconds}]} that the pytest plugin
 // and the node reporter write.
 bool ReadOwnResults(const std::string& path, TestRun* run) {
-  absl::StatusOr<std::string> text = ReadWholeFile(path, kMaxResultsBytes);
+  absl::StatusOr<std::string> text = ReadRegularFile(path, kMaxResultsBytes);
   if (!text.ok()) return false;
   nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
   if (!doc.is_object() || !doc.contains("tests") || !doc["tests"].is_array()) return false;
@@ -79,7 +80,7 @@ bool ReadOwnResults(const std::string& path, TestRun* run) {
 
 // GoogleTest's --gtest_output=json document.
 bool ReadGtestResults(const std::string& path, TestRun* run) {
-  absl::StatusOr<std::string> text = ReadWholeFile(path, kMaxResultsBytes);
+  absl::StatusOr<std::string> text = ReadRegularFile(path, kMaxResultsBytes);
   if (!text.ok()) return false;
   nlohmann::json doc = nlohmann::json::parse(*text, nullptr, false);
   if (!doc.is_object() || !doc.contains("testsuites")) return false;

@@ -112,5 +112,13 @@ absl::string_view MatchName(v1::SequenceMatch m) {
   }
 }
 
+std::optional<v1::SequenceMatch> MatchFromName(absl::string_view name) {
+  for (v1::SequenceMatch m :
+       {v1::SEQUENCE_MATCH_EXACT, v1::SEQUENCE_MATCH_SUBSEQUENCE, v1::SEQUENCE_MATCH_PREFIX}) {
+    if (MatchName(m) == name) return m;
+  }
+  return std::nullopt;
+}
+
 }  // namespace trace
 }  // namespace understudy

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ std::string ComparisonSymbol(v1::Comparison op);
 // "exact", "subsequence", "prefix" (the spec's words); "unknown" for any
 // other value.
 absl::string_view MatchName(v1::SequenceMatch m);
+// The SequenceMatch a word names (MatchName's inverse); nullopt for any
+// other word.
+std::optional<v1::SequenceMatch> MatchFromName(absl::string_view name);
 
 }  // namespace trace
 }  // namespace understudy

@@ -138,9 +138,7 @@ class Checker : public validation::YamlChecker {
   bool Match(const YAML::Node& n, const std::string& path, v1::SequenceMatch* out) {
     std::string s;
     if (!Choice(n, path, kMatchValues, &s)) return false;
-    *out = s == "exact"         ? v1::SEQUENCE_MATCH_EXACT
-           : s == "subsequence" ? v1::SEQUENCE_MATCH_SUBSEQUENCE
-                                : v1::SEQUENCE_MATCH_PREFIX;
+    *out = MatchFromName(s).value_or(v1::SEQUENCE_MATCH_EXACT);  // Choice checked the word
     return true;
   }
 

@@ -242,6 +242,12 @@ test('understudy serve answers the same tools at /mcp over Streamable HTTP', { t
   const gen = await run(['gen-test', path.join(dir, 'cli.spec.yaml'), '--framework', 'node', '-o', path.join(dir, 'cli.test.mjs'), '--', 'sh', '-c', 'echo "$1" --x', 'sh', '--help']);
   assert.equal(gen.code, 0, gen.stderr);
   assert.match(fs.readFileSync(path.join(dir, 'cli.test.mjs'), 'utf8'), /\["sh", ?"-c", ?"echo \\"\$1\\" --x", ?"sh", ?"--help"\]/);
+  const folderSpec = await run(['gen-test', dir, '--framework', 'pytest', '--', 'true']);
+  assert.equal(folderSpec.code, 3);
+  assert.match(folderSpec.stderr, /^understudy: .* is a directory, not a file\n$/);
+  const fileRoot = await run(['mcp', '--root', golden.db, '--db', golden.db]);
+  assert.equal(fileRoot.code, 2);
+  assert.match(fileRoot.stderr, /--root .*golden\.db: not a directory/);
   const badSpec = await run(['gen-test', path.join(dir, 'golden.db'), '--framework', 'pytest', '--', 'true']);
   assert.notEqual(badSpec.code, 0);
   assert.match(badSpec.stderr, /^understudy: /);
