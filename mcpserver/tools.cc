@@ -189,7 +189,8 @@ absl::StatusOr<std::string> ResolvePath(const ToolsOptions& options, absl::strin
   char root_buf[PATH_MAX];
   if (options.root.empty() || ::realpath(options.root.c_str(), root_buf) == nullptr) {
     return absl::FailedPreconditionError(
-        absl::StrCat("arguments.", key, ": no folder is allowed for files (understudy mcp --root)"));
+        absl::StrCat("arguments.", key,
+                     ": no folder is allowed for files (understudy mcp --root, serve --tools-root)"));
   }
   const std::string root = root_buf;
   const std::string joined = path[0] == '/' ? path : absl::StrCat(root, "/", path);
@@ -218,7 +219,7 @@ absl::StatusOr<std::string> ResolvePath(const ToolsOptions& options, absl::strin
   if (target != root && !absl::StartsWith(target, root == "/" ? "/" : root + "/")) {
     return absl::PermissionDeniedError(absl::StrCat("arguments.", key, ": ", Quoted(path),
                                                     " is outside the allowed folder ", root,
-                                                    " (understudy mcp --root)"));
+                                                    " (understudy mcp --root, serve --tools-root)"));
   }
   struct stat st;
   if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {

@@ -68,8 +68,10 @@ TEST_F(ResolvePathTest, NotFilesAndMissing) {
   EXPECT_EQ(ResolvePath(options_, "path", std::string("a\0b", 3), false).status().code(),
             absl::StatusCode::kInvalidArgument);
   ToolsOptions none;
-  EXPECT_EQ(ResolvePath(none, "path", "a.py", false).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<std::string> no_root = ResolvePath(none, "path", "a.py", false);
+  EXPECT_EQ(no_root.status().code(), absl::StatusCode::kFailedPrecondition);
+  // Names the flag of either transport.
+  EXPECT_THAT(no_root.status().message(), HasSubstr("serve --tools-root"));
 }
 
 }  // namespace
