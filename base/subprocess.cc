@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/syscall.h>
@@ -12,8 +13,10 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
@@ -31,14 +34,40 @@ namespace {
 // (SIGCHLD ignored): how it ended is unknown.
 constexpr int kUnknownExit = -1;
 
+// write(2) that never raises SIGPIPE in this process, whatever its
+// disposition: a child that exits without reading its stdin gets EPIPE, not
+// the death of its parent. The signal is blocked in this thread around the
+// write and the one the write raised is consumed.
+ssize_t WriteWithoutSigpipe(int fd, const char* data, size_t size) {
+  sigset_t pipe_only;
+  sigset_t old;
+  sigemptyset(&pipe_only);
+  sigaddset(&pipe_only, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_only, &old);
+  sigset_t pending_before;
+  sigpending(&pending_before);
+  const ssize_t n = ::write(fd, data, size);
+  const int error = errno;
+  if (n < 0 && error == EPIPE && !sigismember(&pending_before, SIGPIPE)) {
+    const timespec zero = {0, 0};
+    sigtimedwait(&pipe_only, nullptr, &zero);
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  errno = error;
+  return n;
+}
+
 }  // namespace
 
-ChildProcess::ChildProcess(pid_t pid, int stdin_fd, int stdout_fd, int pidfd)
-    : pid_(pid), stdin_fd_(stdin_fd), stdout_fd_(stdout_fd), pidfd_(pidfd) {}
+ChildProcess::ChildProcess(pid_t pid, int stdin_fd, int stdout_fd, int stderr_fd, int pidfd)
+    : pid_(pid), stdin_fd_(stdin_fd), stdout_fd_(stdout_fd), stderr_fd_(stderr_fd), pidfd_(pidfd) {}
 
 absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     const std::vector<std::string>& argv, const SpawnOptions& options) {
   if (argv.empty()) return absl::InvalidArgumentError("no command to run");
+  if (options.merge_stderr && options.capture_stderr) {
+    return absl::InvalidArgumentError("merge_stderr and capture_stderr exclude each other");
+  }
   int in[2];   // The child's stdin: it reads in[0], we write in[1].
   int out[2];  // The child's stdout: it writes out[1], we read out[0].
   if (::pipe2(in, O_CLOEXEC) != 0) {
@@ -50,6 +79,12 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
     ::close(in[1]);
     return absl::UnavailableError(absl::StrCat("pipe: ", ErrnoText(error)));
   }
+  int err[2] = {-1, -1};  // With capture_stderr: it writes err[1], we read err[0].
+  if (options.capture_stderr && ::pipe2(err, O_CLOEXEC) != 0) {
+    const int error = errno;
+    for (int fd : {in[0], in[1], out[0], out[1]}) ::close(fd);
+    return absl::UnavailableError(absl::StrCat("pipe: ", ErrnoText(error)));
+  }
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   // dup2 clears close-on-exec on the new descriptors; everything else of
@@ -58,6 +93,7 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
   if (options.merge_stderr) posix_spawn_file_actions_adddup2(&actions, out[1], STDERR_FILENO);
+  if (options.capture_stderr) posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
   if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
   posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   posix_spawnattr_t attr;
@@ -89,9 +125,11 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   posix_spawn_file_actions_destroy(&actions);
   ::close(in[0]);
   ::close(out[1]);
+  if (err[1] >= 0) ::close(err[1]);
   if (spawned != 0) {
     ::close(in[1]);
     ::close(out[0]);
+    if (err[0] >= 0) ::close(err[0]);
     const std::string message =
         absl::StrCat("cannot run ", ShellQuoted(argv), ": ", ErrnoText(spawned));
     if (spawned == ENOENT) return absl::NotFoundError(message);
@@ -100,12 +138,13 @@ absl::StatusOr<std::unique_ptr<ChildProcess>> ChildProcess::Spawn(
   }
   ::fcntl(in[1], F_SETFL, ::fcntl(in[1], F_GETFL) | O_NONBLOCK);
   ::fcntl(out[0], F_SETFL, ::fcntl(out[0], F_GETFL) | O_NONBLOCK);
+  if (err[0] >= 0) ::fcntl(err[0], F_SETFL, ::fcntl(err[0], F_GETFL) | O_NONBLOCK);
   // A descriptor that polls readable when the child exits (Linux 5.3+);
   // without it, WaitFor polls.
   int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
   if (pidfd >= 0) ::fcntl(pidfd, F_SETFD, FD_CLOEXEC);
   return std::unique_ptr<ChildProcess>(
-      new ChildProcess(pid, in[1], out[0], pidfd < 0 ? -1 : pidfd));
+      new ChildProcess(pid, in[1], out[0], err[0], pidfd < 0 ? -1 : pidfd));
 }
 
 ChildProcess::~ChildProcess() {
@@ -115,6 +154,7 @@ ChildProcess::~ChildProcess() {
   }
   CloseStdin();
   ::close(stdout_fd_);
+  if (stderr_fd_ >= 0) ::close(stderr_fd_);
   if (pidfd_ >= 0) ::close(pidfd_);
 }
 
@@ -215,33 +255,63 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   absl::StatusOr<std::unique_ptr<ChildProcess>> spawned = ChildProcess::Spawn(argv, options.spawn);
   if (!spawned.ok()) return spawned.status();
   ChildProcess& child = **spawned;
-  child.CloseStdin();
+  if (options.input.empty()) child.CloseStdin();
+  size_t written = 0;
   CommandResult result;
-  // Reads until EOF on the pipe: every writer (the child and whatever it
-  // started that kept the descriptor) is gone. A grandchild holding it past
-  // the deadline does not hold us: the whole group is ended.
+  // Reads until EOF on the output pipes: every writer (the child and
+  // whatever it started that kept the descriptors) is gone. A grandchild
+  // holding one past the deadline does not hold us: the whole group is
+  // ended. Meanwhile stdin takes `input` as fast as the child reads it.
+  struct Stream {
+    int fd;
+    std::string* text;
+  };
+  std::vector<Stream> streams = {{child.stdout_fd(), &result.output}};
+  if (child.stderr_fd() >= 0) streams.push_back({child.stderr_fd(), &result.error_output});
   char buffer[16384];
-  for (;;) {
+  while (!streams.empty()) {
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
       result.timed_out = true;
       break;
     }
-    pollfd p = {child.stdout_fd(), POLLIN, 0};
-    const int ready = ::poll(&p, 1, std::min(PollMs(left), 1000));
+    std::vector<pollfd> fds;
+    for (const Stream& s : streams) fds.push_back({s.fd, POLLIN, 0});
+    const bool writing = child.stdin_fd() >= 0;
+    if (writing) fds.push_back({child.stdin_fd(), POLLOUT, 0});
+    const int ready = ::poll(fds.data(), fds.size(), std::min(PollMs(left), 1000));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
-    const ssize_t n = ::read(child.stdout_fd(), buffer, sizeof(buffer));
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EINTR) continue;
-      break;
+    if (writing && fds.back().revents != 0) {
+      const ssize_t n = WriteWithoutSigpipe(child.stdin_fd(), options.input.data() + written,
+                                            options.input.size() - written);
+      if (n > 0) written += static_cast<size_t>(n);
+      // EPIPE and the like: the child will not read the rest.
+      const bool failed = n < 0 && errno != EAGAIN && errno != EINTR;
+      if (failed || written == options.input.size()) child.CloseStdin();
     }
-    const size_t room = options.max_output - std::min(options.max_output, result.output.size());
-    const size_t take = std::min(room, static_cast<size_t>(n));
-    result.output.append(buffer, take);
-    if (take < static_cast<size_t>(n)) result.truncated = true;
+    std::vector<Stream> open;
+    for (size_t i = 0; i < streams.size(); ++i) {
+      if (fds[i].revents == 0) {
+        open.push_back(streams[i]);
+        continue;
+      }
+      const ssize_t n = ::read(streams[i].fd, buffer, sizeof(buffer));
+      if (n == 0) continue;  // EOF
+      if (n < 0) {
+        if (errno == EAGAIN || errno == EINTR) open.push_back(streams[i]);
+        continue;
+      }
+      std::string& text = *streams[i].text;
+      const size_t room = options.max_output - std::min(options.max_output, text.size());
+      const size_t take = std::min(room, static_cast<size_t>(n));
+      text.append(buffer, take);
+      if (take < static_cast<size_t>(n)) result.truncated = true;
+      open.push_back(streams[i]);
+    }
+    streams = std::move(open);
   }
+  child.CloseStdin();
   std::optional<int> status;
   if (!result.timed_out) {
     const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());

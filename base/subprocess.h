@@ -26,8 +26,12 @@ struct SpawnOptions {
   // The working directory; "" keeps this process's.
   std::string cwd;
   // true: the child's stderr goes to the same pipe as its stdout (one
-  // interleaved stream); false: it is inherited.
+  // interleaved stream); false: it is inherited (unless capture_stderr).
   bool merge_stderr = false;
+  // true: the child's stderr goes to a pipe of its own (stderr_fd()), for
+  // callers that tell the two streams apart (hooks: stdout is a decision,
+  // stderr a reason). Not with merge_stderr.
+  bool capture_stderr = false;
 };
 
 // A command running with its stdin and stdout piped to this process and its
@@ -55,6 +59,9 @@ class ChildProcess {
   int stdin_fd() const { return stdin_fd_; }
   // Our end of the child's stdout: read-only, non-blocking.
   int stdout_fd() const { return stdout_fd_; }
+  // Our end of the child's stderr with SpawnOptions::capture_stderr:
+  // read-only, non-blocking; -1 otherwise.
+  int stderr_fd() const { return stderr_fd_; }
   // A descriptor that becomes readable (POLLIN) once the child has exited,
   // or -1 when the kernel has no pidfd (then poll WaitFor).
   int exit_fd() const { return pidfd_; }
@@ -77,11 +84,12 @@ class ChildProcess {
   static std::string DescribeExit(int wait_status);
 
  private:
-  ChildProcess(pid_t pid, int stdin_fd, int stdout_fd, int pidfd);
+  ChildProcess(pid_t pid, int stdin_fd, int stdout_fd, int stderr_fd, int pidfd);
 
   const pid_t pid_;
   int stdin_fd_;
   const int stdout_fd_;
+  const int stderr_fd_;
   const int pidfd_;
   absl::Mutex mu_;
   std::optional<int> wait_status_ ABSL_GUARDED_BY(mu_);
@@ -101,6 +109,9 @@ struct CommandResult {
   // beyond that the rest is read and dropped, and `truncated` is set.
   std::string output;
   bool truncated = false;
+  // stderr with SpawnOptions::capture_stderr, bounded by `max_output` the
+  // same way (`truncated` says either was cut).
+  std::string error_output;
   absl::Duration elapsed;
 
   // true when the command exited with status 0 in time.
@@ -115,9 +126,14 @@ struct RunOptions {
   // (SIGTERM, 2 s, SIGKILL).
   absl::Duration timeout = absl::Seconds(60);
   size_t max_output = 4 << 20;
+  // Written to the command's stdin, which is then closed (EOF). Whatever
+  // the command does not read before it closes stdin or exits is dropped;
+  // a command that never reads does not block the run past its output.
+  std::string input;
 };
 
-// Runs `argv` to completion with stdin at EOF, collecting its output.
+// Runs `argv` to completion with `options.input` on stdin, then EOF,
+// collecting its output.
 // Spawn's errors when it cannot start; otherwise the result, whatever the
 // exit status (a timeout is a result too). Blocks the calling thread;
 // thread-safe.

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -183,6 +184,38 @@ TEST(RunCommandTest, OutputBeyondTheLimitIsDropped) {
   EXPECT_TRUE(result->ok());
   EXPECT_EQ(result->output.size(), 10u);
   EXPECT_TRUE(result->truncated);
+}
+
+TEST(RunCommandTest, InputArrivesOnStdinAndStderrIsCapturedApart) {
+  RunOptions options;
+  options.spawn.capture_stderr = true;
+  // Larger than a pipe's buffer, so that writing and reading interleave.
+  options.input = std::string(200000, 'x') + "\nend";
+  absl::StatusOr<CommandResult> result =
+      RunCommand({"sh", "-c", "wc -c; echo err >&2; exit 3"}, options);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_EQ(absl::StripAsciiWhitespace(result->output), "200004");
+  EXPECT_EQ(result->error_output, "err\n");
+  EXPECT_EQ(result->Describe(), "exited with status 3");
+}
+
+TEST(RunCommandTest, InputTheCommandNeverReadsIsDropped) {
+  RunOptions options;
+  options.input = std::string(1 << 20, 'x');
+  options.timeout = absl::Seconds(10);
+  // Exits at once without reading: the write fails with EPIPE, quietly.
+  absl::StatusOr<CommandResult> result = RunCommand({"sh", "-c", "exec 0<&-; echo done"}, options);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_TRUE(result->ok()) << result->Describe();
+  EXPECT_FALSE(result->timed_out);
+  EXPECT_EQ(result->output, "done\n");
+}
+
+TEST(RunCommandTest, MergeAndCaptureStderrExcludeEachOther) {
+  RunOptions options;
+  options.spawn.merge_stderr = true;
+  options.spawn.capture_stderr = true;
+  EXPECT_THAT(RunCommand({"true"}, options), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
 TEST(RunCommandTest, MissingCommandIsNotFound) {

@@ -113,6 +113,21 @@ def main(path):
             f"via proxy p50 {f['mcp_proxy_p50'] / 1000:.3f} p99 {f['mcp_proxy_p99'] / 1000:.2f} ms; "
             f"HTTP p50 {f['mcp_http_p50'] / 1000:.3f} p99 {f['mcp_http_p99'] / 1000:.2f} ms",
             "", "< 0.2 ms at p50", a50 < 200)
+    if have("sim_lean_median_ms", "sim_cli_median_ms"):
+        # Start-up of `understudy sim` (bench/sim): exec to the prompt under a
+        # pty; the lean executable and the big one, milliseconds.
+        for key, name in (("sim_lean", "understudy-sim"), ("sim_cli", "understudy sim")):
+            m = f[f"{key}_median_ms"]
+            row(f"sim start-up to prompt ({name})",
+                f"median {m:.1f}{spread(key + '_median_ms', 1, '{:.1f}')} ms, "
+                f"p90 {f[key + '_p90_ms']:.1f} ms",
+                f"min {f[key + '_min_ms']:.1f}, max {f[key + '_max_ms']:.1f} ms", "", "< 50 ms", m < 50)
+    if have("sim_trip_p50_ms"):
+        p50 = f["sim_trip_p50_ms"]
+        row("sim round trip through tmux",
+            f"p50 {p50:.1f}{spread('sim_trip_p50_ms', 1, '{:.1f}')} ms, "
+            f"p90 {f['sim_trip_p90_ms']:.1f} ms, p99 {f['sim_trip_p99_ms']:.1f} ms",
+            "send-keys -l + Enter to the completion's IPC line", "", "< 100 ms at p50", p50 < 100)
     if have("replay_rss_kb"):
         peers = []
         for peer, name in (("aimock", "aimock"), ("wiremock", "WireMock")):

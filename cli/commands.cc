@@ -29,6 +29,7 @@
 #include "nlohmann/json.hpp"
 #include "replayer/engine.h"
 #include "replayer/scenario.h"
+#include "sim/config.h"
 #include "store/store.h"
 #include "trace/assertions.h"
 #include "trace/proto_json.h"
@@ -549,7 +550,11 @@ int Validate(const std::vector<std::string>& files, bool json) {
       unreadable = true;
       continue;
     }
-    replayer::ValidationReport report = replayer::ValidateScenario(*text, *path);
+    // A sim config (`understudy sim --config`) is told apart by its
+    // schema or its `behaviours`; anything else is judged as a scenario.
+    replayer::ValidationReport report = sim::LooksLikeSimConfig(*text)
+                                            ? sim::ValidateSimConfig(*text, *path)
+                                            : replayer::ValidateScenario(*text, *path);
     errors += report.errors();
     warnings += report.warnings();
     if (json) {

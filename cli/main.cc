@@ -32,6 +32,7 @@
 #include "provider/gemini.h"
 #include "provider/openai.h"
 #include "provider/responses.h"
+#include "sim/sim_main.h"
 
 #ifndef UNDERSTUDY_VERSION
 #define UNDERSTUDY_VERSION "0.0.0-dev"
@@ -138,6 +139,12 @@ int main(int argc, char** argv) {
   // checked by the unit tests (which keep detection on) and by Clang's
   // thread-safety annotations.
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  // `understudy sim` has flags of its own (its --config is a sim config, not
+  // this program's): it gets its arguments before the parser and the config
+  // file scan below see them.
+  if (argc > 1 && std::string(argv[1]) == "sim") {
+    return understudy::sim::SimMain(argc - 1, argv + 1);
+  }
   CLI::App app{
       "understudy: record LLM agent sessions once, replay them deterministically, and "
       "assert on what happened."};
@@ -158,6 +165,7 @@ int main(int argc, char** argv) {
       "  understudy assert --run run-1a2b3c4d5e6f7a8b checks.yaml\n"
       "  understudy gen-spec golden -o golden.spec.yaml\n"
       "  understudy mcp --db golden.db      (in a coding agent's MCP config)\n"
+      "  understudy sim --config coder.yaml (a simulated terminal coding agent, in a tmux pane)\n"
       "Run `understudy COMMAND --help` for each command's flags.");
 
   std::string log_level = "info";
@@ -408,15 +416,20 @@ int main(int argc, char** argv) {
   std::vector<std::string> scenario_files;
   bool validate_json = false;
   CLI::App* validate_cmd = app.add_subcommand(
-      "validate", "Check scenario files; print every problem with its line and a suggestion.");
-  validate_cmd->add_option("file", scenario_files, "Scenario file (YAML or JSON) or pack name")
+      "validate",
+      "Check scenario files and sim configs; print every problem with its line and a suggestion.");
+  validate_cmd->add_option("file", scenario_files,
+                           "Scenario file (YAML or JSON), pack name, or sim config")
       ->required();
   validate_cmd->add_flag("--json", validate_json, "Print the reports as one JSON document");
   validate_cmd->footer(
       "Exit: 0 no errors (warnings allowed), 1 some file has errors, 2 usage, 3 unreadable file.\n"
       "Packs are looked up in $UNDERSTUDY_SCENARIOS, then in the scenarios/ shipped with understudy.\n"
+      "A file with `schema: understudy.sim/v1` or a top-level `behaviours` is checked as a sim\n"
+      "config (`understudy sim --config`, docs/sim.md) instead.\n"
       "Examples:\n"
       "  understudy validate tests/review-loop.yaml\n"
+      "  understudy validate coder.sim.yaml\n"
       "  understudy validate rate-limit network-resilience --json");
 
   // mcp-proxy: the stdio transport of MCP.
@@ -487,8 +500,8 @@ int main(int argc, char** argv) {
 
   std::string schema_kind;
   CLI::App* schema_cmd = app.add_subcommand(
-      "schema", "Print the JSON Schema of a document kind: scenario, spec or session.");
-  schema_cmd->add_option("kind", schema_kind, "scenario | spec | session")->required();
+      "schema", "Print the JSON Schema of a document kind: scenario, spec, session or sim.");
+  schema_cmd->add_option("kind", schema_kind, "scenario | spec | session | sim")->required();
   schema_cmd->footer(
       "JSON Schema 2020-12, for editors (docs/schemas.md).\n"
       "Example:\n"
@@ -546,6 +559,11 @@ int main(int argc, char** argv) {
       "Exit: 0 written, 1 invalid spec, 2 usage, 3 unreadable spec or unwritable file.\n"
       "Example:\n"
       "  understudy gen-test golden.spec.yaml --framework pytest -o test_golden.py -- node agent.js");
+
+  // Listed in --help only: `sim` is dispatched before parsing (above).
+  app.add_subcommand("sim",
+                     "A simulated terminal coding agent for orchestrator tests, driven through "
+                     "tmux (flags: understudy sim --help).");
 
   std::vector<std::string> separated;
   bool has_separator = false;

@@ -205,6 +205,17 @@ v1::AssertionResult CompareSequences(const SequenceInput& in) {
 // ---------------------------------------------------------------------------
 // The checks.
 
+// An agent's turn for agent_sequence: a model exchange, or a prompt a
+// simulated terminal agent took (`understudy sim`) without asking a model —
+// a model-backed one (understudy.sim.model = "true") has its exchange.
+bool IsAgentTurn(const EventRef& e) {
+  if (e.kind == "exchange") return true;
+  return e.kind == "sim.prompt" && Attr(Full(e), "understudy.sim.model") != "true";
+}
+
+// A tool call: one a model asked for, or one a simulated agent made.
+bool IsToolCall(const EventRef& e) { return e.kind == "tool_call" || e.kind == "sim.tool_call"; }
+
 v1::AssertionResult AgentSequence(const v1::AgentSequenceAssertion& a, const Events& events) {
   SequenceInput in;
   in.label = absl::StrCat("agent_sequence (", MatchName(a.match()),
@@ -213,7 +224,7 @@ v1::AssertionResult AgentSequence(const v1::AgentSequenceAssertion& a, const Eve
   std::vector<std::string> expected(a.agents().begin(), a.agents().end());
   std::vector<absl::string_view> actual;
   for (const EventRef& e : events) {
-    if (e.kind != "exchange") continue;
+    if (!IsAgentTurn(e)) continue;
     const absl::string_view agent = AgentOf(e);
     if (a.collapse_repeats() && !actual.empty() && actual.back() == agent) continue;
     actual.push_back(agent);
@@ -292,7 +303,7 @@ absl::StatusOr<v1::AssertionResult> ToolCalls(const v1::ToolCallsAssertion& a, c
   in.quote = false;
   std::vector<Call> actual;
   for (const EventRef& e : events) {
-    if (e.kind != "tool_call") continue;
+    if (!IsToolCall(e)) continue;
     if (!a.agent().empty() && AgentOf(e) != a.agent()) continue;
     Call call{Attr(Full(e), "gen_ai.tool.name"), Attr(Full(e), "gen_ai.tool.call.arguments"),
               nlohmann::json()};
@@ -655,12 +666,14 @@ void ReadPlan::Add(const v1::Assertion& a) {
   switch (a.check_case()) {
     case v1::Assertion::kAgentSequence:
       Need("exchange", /*body=*/false);  // AgentOf and seq only
+      Need("sim.prompt", true);          // and understudy.sim.model
       break;
     case v1::Assertion::kPhaseTransitions:
       Need("phase_transition", true);
       break;
     case v1::Assertion::kToolCalls:
       Need("tool_call", true);
+      Need("sim.tool_call", true);
       break;
     case v1::Assertion::kFeedbackPropagated:
       Need("exchange", true);

@@ -15,6 +15,7 @@ namespace {
 
 using testing::Add;
 using testing::AddExchange;
+using testing::AddToolCall;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::ReviewLoop;
@@ -602,6 +603,49 @@ assertions:
                        "mean \"no_misses\"?)"));
 }
 
+// A simulated terminal agent (`understudy sim`) emits sim.* events: its
+// prompts count as agent turns unless model-backed (their exchange already
+// counts), and its tool events as tool calls.
+std::vector<v1::TraceEvent> SimulatedRun() {
+  std::vector<v1::TraceEvent> ev;
+  AddExchange(&ev, "orchestrator", "", "Plan the work.", "", "continue", "{}");
+  Add(&ev, "sim.state", "coder", {{"understudy.sim.state", "WORKING"}});
+  Add(&ev, "sim.prompt", "coder", {{"understudy.sim.prompt", "deploy"}});
+  Add(&ev, "sim.tool_call", "coder",
+      {{"gen_ai.tool.name", "Bash"}, {"gen_ai.tool.call.arguments", R"({"command":"ls"})"}});
+  Add(&ev, "sim.tool_result", "coder", {{"gen_ai.tool.name", "Bash"}});
+  // A model-backed prompt: its exchange is the turn.
+  Add(&ev, "sim.prompt", "coder",
+      {{"understudy.sim.prompt", "think"}, {"understudy.sim.model", "true"}});
+  AddExchange(&ev, "coder", "", "think", "", "read_file", R"({"path":"a.txt"})");
+  AddToolCall(&ev, "coder", "read_file", R"({"path":"a.txt"})");
+  Add(&ev, "sim.prompt", "reviewer", {{"understudy.sim.prompt", "review"}});
+  return ev;
+}
+
+TEST(AgentSequenceTest, CountsSimulatedPromptsButNotModelBackedOnesTwice) {
+  const std::vector<v1::TraceEvent> events = SimulatedRun();
+  v1::AssertionResult r =
+      Eval(Agents({"orchestrator", "coder", "coder", "reviewer"}, v1::SEQUENCE_MATCH_EXACT), events);
+  EXPECT_TRUE(r.passed()) << r.explanation();
+  EXPECT_THAT(Seqs(r), ElementsAre(1, 3, 7, 9));
+  r = Eval(Agents({"orchestrator", "coder", "reviewer"}, v1::SEQUENCE_MATCH_EXACT, true), events);
+  EXPECT_TRUE(r.passed()) << r.explanation();
+}
+
+TEST(ToolCallsTest, CountsSimulatedToolCalls) {
+  const std::vector<v1::TraceEvent> events = SimulatedRun();
+  v1::AssertionResult r =
+      Eval(Calls("coder", {{"Bash", R"({"command":"ls"})"}, {"read_file", ""}},
+                 v1::SEQUENCE_MATCH_EXACT),
+           events);
+  EXPECT_TRUE(r.passed()) << r.explanation();
+  EXPECT_THAT(Seqs(r), ElementsAre(4, 8));
+  r = Eval(Calls("coder", {{"Bash", R"({"command":"rm"})"}}, v1::SEQUENCE_MATCH_PREFIX), events);
+  EXPECT_FALSE(r.passed());
+  EXPECT_THAT(r.explanation(), HasSubstr("arguments differ"));
+}
+
 // The view a reader following `plan` builds: kinds no check reads are left
 // out; events of which a check reads only the header are references without
 // the whole event (when the agent field is set, as the plan requires).
@@ -628,6 +672,9 @@ TEST(ReadPlanTest, NamesWhatEachCheckReads) {
   EXPECT_TRUE(plan.ReadsBody("miss"));
   EXPECT_FALSE(plan.Reads("phase_transition"));
   EXPECT_FALSE(plan.Reads("run_started"));
+  // A simulated prompt is read whole, for understudy.sim.model.
+  EXPECT_TRUE(plan.ReadsBody("sim.prompt"));
+  EXPECT_FALSE(plan.Reads("sim.tool_call"));
 
   *a.Add() = Feedback("reviewer", "executor", "validation");
   plan = ReadPlan::For(a);

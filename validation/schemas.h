@@ -6,6 +6,7 @@
 //   spec      an assertion spec, understudy.spec/v1 (trace/spec.h)
 //   session   ONE LINE of a session file, understudy.session/v1
 //             (store/session_file.h)
+//   sim       a sim config, understudy.sim/v1 (sim/config.h)
 //
 // The texts are the files schemas/KIND.v1.json, embedded at build time. The
 // validators stay the final word: they also check what a schema cannot say
@@ -25,11 +26,11 @@
 namespace understudy {
 namespace validation {
 
-// The schema of document kind `kind` ("scenario", "spec", "session"): a
+// The schema of document kind `kind` ("scenario", "spec", "session", "sim"): a
 // JSON text ending in a newline. The view points at static storage and
 // stays valid for the life of the process. NOT_FOUND for any other kind,
 // naming the kinds there are ("unknown schema kind \"x\"; kinds: scenario,
-// session, spec"). Thread-safe.
+// session, sim, spec"). Thread-safe.
 absl::StatusOr<absl::string_view> SchemaText(absl::string_view kind);
 
 // The kinds SchemaText knows, sorted. Thread-safe.

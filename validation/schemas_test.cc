@@ -15,8 +15,8 @@ namespace {
 
 using ::testing::ElementsAre;
 
-TEST(SchemasTest, KnowsTheThreeKindsSorted) {
-  EXPECT_THAT(SchemaKinds(), ElementsAre("scenario", "session", "spec"));
+TEST(SchemasTest, KnowsTheFourKindsSorted) {
+  EXPECT_THAT(SchemaKinds(), ElementsAre("scenario", "session", "sim", "spec"));
 }
 
 TEST(SchemasTest, EachKindIsAJsonSchemaOfItsVersion) {
@@ -27,6 +27,7 @@ TEST(SchemasTest, EachKindIsAJsonSchemaOfItsVersion) {
       {"scenario", "https://understudy.dev/schemas/scenario/v1.json"},
       {"spec", "https://understudy.dev/schemas/spec/v1.json"},
       {"session", "https://understudy.dev/schemas/session/v1.json"},
+      {"sim", "https://understudy.dev/schemas/sim/v1.json"},
   };
   for (const auto& c : kCases) {
     absl::StatusOr<absl::string_view> text = SchemaText(c.kind);
@@ -44,6 +45,8 @@ TEST(SchemasTest, EachKindIsAJsonSchemaOfItsVersion) {
             "understudy.scenario/v1");
   EXPECT_EQ(nlohmann::json::parse(*SchemaText("spec"))["properties"]["schema"]["const"],
             "understudy.spec/v1");
+  EXPECT_EQ(nlohmann::json::parse(*SchemaText("sim"))["properties"]["schema"]["const"],
+            "understudy.sim/v1");
 }
 
 #ifdef UNDERSTUDY_SCHEMA_DIR
@@ -62,7 +65,7 @@ TEST(SchemasTest, EmbedsTheFilesByteForByte) {
 TEST(SchemasTest, UnknownKindNamesTheKinds) {
   EXPECT_THAT(SchemaText("scenarios"),
               StatusIs(absl::StatusCode::kNotFound,
-                       "unknown schema kind \"scenarios\"; kinds: scenario, session, spec"));
+                       "unknown schema kind \"scenarios\"; kinds: scenario, session, sim, spec"));
   EXPECT_THAT(SchemaText(""), StatusIs(absl::StatusCode::kNotFound));
 }
 

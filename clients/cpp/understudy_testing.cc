@@ -155,6 +155,40 @@ absl::StatusOr<v1::TraceEvent> RunTrace::WaitFor(const v1::EventFilter& filter,
   return event;
 }
 
+namespace {
+
+// The attributes of a simulated agent's sim.state events (docs/sim.md#trace).
+constexpr char kSimState[] = "understudy.sim.state";
+constexpr char kSimStateFrom[] = "understudy.sim.state.from";
+
+v1::EventFilter SimStateFilter(const std::string& agent, int64_t after_seq) {
+  v1::EventFilter filter;
+  filter.add_kinds("sim.state");
+  filter.set_agent(agent);
+  filter.set_min_seq(after_seq + 1);
+  return filter;
+}
+
+}  // namespace
+
+absl::StatusOr<v1::TraceEvent> RunTrace::WaitForState(const std::string& agent,
+                                                      const std::string& state,
+                                                      absl::Duration timeout,
+                                                      int64_t after_seq) const {
+  v1::EventFilter filter = SimStateFilter(agent, after_seq);
+  (*filter.mutable_attributes())[kSimState] = state;
+  return WaitFor(filter, timeout);
+}
+
+absl::StatusOr<v1::TraceEvent> RunTrace::WaitForDone(const std::string& agent,
+                                                     absl::Duration timeout,
+                                                     int64_t after_seq) const {
+  v1::EventFilter filter = SimStateFilter(agent, after_seq);
+  (*filter.mutable_attribute_patterns())[kSimState] = "^(IDLE|DONE|CRASHED)$";
+  (*filter.mutable_attribute_patterns())[kSimStateFrom] = "^(WORKING|ASKING)$";
+  return WaitFor(filter, timeout);
+}
+
 absl::StatusOr<v1::TraceEvent> RunTrace::Emit(const std::string& kind,
                                               const std::map<std::string, std::string>& attributes,
                                               const std::string& agent) const {

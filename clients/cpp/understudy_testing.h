@@ -75,6 +75,20 @@ class RunTrace {
   absl::StatusOr<v1::TraceEvent> WaitFor(const v1::EventFilter& filter,
                                          absl::Duration timeout) const;
 
+  // For a simulated terminal agent (`understudy sim --agent NAME`,
+  // docs/sim.md): the first sim.state event of `agent` entering `state`
+  // ("IDLE", "WORKING", "ASKING", "DONE", "CRASHED") with a seq above
+  // `after_seq`, past or future. Errors as WaitFor.
+  absl::StatusOr<v1::TraceEvent> WaitForState(const std::string& agent, const std::string& state,
+                                              absl::Duration timeout,
+                                              int64_t after_seq = 0) const;
+
+  // The first sim.state event above `after_seq` in which `agent` finished a
+  // turn: it went from WORKING or ASKING to IDLE, DONE or CRASHED. Pass the
+  // previous turn's seq to wait for the next one. Errors as WaitFor.
+  absl::StatusOr<v1::TraceEvent> WaitForDone(const std::string& agent, absl::Duration timeout,
+                                             int64_t after_seq = 0) const;
+
   // Traces.Emit: appends a custom event (kind [a-z][a-z0-9_.]*, not one of
   // understudy's own) and returns it with its seq.
   absl::StatusOr<v1::TraceEvent> Emit(const std::string& kind,

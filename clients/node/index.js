@@ -202,6 +202,13 @@ const DEFAULT_WAIT_MS = 30000;
 // WaitFor, so that the server's explanation arrives first.
 const WAIT_GRACE_MS = 5000;
 
+// The attributes of a simulated agent's sim.state events, and the patterns
+// of a finished turn (docs/sim.md#trace).
+const SIM_STATE = 'understudy.sim.state';
+const SIM_STATE_FROM = 'understudy.sim.state.from';
+const SIM_DONE_STATES = '^(IDLE|DONE|CRASHED)$';
+const SIM_BUSY_STATES = '^(WORKING|ASKING)$';
+
 export class Client {
   // address: host:port of `understudy serve --listen`. Options:
   //   deadlineMs    per unary call and QueryStream (default 30000)
@@ -280,6 +287,34 @@ export class Client {
       'WaitFor',
       { run: runId, filter: eventFilter(filter), timeoutMs },
       { deadlineMs: timeoutMs + WAIT_GRACE_MS },
+    );
+  }
+
+  // For a simulated terminal agent (`understudy sim --agent NAME`,
+  // docs/sim.md): the first sim.state event of `agent` entering `state`
+  // (IDLE, WORKING, ASKING, DONE, CRASHED) after seq `afterSeq`, past or
+  // future. Rejects as waitFor.
+  async waitForState(runId, agent, state, { afterSeq = 0, timeoutMs = DEFAULT_WAIT_MS } = {}) {
+    return this.waitFor(
+      runId,
+      { kinds: ['sim.state'], agent, attributes: { [SIM_STATE]: state }, minSeq: afterSeq + 1 },
+      { timeoutMs },
+    );
+  }
+
+  // The first sim.state event after seq `afterSeq` in which `agent` finished
+  // a turn: from WORKING or ASKING to IDLE, DONE or CRASHED. Pass the
+  // previous turn's seq to wait for the next one. Rejects as waitFor.
+  async waitForDone(runId, agent, { afterSeq = 0, timeoutMs = DEFAULT_WAIT_MS } = {}) {
+    return this.waitFor(
+      runId,
+      {
+        kinds: ['sim.state'],
+        agent,
+        attributePatterns: { [SIM_STATE]: SIM_DONE_STATES, [SIM_STATE_FROM]: SIM_BUSY_STATES },
+        minSeq: afterSeq + 1,
+      },
+      { timeoutMs },
     );
   }
 
@@ -496,7 +531,7 @@ export async function startServer({ binary, db, args = [], env = process.env, ti
 // ---------------------------------------------------------------------------
 
 const BOUND = [
-  'query', 'waitFor', 'watch', 'emit', 'check', 'assertAll',
+  'query', 'waitFor', 'waitForState', 'waitForDone', 'watch', 'emit', 'check', 'assertAll',
   'assertAgentSequence', 'assertPhaseTransitions', 'assertToolCalls', 'assertFeedbackPropagated',
   'assertCount', 'assertNoMisses', 'assertAllConsumed', 'assertSpec',
 ];
@@ -518,7 +553,8 @@ const BOUND = [
 //   baseURL(agent)     the OpenAI base URL naming an agent too
 //   end()              ends the run now (once); resolves the RunSummary
 //   summary            the RunSummary once ended
-//   query, waitFor, watch, emit, check, assertAll, assert*: the Client's,
+//   query, waitFor, waitForState, waitForDone, watch, emit, check,
+//   assertAll, assert*: the Client's,
 //                      with the run id bound
 // }
 export async function useUnderstudy(t, { server, client, mode = 'replay', session, scenario, scenarioText, strict, runId } = {}) {

@@ -307,6 +307,56 @@ TEST_F(AssertionsTest, ShowPrintsTheLoopAsATimeline) {
   EXPECT_THAT(unknown.err, HasSubstr("unknown run or session \"nothing-here\""));
 }
 
+// A simulated terminal agent's turns (`understudy sim`, docs/sim.md), its
+// sim.state events faked with Emit: WaitForState and WaitForDone.
+TEST_F(AssertionsTest, WaitForStateAndDoneFollowASimulatedAgent) {
+  ASSERT_OK_AND_ASSIGN(server_, StartServer());
+  channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+  // A run scripted by its scenario alone: no recording, no upstream.
+  ASSERT_OK_AND_ASSIGN(ScopedRun run,
+                       ScopedRun::Start(channel_, test::Replay("", "schema: understudy.scenario/v1\n"
+                                                                   "name: scripted\n"
+                                                                   "default:\n"
+                                                                   "  respond: {content: hi}\n")));
+  RunTrace trace = run.trace();
+  auto state = [&](const std::string& agent, const std::string& to, const std::string& from) {
+    absl::StatusOr<v1::TraceEvent> e = trace.Emit(
+        "sim.state", {{"understudy.sim.state", to}, {"understudy.sim.state.from", from}}, agent);
+    EXPECT_TRUE(e.ok()) << e.status();
+    return e.ok() ? e->seq() : -1;
+  };
+  state("coder", "STARTING", "");
+  const int64_t idle = state("coder", "IDLE", "STARTING");
+  state("coder", "WORKING", "IDLE");
+  state("other", "WORKING", "IDLE");
+  const int64_t other_done = state("other", "IDLE", "WORKING");  // not coder's turn
+
+  ASSERT_OK_AND_ASSIGN(v1::TraceEvent first, trace.WaitForState("coder", "IDLE", absl::Seconds(1)));
+  EXPECT_EQ(first.seq(), idle);
+  ASSERT_OK_AND_ASSIGN(v1::TraceEvent other, trace.WaitForDone("other", absl::Seconds(1)));
+  EXPECT_EQ(other.seq(), other_done);
+  EXPECT_EQ(trace.WaitForState("coder", "IDLE", absl::Milliseconds(300), idle).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  // STARTING -> IDLE is no turn.
+  EXPECT_EQ(trace.WaitForDone("coder", absl::Milliseconds(300)).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+
+  const int64_t done = state("coder", "IDLE", "WORKING");
+  ASSERT_OK_AND_ASSIGN(v1::TraceEvent turn, trace.WaitForDone("coder", absl::Seconds(1), idle));
+  EXPECT_EQ(turn.seq(), done);
+  EXPECT_EQ(turn.agent(), "coder");
+  // IDLE -> DONE (an exit between turns) ends no turn; ASKING -> CRASHED does.
+  const int64_t exited = state("coder", "DONE", "IDLE");
+  EXPECT_EQ(trace.WaitForDone("coder", absl::Milliseconds(300), done).status().code(),
+            absl::StatusCode::kDeadlineExceeded);
+  ASSERT_OK_AND_ASSIGN(v1::TraceEvent bye, trace.WaitForState("coder", "DONE", absl::Seconds(1)));
+  EXPECT_EQ(bye.seq(), exited);
+  state("asker", "ASKING", "WORKING");
+  const int64_t crashed = state("asker", "CRASHED", "ASKING");
+  ASSERT_OK_AND_ASSIGN(v1::TraceEvent crash, trace.WaitForDone("asker", absl::Seconds(1)));
+  EXPECT_EQ(crash.seq(), crashed);
+}
+
 }  // namespace
 }  // namespace e2e
 }  // namespace understudy

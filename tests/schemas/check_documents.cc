@@ -1,6 +1,6 @@
 // check_documents KIND FILE...: runs this build's validator for KIND
 // (scenario: replayer::ValidateScenario; spec: trace::ValidateSpec;
-// session: store::ParseSessionFile) on each file and prints one JSON object
+// session: store::ParseSessionFile; sim: sim::ValidateSimConfig) on each file and prints one JSON object
 // per line, {"file", "ok", "problems": ["formatted problem", ...]}. The
 // schema agreement test (schemas_agree_test.py) compares these verdicts with
 // the JSON Schemas'. Exit 0 when every file was read, 3 otherwise; 2 on
@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "replayer/scenario.h"
+#include "sim/config.h"
 #include "store/session_file.h"
 #include "trace/spec.h"
 #include "validation/problems.h"
@@ -34,6 +35,7 @@ nlohmann::json Verdict(const std::string& kind, const std::string& file, const s
     return out;
   }
   const Report report = kind == "scenario" ? understudy::replayer::ValidateScenario(text, file)
+                        : kind == "sim"    ? understudy::sim::ValidateSimConfig(text, file)
                                            : understudy::trace::ValidateSpec(text, file);
   out["ok"] = report.ok();
   for (const auto& p : report.problems) {
@@ -46,11 +48,11 @@ nlohmann::json Verdict(const std::string& kind, const std::string& file, const s
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: check_documents scenario|spec|session FILE...\n";
+    std::cerr << "usage: check_documents scenario|spec|session|sim FILE...\n";
     return 2;
   }
   const std::string kind = argv[1];
-  if (kind != "scenario" && kind != "spec" && kind != "session") {
+  if (kind != "scenario" && kind != "spec" && kind != "session" && kind != "sim") {
     std::cerr << "check_documents: unknown kind \"" << kind << "\"\n";
     return 2;
   }

@@ -2,11 +2,12 @@
 
 Each document is judged twice: by the schema (python3-jsonschema, draft
 2020-12) and by this build's validator (check_documents: the scenario
-validator, trace::ValidateSpec, the session importer's parser). Proven here:
+validator, trace::ValidateSpec, the session importer's parser, the sim config
+validator). Proven here:
 
 - every shipped pack, good test fixture and docs example is valid under both;
-- the broken scenario fixtures are refused by the validator, and by the
-  schema too when what is wrong is structure (an unknown or missing field,
+- the broken scenario and sim config fixtures are refused by the validator,
+  and by the schema too when what is wrong is structure (an unknown or missing field,
   a wrong type, a value out of range, no action or two);
 - the every-field fixtures (tests/schemas/every-field.*) use every property
   the schema names, and both accept them;
@@ -33,7 +34,7 @@ SOURCE = pathlib.Path(os.environ.get("UNDERSTUDY_SOURCE_DIR",
                                      pathlib.Path(__file__).resolve().parents[2]))
 CHECK = os.environ.get("UNDERSTUDY_CHECK_DOCUMENTS", "")
 HERE = SOURCE / "tests" / "schemas"
-KINDS = ("scenario", "spec", "session")
+KINDS = ("scenario", "spec", "session", "sim")
 UNKNOWN = "zz_not_a_field"
 
 
@@ -107,11 +108,14 @@ def good_documents(kind):
         "spec": sorted(SOURCE.glob("fuzz/seeds/spec/*.yaml")) + [HERE / "every-field.spec.yaml"],
         "session": sorted(SOURCE.glob("fuzz/seeds/session_file/*.jsonl"))
                    + [HERE / "every-field.session.jsonl"],
+        "sim": sorted(SOURCE.glob("tests/sim/configs/good/*.yaml")),
     }[kind]
     docs = {str(f.relative_to(SOURCE)): f.read_text(encoding="utf-8") for f in files}
     if kind == "scenario":
         docs.update(docs_blocks("scenarios.md", "yaml", "schema: understudy.scenario/v1"))
         docs.update(docs_blocks("guide.md", "yaml", "schema: understudy.scenario/v1"))
+    elif kind == "sim":
+        docs.update(docs_blocks("sim.md", "yaml", "schema: understudy.sim/v1"))
     elif kind == "spec":
         docs.update(docs_blocks("assertions.md", "yaml", ("assertions:", "schema: understudy.spec")))
         docs.update(docs_blocks("schemas.md", "yaml", ("assertions:", "schema: understudy.spec",
@@ -160,11 +164,15 @@ NOT_YAML = re.compile(r"YAML syntax|YAML documents|nesting deeper|invalid UTF-8|
                       r"|duplicate field|duplicate key")
 
 
-def test_broken_scenarios_are_refused_and_structure_by_the_schema_too():
-    fixtures = sorted((SOURCE / "tests" / "scenarios" / "broken").glob("*.yaml"))
-    assert len(fixtures) > 30
+@pytest.mark.parametrize("kind, folder, least", [
+    ("scenario", "tests/scenarios/broken", 20),
+    ("sim", "tests/sim/configs/broken", 10),
+])
+def test_broken_documents_are_refused_and_structure_by_the_schema_too(kind, folder, least):
+    fixtures = sorted((SOURCE / folder).glob("*.yaml"))
+    assert len(fixtures) > 20
     texts = {f.name: f.read_bytes() for f in fixtures}
-    verdicts = validator_verdicts("scenario", texts)
+    verdicts = validator_verdicts(kind, texts)
     checked = 0
     for name, raw in texts.items():
         problems = verdicts[name]["problems"]
@@ -180,13 +188,13 @@ def test_broken_scenarios_are_refused_and_structure_by_the_schema_too():
             # mapping (an unquoted {{template}}); JSON has no such document.
             assert errors, name
             continue
-        schema = schema_errors("scenario", document)
+        schema = schema_errors(kind, document)
         if structural:
             checked += 1
             assert schema, f"{name}: the schema accepts it, the validator says {structural}"
         if schema:
             assert errors, f"{name}: the schema refuses ({schema}) what the validator accepts"
-    assert checked > 20
+    assert checked > least
 
 
 # --- every property, unknown fields -----------------------------------------
@@ -212,7 +220,9 @@ def declared_properties(schema):
                 if key == "properties":
                     for name, sub in value.items():
                         walk(sub, f"{pointer}/properties/{name}")
-                elif isinstance(value, (dict, list)):
+                elif isinstance(value, (dict, list)) and key != "if":
+                    # (An `if` names the properties it tests, not ones a
+                    # document may hold.)
                     walk(value, f"{pointer}/{key}")
         elif isinstance(node, list):
             for i, item in enumerate(node):
@@ -257,7 +267,9 @@ def exercised(schema, instance):
 
 
 def every_field(kind):
-    path = HERE / f"every-field.{kind}.{'jsonl' if kind == 'session' else 'yaml'}"
+    # The sim's is the good config that uses every key.
+    path = (SOURCE / "tests" / "sim" / "configs" / "good" / "every-key.yaml" if kind == "sim"
+            else HERE / f"every-field.{kind}.{'jsonl' if kind == 'session' else 'yaml'}")
     return parse(kind, path.read_text(encoding="utf-8"))
 
 

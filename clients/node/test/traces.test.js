@@ -137,6 +137,41 @@ test('waitFor on a run that ends without the event fails at once', async (t) => 
   assert.match(error.message, /^the run ended with no event matching kind=custom\.never/);
 });
 
+test('waitForState and waitForDone follow a simulated agent\'s turns', async (t) => {
+  const us = await open(t);
+  // sim.state events as `understudy sim` emits them, faked with emit.
+  const state = (agent, to, from) =>
+    us.emit('sim.state', { 'understudy.sim.state': to, 'understudy.sim.state.from': from, 'understudy.sim.reason': 'test' }, { agent });
+  await state('coder', 'STARTING', '');
+  const idle = await state('coder', 'IDLE', 'STARTING');
+  await state('coder', 'WORKING', 'IDLE');
+  await state('other', 'WORKING', 'IDLE');
+  const otherDone = await state('other', 'IDLE', 'WORKING'); // not coder's turn
+
+  assert.equal((await us.waitForState('coder', 'IDLE', { timeoutMs: 1000 })).seq, idle.seq);
+  assert.equal((await us.waitForDone('other', { timeoutMs: 1000 })).seq, otherDone.seq);
+  const timedOut = (p) => p.then(() => assert.fail('resolved'), (e) => e.codeName);
+  assert.equal(await timedOut(us.waitForState('coder', 'IDLE', { afterSeq: idle.seq, timeoutMs: 300 })), 'DEADLINE_EXCEEDED');
+  assert.equal(await timedOut(us.waitForDone('coder', { timeoutMs: 300 })), 'DEADLINE_EXCEEDED'); // STARTING -> IDLE is no turn
+
+  const started = Date.now();
+  const timer = setTimeout(() => state('coder', 'IDLE', 'WORKING').catch(() => {}), 300);
+  t.after(() => clearTimeout(timer));
+  const done = await within(10000, 'waitForDone coder', us.waitForDone('coder', { afterSeq: idle.seq, timeoutMs: 5000 }));
+  assert.ok(Date.now() - started >= 250, 'answered only once the turn ended');
+  assert.equal(done.agent, 'coder');
+  assert.equal(done.seq, otherDone.seq + 1);
+  assert.equal(done.attributes['understudy.sim.state.from'], 'WORKING');
+
+  // ASKING -> CRASHED ends a turn; IDLE -> DONE (an exit between turns) does not.
+  const exited = await state('coder', 'DONE', 'IDLE');
+  assert.equal(await timedOut(us.waitForDone('coder', { afterSeq: done.seq, timeoutMs: 300 })), 'DEADLINE_EXCEEDED');
+  assert.equal((await us.waitForState('coder', 'DONE', { afterSeq: done.seq, timeoutMs: 1000 })).seq, exited.seq);
+  await state('asker', 'ASKING', 'WORKING');
+  const crashed = await state('asker', 'CRASHED', 'ASKING');
+  assert.equal((await us.client.waitForDone(us.runId, 'asker', { timeoutMs: 1000 })).seq, crashed.seq);
+});
+
 test('watch yields the past and the new events until the run ends', async (t) => {
   const us = await open(t);
   await us.emit('custom.a', { i: '1' });

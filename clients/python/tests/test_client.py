@@ -262,6 +262,51 @@ def test_wait_for_past_future_and_timeout(understudy_run, understudy_client):
 
 
 @pytest.mark.understudy(scenario_text=SCRIPTED)
+def test_wait_for_state_and_done_of_a_simulated_agent(understudy_run):
+    # sim.state events as `understudy sim` emits them, faked with Emit.
+    run = understudy_run
+
+    def state(agent, to, source):
+        return run.emit("sim.state", agent=agent, **{"understudy.sim.state": to,
+                                                     "understudy.sim.state.from": source,
+                                                     "understudy.sim.reason": "test"})
+
+    state("coder", "STARTING", "")
+    idle = state("coder", "IDLE", "STARTING")
+    state("coder", "WORKING", "IDLE")
+    state("other", "WORKING", "IDLE")
+    state("other", "IDLE", "WORKING")  # another agent's turn ends: not coder's
+
+    assert run.wait_for_state("coder", "IDLE", timeout=1).seq == idle.seq
+    assert run.wait_for_state("other", "IDLE", timeout=1).seq == idle.seq + 3
+    with pytest.raises(TimeoutError):
+        run.wait_for_state("coder", "IDLE", after_seq=idle.seq, timeout=0.3)
+    with pytest.raises(TimeoutError):
+        run.wait_for_done("coder", timeout=0.3)  # STARTING -> IDLE is no turn
+
+    emitter = threading.Timer(0.3, state, args=("coder", "IDLE", "WORKING"))
+    t0 = time.monotonic()
+    emitter.start()
+    try:
+        done = run.wait_for_done("coder", after_seq=idle.seq, timeout=5)
+    finally:
+        emitter.join(timeout=5)
+    assert 0.2 <= time.monotonic() - t0 < 5
+    assert done.seq == idle.seq + 4 and done.agent == "coder"
+    assert done.attributes["understudy.sim.state.from"] == "WORKING"
+    assert run.wait_for_done("coder", timeout=1).seq == done.seq  # past events count too
+
+    # ASKING -> DONE ends a turn; IDLE -> DONE (an /exit between turns) does not.
+    exited = state("coder", "DONE", "IDLE")
+    with pytest.raises(TimeoutError):
+        run.wait_for_done("coder", after_seq=done.seq, timeout=0.3)
+    assert run.wait_for_state("coder", "DONE", after_seq=done.seq, timeout=1).seq == exited.seq
+    state("asker", "ASKING", "WORKING")
+    asked = state("asker", "CRASHED", "ASKING")
+    assert understudy_run.client.wait_for_done(run.id, "asker", timeout=1).seq == asked.seq
+
+
+@pytest.mark.understudy(scenario_text=SCRIPTED)
 def test_watch_until_the_run_ends(understudy_run, understudy_client):
     run = understudy_run
 

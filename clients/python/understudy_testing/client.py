@@ -54,6 +54,14 @@ class UnderstudyError(Exception):
         return cls(code, details or "", method)
 
 
+# The attributes of an `understudy sim` agent's sim.state events
+# (docs/sim.md#trace), and the patterns of a finished turn.
+SIM_STATE = "understudy.sim.state"
+SIM_STATE_FROM = "understudy.sim.state.from"
+SIM_DONE_STATES = "^(IDLE|DONE|CRASHED)$"
+SIM_BUSY_STATES = "^(WORKING|ASKING)$"
+
+
 def _mode(mode):
     if isinstance(mode, int):
         return mode
@@ -191,6 +199,23 @@ class Client:
                 raise TimeoutError(e.details() or f"WaitFor: nothing within {timeout}s") from None
             raise UnderstudyError.from_rpc(e, "WaitFor") from None
 
+    def wait_for_state(self, run_id, agent, state, *, after_seq=0, timeout=5.0):
+        """The first `sim.state` event of `agent` (an `understudy sim`) entering
+        `state` ("IDLE", "WORKING", "ASKING", "DONE", "CRASHED", ...) after
+        seq `after_seq`, past or future. Errors as wait_for."""
+        return self.wait_for(run_id, timeout=timeout, kinds=["sim.state"], agent=agent,
+                             attributes={SIM_STATE: state}, min_seq=after_seq + 1)
+
+    def wait_for_done(self, run_id, agent, *, after_seq=0, timeout=5.0):
+        """The first `sim.state` event after seq `after_seq` in which `agent`
+        finished a turn: it went from WORKING or ASKING to IDLE, DONE or
+        CRASHED. Pass the seq of the last event seen (e.g. the previous
+        turn's) to wait for the next turn. Errors as wait_for."""
+        return self.wait_for(run_id, timeout=timeout, kinds=["sim.state"], agent=agent,
+                             attribute_patterns={SIM_STATE: SIM_DONE_STATES,
+                                                 SIM_STATE_FROM: SIM_BUSY_STATES},
+                             min_seq=after_seq + 1)
+
     def watch(self, run_id, *, after_seq=0, timeout=None, **filter):
         """Yields the run's matching events (keywords as for query) as they
         happen, from after `after_seq`, until the run ends. timeout: a
@@ -320,6 +345,13 @@ class RunHandle:
 
     def wait_for(self, *, timeout=5.0, **filter):
         return self.client.wait_for(self.id, timeout=timeout, **filter)
+
+    def wait_for_state(self, agent, state, *, after_seq=0, timeout=5.0):
+        return self.client.wait_for_state(self.id, agent, state, after_seq=after_seq,
+                                          timeout=timeout)
+
+    def wait_for_done(self, agent, *, after_seq=0, timeout=5.0):
+        return self.client.wait_for_done(self.id, agent, after_seq=after_seq, timeout=timeout)
 
     def watch(self, *, after_seq=0, timeout=None, **filter):
         return self.client.watch(self.id, after_seq=after_seq, timeout=timeout, **filter)

@@ -1,0 +1,614 @@
+#include "sim/simulator.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "absl/synchronization/mutex.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace understudy {
+namespace sim {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr absl::Duration kWait = absl::Milliseconds(1500);
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+size_t Count(absl::string_view text, absl::string_view needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != absl::string_view::npos;
+       at = text.find(needle, at + needle.size())) {
+    ++count;
+  }
+  return count;
+}
+
+// A scratch directory, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    char pattern[] = "/tmp/sim_test.XXXXXX";
+    path_ = mkdtemp(pattern);
+  }
+  ~TempDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::shared_ptr<Behaviour> NewBehaviour(std::string contains, ActionKind action) {
+  auto behaviour = std::make_shared<Behaviour>();
+  behaviour->contains = std::move(contains);
+  behaviour->action = action;
+  behaviour->name = behaviour->contains;
+  behaviour->path = "behaviours[?]";
+  return behaviour;
+}
+
+std::shared_ptr<SimConfig> NewConfig(std::vector<std::shared_ptr<Behaviour>> behaviours) {
+  auto config = std::make_shared<SimConfig>();
+  config->source = "test.yaml";
+  config->startup_lines = {"✻ Welcome (simulated)", "  session: {session_id}"};
+  for (size_t i = 0; i < behaviours.size(); ++i) {
+    behaviours[i]->index = static_cast<int>(i);
+    config->behaviours.push_back(behaviours[i]);
+  }
+  auto fallback = std::make_shared<Behaviour>();
+  fallback->path = "default";
+  fallback->output = {"Done."};
+  config->default_behaviour = fallback;
+  return config;
+}
+
+// A simulator on the slave side of a pty, its output read from the master
+// side as a terminal emulator (tmux) would.
+class PtySession {
+ public:
+  explicit PtySession(std::shared_ptr<const SimConfig> config,
+                      std::function<void(SimOptions&)> adjust = nullptr) {
+    int master = -1;
+    EXPECT_EQ(openpty(&master, &slave_, nullptr, nullptr, nullptr), 0);
+    master_ = master;
+    log_path_ = dir_.path() + "/sim.log";
+    log_ = *EventLog::Open(log_path_, LogFormat::kText);
+    SimOptions options;
+    options.config = std::move(config);
+    options.agent = "tester";
+    options.input_fd = slave_;
+    options.output_fd = slave_;
+    options.handle_signals = false;
+    options.deterministic = true;
+    options.cwd = dir_.path();
+    options.log = log_.get();
+    if (adjust) adjust(options);
+    simulator_ = std::make_unique<Simulator>(std::move(options));
+    reader_ = std::thread([this] { ReadLoop(); });
+    runner_ = std::thread([this] {
+      exit_code_ = simulator_->Run();
+      finished_ = true;
+    });
+  }
+
+  ~PtySession() {
+    if (!finished_) CloseTerminal();
+    if (runner_.joinable()) runner_.join();
+    stop_ = true;
+    reader_.join();
+    if (master_ >= 0) close(master_);
+    close(slave_);
+  }
+
+  void Type(absl::string_view bytes) {
+    ASSERT_EQ(write(master_, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+  // Waits until the output (CR LF read as LF) contains `needle`.
+  bool WaitFor(absl::string_view needle, absl::Duration timeout = kWait) {
+    absl::MutexLock lock(&mu_);
+    auto found = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return absl::StrContains(absl::StrReplaceAll(output_, {{"\r\n", "\n"}}), needle);
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&found), timeout);
+  }
+  // Waits until the output ends with `suffix`: what is shown last.
+  bool WaitForEnd(absl::string_view suffix, absl::Duration timeout = kWait) {
+    absl::MutexLock lock(&mu_);
+    auto ends = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return absl::EndsWith(absl::StrReplaceAll(output_, {{"\r\n", "\n"}}), suffix);
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&ends), timeout);
+  }
+  // Waits until the log holds `needle` `times` times.
+  bool WaitForLog(absl::string_view needle, size_t times = 1, absl::Duration timeout = kWait) {
+    const absl::Time deadline = absl::Now() + timeout;
+    while (absl::Now() < deadline) {
+      if (Count(Log(), needle) >= times) return true;
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+    return false;
+  }
+  std::string Output() {
+    absl::MutexLock lock(&mu_);
+    // Bracketed paste on/off are the terminal's business, not the pane's text.
+    return absl::StrReplaceAll(output_, {{"\r\n", "\n"}, {"\x1b[?2004h", ""}, {"\x1b[?2004l", ""}});
+  }
+  std::string Log() { return ReadFile(log_path_); }
+  // Waits for the session to end by itself, and for the last of its output
+  // (the terminal's restoration, written last) to be read; its exit code.
+  int Join(bool drain = true) {
+    runner_.join();
+    if (drain) WaitForEnd("\x1b[?2004l");
+    return exit_code_;
+  }
+  bool finished() const { return finished_; }
+  void CloseTerminal() {
+    close(master_);
+    master_ = -1;
+  }
+  const std::string& dir() const { return dir_.path(); }
+  const std::string& session_id() const { return simulator_->session_id(); }
+
+ private:
+  void ReadLoop() {
+    char buffer[4096];
+    while (!stop_) {
+      const int fd = master_;
+      if (fd < 0) return;
+      pollfd p = {fd, POLLIN, 0};
+      if (poll(&p, 1, 10) <= 0) continue;
+      const ssize_t n = read(fd, buffer, sizeof(buffer));
+      if (n <= 0) {
+        absl::SleepFor(absl::Milliseconds(5));
+        continue;
+      }
+      absl::MutexLock lock(&mu_);
+      output_.append(buffer, static_cast<size_t>(n));
+    }
+  }
+
+  TempDir dir_;
+  std::atomic<int> master_{-1};
+  int slave_ = -1;
+  std::string log_path_;
+  std::unique_ptr<EventLog> log_;
+  std::unique_ptr<Simulator> simulator_;
+  absl::Mutex mu_;
+  std::string output_ ABSL_GUARDED_BY(mu_);
+  std::thread reader_;
+  std::thread runner_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> finished_{false};
+  int exit_code_ = -1;
+};
+
+TEST(SimulatorTest, PrintsStartupLinesThenThePromptIndicator) {
+  PtySession session(NewConfig({}));
+  ASSERT_TRUE(session.WaitForEnd("\n> "));
+  EXPECT_EQ(session.Output(),
+            absl::StrCat("✻ Welcome (simulated)\n  session: ", session.session_id(), "\n\n> "));
+  EXPECT_THAT(session.Log(), HasSubstr("state STARTING <- NONE (started)\n"));
+  EXPECT_THAT(session.Log(), HasSubstr("state IDLE <- STARTING (ready)\n"));
+}
+
+TEST(SimulatorTest, CompletesWithToolEventsAndOutput) {
+  auto deploy = NewBehaviour("deploy", ActionKind::kComplete);
+  deploy->output = {"Deployed."};
+  ToolEvent bash;
+  bash.tool = "Bash";
+  bash.input_json = R"({"command":"ls -la"})";
+  bash.result = "a.txt\nb.txt";
+  deploy->events = {bash};
+  PtySession session(NewConfig({deploy}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("deploy to prod\r");
+  ASSERT_TRUE(session.WaitFor("Deployed.\n\n> "));
+  EXPECT_THAT(session.Output(),
+              HasSubstr("> deploy to prod\n⏺ Bash(ls -la)\n  ⎿  a.txt\n     b.txt\nDeployed.\n\n> "));
+  EXPECT_TRUE(absl::EndsWith(session.Output(), "\n> "));
+  EXPECT_THAT(session.Log(), HasSubstr("state WORKING <- IDLE (prompt)"));
+  EXPECT_THAT(session.Log(), HasSubstr("state IDLE <- WORKING (completed)"));
+}
+
+TEST(SimulatorTest, FailPrintsTheMessageAndGoesIdle) {
+  auto broken = NewBehaviour("broken", ActionKind::kFail);
+  broken->message = "Error: the build is broken";
+  PtySession session(NewConfig({broken}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("fix broken build\r");
+  ASSERT_TRUE(session.WaitFor("Error: the build is broken\n\n> "));
+  EXPECT_THAT(session.Log(), HasSubstr("state IDLE <- WORKING (failed)"));
+}
+
+TEST(SimulatorTest, AskIsAnsweredByNumberOrByText) {
+  auto postgres = NewBehaviour("", ActionKind::kComplete);
+  postgres->output = {"Using postgres."};
+  auto sqlite = NewBehaviour("", ActionKind::kFail);
+  sqlite->message = "Error: sqlite refused";
+  auto ask = NewBehaviour("database", ActionKind::kAsk);
+  ask->question = "Which database?";
+  ask->options = {{"postgres", postgres}, {"sqlite", sqlite}};
+  PtySession session(NewConfig({ask}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("set up the database\r");
+  ASSERT_TRUE(session.WaitForEnd("Which database?\n  1. postgres\n  2. sqlite\n\n> "));
+  EXPECT_THAT(session.Log(), HasSubstr("state ASKING <- WORKING (question)"));
+  session.Type("7\r");
+  ASSERT_TRUE(session.WaitForEnd("Please answer with 1-2 or an option's text.\n\n> "));
+  session.Type("1\r");
+  ASSERT_TRUE(session.WaitFor("Using postgres.\n\n> "));
+  session.Type("database again\r");
+  ASSERT_TRUE(session.WaitForEnd("  2. sqlite\n\n> "));
+  session.Type("  SQLite \r");
+  ASSERT_TRUE(session.WaitFor("Error: sqlite refused\n\n> "));
+}
+
+TEST(SimulatorTest, FailThenSucceedCountsItsFailures) {
+  auto flaky = NewBehaviour("flaky", ActionKind::kFailThenSucceed);
+  flaky->failures = 2;
+  flaky->message = "Error: flaky failed";
+  flaky->output = {"Flaky passed."};
+  PtySession session(NewConfig({flaky}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  for (size_t round = 1; round <= 3; ++round) {
+    session.Type("run flaky\r");
+    ASSERT_TRUE(session.WaitForLog("state IDLE <- WORKING", round));
+  }
+  ASSERT_TRUE(session.WaitFor("Flaky passed.\n\n> "));
+  const std::string output = session.Output();
+  EXPECT_EQ(Count(output, "Error: flaky failed\n"), 2u);
+  EXPECT_LT(output.rfind("Error: flaky failed"), output.find("Flaky passed."));
+}
+
+TEST(SimulatorTest, HangIsInterruptedByEscape) {
+  PtySession session(NewConfig({NewBehaviour("stuck", ActionKind::kHang)}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("you are stuck\r");
+  ASSERT_TRUE(session.WaitForLog("state WORKING <- IDLE"));
+  session.Type("\x1b");
+  ASSERT_TRUE(session.WaitForEnd("  ⎿  Interrupted by user\n\n> "));
+  EXPECT_THAT(session.Log(), HasSubstr("state IDLE <- WORKING (interrupted)"));
+}
+
+TEST(SimulatorTest, ArrowKeysDoNotInterrupt) {
+  PtySession session(NewConfig({NewBehaviour("stuck", ActionKind::kHang)}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("stuck\r");
+  ASSERT_TRUE(session.WaitForLog("state WORKING <- IDLE"));
+  session.Type("\x1b[A\x1b[B");
+  session.Type("\x03");
+  ASSERT_TRUE(session.WaitForEnd("Interrupted by user\n\n> "));
+  EXPECT_THAT(session.Log(), Not(HasSubstr("key=escape")));
+}
+
+TEST(SimulatorTest, CtrlCTwiceExits) {
+  PtySession session(NewConfig({}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("typed");
+  ASSERT_TRUE(session.WaitForEnd("> typed"));
+  session.Type("\x03");  // clears the line
+  ASSERT_TRUE(session.WaitForEnd("typed\n\n> "));
+  session.Type("\x03");
+  ASSERT_TRUE(session.WaitForEnd("Press Ctrl-C again to exit\n\n> "));
+  session.Type("\x03");
+  EXPECT_EQ(session.Join(), 0);
+  EXPECT_THAT(session.Output(), HasSubstr("Bye.\n"));
+  EXPECT_THAT(session.Log(), HasSubstr("state DONE <- IDLE (Ctrl-C twice)"));
+}
+
+TEST(SimulatorTest, ExitCommandAndCtrlDEnd) {
+  {
+    PtySession session(NewConfig({}));
+    ASSERT_TRUE(session.WaitForEnd("> "));
+    session.Type("/exit\r");
+    EXPECT_EQ(session.Join(), 0);
+    EXPECT_TRUE(absl::EndsWith(session.Output(), "> /exit\nBye.\n"));
+  }
+  {
+    PtySession session(NewConfig({}));
+    ASSERT_TRUE(session.WaitForEnd("> "));
+    session.Type("\x04");
+    EXPECT_EQ(session.Join(), 0);
+    EXPECT_THAT(session.Output(), HasSubstr("Bye.\n"));
+  }
+}
+
+TEST(SimulatorTest, PromptsSubmittedWhileWorkingAreQueued) {
+  auto slow = NewBehaviour("slow", ActionKind::kComplete);
+  slow->delay = absl::Milliseconds(150);
+  slow->output = {"Slow done."};
+  PtySession session(NewConfig({slow}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("slow one\r");
+  ASSERT_TRUE(session.WaitForLog("state WORKING <- IDLE"));
+  session.Type("second\r");
+  ASSERT_TRUE(session.WaitFor("Slow done.\n\n> second\nDone.\n\n> "));
+  EXPECT_THAT(session.Log(), HasSubstr("prompt_queued"));
+}
+
+TEST(SimulatorTest, MultiLineUnicodePromptOverFourKilobytes) {
+  PtySession session(NewConfig({}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  std::string prompt;
+  while (prompt.size() < 6000) prompt += "ünïcødé ✻ $HOME `x` 'q' \"d\" | line\n";
+  prompt += "end";
+  // As tmux sends `send-keys -l`, in pieces, then Enter.
+  for (size_t at = 0; at < prompt.size(); at += 1000) session.Type(prompt.substr(at, 1000));
+  session.Type("\r");
+  ASSERT_TRUE(session.WaitFor("Done.\n\n> "));
+  EXPECT_THAT(session.Log(), HasSubstr(absl::StrCat("prompt bytes=", prompt.size())));
+  EXPECT_THAT(session.Output(), HasSubstr("> ünïcødé ✻ $HOME `x` 'q' \"d\" | line\n  ünïcødé"));
+}
+
+TEST(SimulatorTest, CompletionCommandIsRetriedUntilItSucceeds) {
+  auto deploy = NewBehaviour("deploy", ActionKind::kComplete);
+  deploy->outputs = {{"status", "ok"}, {"branch", "main"}};
+  TempDir scripts;
+  const std::string script = scripts.path() + "/meow";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\n"
+           "n=$(cat \"$0.count\" 2>/dev/null || echo 0); n=$((n+1)); echo $n > \"$0.count\"\n"
+           "echo \"$@ $UNDERSTUDY_SIM_AGENT $UNDERSTUDY_SIM_SESSION_ID\" > \"$0.args\"\n"
+           "echo attempt $n; [ $n -ge 3 ]\n";
+  }
+  chmod(script.c_str(), 0755);
+  Completion completion;
+  completion.command = {script, "done"};
+  completion.on_failure = OnFailure::kRetry;
+  completion.retries = 2;
+  completion.retry_delay = absl::Milliseconds(1);
+  deploy->completion = completion;
+  PtySession session(NewConfig({deploy}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("deploy\r");
+  ASSERT_TRUE(session.WaitForLog("state IDLE <- WORKING (completed)"));
+  EXPECT_EQ(ReadFile(script + ".count"), "3\n");
+  EXPECT_EQ(ReadFile(script + ".args"),
+            absl::StrCat("done --output branch=main --output status=ok tester ",
+                         session.session_id(), "\n"));
+  EXPECT_THAT(session.Log(), HasSubstr("completion attempt=3 outcome=ok exit=0"));
+  EXPECT_THAT(session.Log(), HasSubstr("completion_output line=\"attempt 2\""));
+  EXPECT_THAT(session.Output(), Not(HasSubstr("Error:")));
+}
+
+TEST(SimulatorTest, CompletionCommandThatKeepsFailingGivesUp) {
+  auto deploy = NewBehaviour("deploy", ActionKind::kComplete);
+  Completion completion;
+  completion.command = {"/bin/sh", "-c", "exit 4"};
+  completion.on_failure = OnFailure::kRetry;
+  completion.retries = 1;
+  completion.retry_delay = absl::ZeroDuration();
+  deploy->completion = completion;
+  auto missing = NewBehaviour("missing", ActionKind::kComplete);
+  Completion absent;
+  absent.command = {"/nonexistent/meow"};
+  missing->completion = absent;
+  PtySession session(NewConfig({deploy, missing}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("deploy\r");
+  ASSERT_TRUE(session.WaitFor("Error: completion command failed: exited with status 4\n\n> "));
+  EXPECT_THAT(session.Log(), HasSubstr("completion attempt=2 outcome=failed exit=4"));
+  session.Type("missing\r");
+  ASSERT_TRUE(session.WaitForLog("outcome=not_found"));
+  ASSERT_TRUE(session.WaitForEnd("\n\n> "));
+  EXPECT_THAT(session.Output(), HasSubstr("Error: completion command failed: "));
+}
+
+TEST(SimulatorTest, EscapeKillsARunningCompletionCommand) {
+  auto deploy = NewBehaviour("deploy", ActionKind::kComplete);
+  Completion completion;
+  completion.command = {"/bin/sh", "-c", "sleep 30"};
+  deploy->completion = completion;
+  PtySession session(NewConfig({deploy}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("deploy\r");
+  ASSERT_TRUE(session.WaitForLog("completion_started"));
+  const absl::Time start = absl::Now();
+  session.Type("\x1b");
+  ASSERT_TRUE(session.WaitForEnd("Interrupted by user\n\n> "));
+  EXPECT_LT(absl::Now() - start, absl::Milliseconds(500));
+}
+
+TEST(SimulatorTest, DelayOverrideReplacesEveryDelay) {
+  auto slow = NewBehaviour("slow", ActionKind::kComplete);
+  slow->delay = absl::Seconds(30);
+  slow->output = {"Finally."};
+  auto config = NewConfig({slow});
+  config->startup_delay = absl::Seconds(30);
+  PtySession session(config, [](SimOptions& options) {
+    options.delay_override = absl::ZeroDuration();
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("slow\r");
+  ASSERT_TRUE(session.WaitFor("Finally.\n\n> "));
+}
+
+TEST(SimulatorTest, TwoDeterministicRunsPrintTheSameBytes) {
+  std::string outputs[2];
+  for (std::string& output : outputs) {
+    auto deploy = NewBehaviour("deploy", ActionKind::kComplete);
+    deploy->output = {"Deployed."};
+    ToolEvent edit;
+    edit.tool = "Edit";
+    edit.input_json = R"({"file_path":"/src/main.cc"})";
+    edit.result = "Updated";
+    deploy->events = {edit};
+    PtySession session(NewConfig({deploy}));
+    ASSERT_TRUE(session.WaitForEnd("> "));
+    session.Type("deploy\r");
+    ASSERT_TRUE(session.WaitFor("Deployed.\n\n> "));
+    session.Type("/exit\r");
+    ASSERT_EQ(session.Join(), 0);
+    output = session.Output();
+  }
+  EXPECT_EQ(outputs[0], outputs[1]);
+  EXPECT_THAT(outputs[0], HasSubstr("⏺ Edit(/src/main.cc)\n  ⎿  Updated\n"));
+}
+
+TEST(SimulatorTest, ClosedTerminalEndsTheSessionQuickly) {
+  PtySession session(NewConfig({NewBehaviour("stuck", ActionKind::kHang)}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("stuck\r");
+  ASSERT_TRUE(session.WaitForLog("state WORKING <- IDLE"));
+  const absl::Time start = absl::Now();
+  session.CloseTerminal();
+  EXPECT_EQ(session.Join(/*drain=*/false), 0);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_THAT(session.Log(), HasSubstr("state DONE <- WORKING (terminal closed)"));
+}
+
+TEST(SimulatorTest, CrashLeavesWithItsExitCode) {
+  auto boom = NewBehaviour("boom", ActionKind::kCrash);
+  boom->exit_code = 3;
+  int crashed_with = -1;
+  PtySession session(NewConfig({boom}), [&](SimOptions& options) {
+    options.on_crash = [&](int exit_code, int) { crashed_with = exit_code; };
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("boom\r");
+  EXPECT_EQ(session.Join(), 3);
+  EXPECT_EQ(crashed_with, 3);
+  EXPECT_THAT(session.Log(), HasSubstr("state CRASHED <- WORKING (crash behaviour)"));
+}
+
+// A model that answers with text and one tool call.
+class FakeModel final : public ModelBackend {
+ public:
+  absl::StatusOr<ModelAnswer> Complete(const ModelRequest& request) override {
+    last = request;
+    ModelAnswer answer;
+    answer.text = "Reading it now.";
+    answer.tool_calls.push_back({"call_1", "Read", R"({"file_path":"/etc/hosts"})"});
+    return answer;
+  }
+  ModelRequest last;
+};
+
+TEST(SimulatorTest, ModelBehaviourPrintsTheAnswerAndRunsItsToolCalls) {
+  auto think = NewBehaviour("think", ActionKind::kModel);
+  think->model = "gpt-test";
+  think->system_prompt = "Be brief.";
+  think->output = {"Thought."};
+  FakeModel model;
+  PtySession session(NewConfig({think}), [&](SimOptions& options) {
+    options.model_backend = &model;
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("think hard\r");
+  ASSERT_TRUE(session.WaitFor(
+      "Reading it now.\n⏺ Read(/etc/hosts)\n  ⎿  ok\nThought.\n\n> "));
+  EXPECT_EQ(model.last.prompt, "think hard");
+  EXPECT_EQ(model.last.model, "gpt-test");
+  EXPECT_EQ(model.last.agent, "tester");
+  EXPECT_EQ(model.last.system_prompt, "Be brief.");
+}
+
+TEST(SimulatorTest, PreToolUseHookBlocksTheTool) {
+  auto deploy = NewBehaviour("deploy", ActionKind::kComplete);
+  ToolEvent bash;
+  bash.tool = "Bash";
+  bash.input_json = R"({"command":"rm -rf /"})";
+  bash.result = "gone";
+  deploy->events = {bash};
+  deploy->output = {"Finished."};
+  PtySession session(NewConfig({deploy}), [](SimOptions& options) {
+    ASSERT_TRUE(options.hooks
+                    .AddText(R"({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+                        {"type": "command", "command": "echo 'not that' >&2; exit 2"}]}]}})",
+                             "settings.json")
+                    .ok());
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("deploy\r");
+  ASSERT_TRUE(session.WaitFor("Finished.\n\n> "));
+  EXPECT_THAT(session.Output(),
+              HasSubstr("⏺ Bash(rm -rf /)\n  ⎿  Blocked by hook: not that\nFinished."));
+  EXPECT_THAT(session.Output(), Not(HasSubstr("gone")));
+  EXPECT_THAT(session.Log(), HasSubstr("hook hook=PreToolUse exit=2 outcome=blocked"));
+}
+
+// Runs the simulator on `input` through pipes (not a terminal); its output
+// and log.
+struct PipedRun {
+  int exit_code = -1;
+  std::string output;
+  std::string log;
+};
+
+PipedRun RunPiped(const std::string& input) {
+  PipedRun result;
+  int in[2];
+  int out[2];
+  if (pipe(in) != 0 || pipe(out) != 0) return result;
+  TempDir dir;
+  std::unique_ptr<EventLog> log = *EventLog::Open(dir.path() + "/sim.log", LogFormat::kText);
+  SimOptions options;
+  options.config = NewConfig({});
+  options.input_fd = in[0];
+  options.output_fd = out[1];
+  options.handle_signals = false;
+  options.deterministic = true;
+  options.cwd = dir.path();
+  options.log = log.get();
+  if (write(in[1], input.data(), input.size()) != static_cast<ssize_t>(input.size())) return result;
+  close(in[1]);
+  Simulator simulator(std::move(options));
+  result.exit_code = simulator.Run();
+  close(out[1]);
+  char buffer[4096];
+  ssize_t n;
+  while ((n = read(out[0], buffer, sizeof(buffer))) > 0) result.output.append(buffer, n);
+  close(in[0]);
+  close(out[0]);
+  result.log = ReadFile(dir.path() + "/sim.log");
+  return result;
+}
+
+// Not a terminal: LF submits, and the end of the input ends the session
+// once its prompts are done.
+TEST(SimulatorTest, PipedInputRunsEachLineThenEnds) {
+  PipedRun run = RunPiped("first\nsecond\n");
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_THAT(run.output, HasSubstr("> first\nDone.\n\n> second\nDone.\n"));
+  EXPECT_THAT(run.log, HasSubstr("(end of input)"));
+}
+
+// `/exit` ends the session whether typed at the prompt or queued behind
+// work: it is never sent to a behaviour as a prompt.
+TEST(SimulatorTest, QueuedExitCommandEndsTheSession) {
+  PipedRun run = RunPiped("first\n/exit\nthird\n");
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_THAT(run.output, HasSubstr("> first\nDone.\n\n> /exit\nBye.\n"));
+  EXPECT_THAT(run.output, Not(HasSubstr("third")));
+  EXPECT_THAT(run.log, HasSubstr("(exit command)"));
+}
+
+}  // namespace
+}  // namespace sim
+}  // namespace understudy

@@ -1,0 +1,493 @@
+// A prompt's work: the behaviour it selects, tool events, the completion
+// command and its retries, questions, hooks. The loop that drives it is in
+// simulator.cc.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "base/fd_io.h"
+#include "sim/simulator.h"
+#include "validation/utf8.h"
+
+namespace understudy {
+namespace sim {
+namespace {
+
+constexpr size_t kMaxOutputLine = 64 * 1024;
+constexpr int kMaxStopRefires = 3;
+
+// What "⏺ Tool(...)" shows of a tool's input: its command, file or the
+// like, else its first text field, else the JSON; one line, about 80 bytes.
+std::string ToolSummary(const std::string& input_json) {
+  const nlohmann::json input = nlohmann::json::parse(input_json, nullptr, false);
+  std::string summary;
+  if (input.is_object()) {
+    for (const char* key : {"command", "file_path", "path", "pattern", "url", "query"}) {
+      auto it = input.find(key);
+      if (it != input.end() && it->is_string()) {
+        summary = it->get<std::string>();
+        break;
+      }
+    }
+    if (summary.empty()) {
+      for (const auto& [key, value] : input.items()) {
+        if (value.is_string()) {
+          summary = value.get<std::string>();
+          break;
+        }
+      }
+    }
+    if (summary.empty() && !input.empty()) summary = input.dump();
+  } else if (!input.is_discarded()) {
+    summary = input.dump();
+  }
+  const size_t newline = summary.find('\n');
+  if (newline != std::string::npos) summary = summary.substr(0, newline) + " …";
+  return validation::Shorten(summary, 80);
+}
+
+std::string BehaviourName(const Behaviour& behaviour) {
+  return behaviour.name.empty() ? behaviour.path : behaviour.name;
+}
+
+}  // namespace
+
+void Simulator::StartPrompt(const std::string& prompt) {
+  prompt_ = prompt;
+  turn_failed_ = false;
+  const Behaviour& behaviour = config_->Select(prompt);
+  SetState(SimState::kWorking, "prompt");
+  const std::string text = validation::SanitizeUtf8(prompt);
+  Trace("sim.prompt", {{"understudy.sim.prompt", text},
+                       {"understudy.sim.prompt.bytes", absl::StrCat(prompt.size())},
+                       {"understudy.sim.behaviour", BehaviourName(behaviour)},
+                       {"understudy.sim.model",
+                        behaviour.action == ActionKind::kModel ? "true" : "false"}});
+  LogEvent("prompt", {{"bytes", prompt.size()},
+                      {"behaviour", BehaviourName(behaviour)},
+                      {"action", std::string(ActionName(behaviour.action))}});
+  const HookOutcome hooks = RunHooks(HookEvent::kUserPromptSubmit, "", {{"prompt", text}});
+  if (done_) return;
+  if (hooks.blocked) {
+    Line(absl::StrCat("Prompt blocked by hook: ", hooks.reason));
+    EnterIdle("prompt blocked by hook");
+    return;
+  }
+  if (hooks.stop) {
+    StoppedByHook(hooks.reason);
+    return;
+  }
+  Act(behaviour);
+}
+
+void Simulator::Act(const Behaviour& behaviour) {
+  switch (behaviour.action) {
+    case ActionKind::kComplete:
+      StartWork(behaviour);
+      return;
+    case ActionKind::kFailThenSucceed:
+      if (++uses_[&behaviour] <= behaviour.failures) {
+        Fail(behaviour.message);
+      } else {
+        StartWork(behaviour);
+      }
+      return;
+    case ActionKind::kFail:
+      Fail(behaviour.message);
+      return;
+    case ActionKind::kAsk:
+      Ask(behaviour);
+      return;
+    case ActionKind::kHang:
+      LogEvent("hang", {{"behaviour", BehaviourName(behaviour)}});
+      return;
+    case ActionKind::kCrash:
+      Crash(behaviour);
+      return;
+    case ActionKind::kModel:
+      Model(behaviour);
+      return;
+  }
+}
+
+void Simulator::StartWork(const Behaviour& behaviour) {
+  tools_.assign(behaviour.events.size(), ToolRun{});
+  // Start and end of every event are scheduled now, in order, so that equal
+  // times (UNDERSTUDY_SIM_DELAY) keep the configured order.
+  absl::Duration end = Delay(behaviour.delay);
+  for (size_t i = 0; i < behaviour.events.size(); ++i) {
+    const ToolEvent& event = behaviour.events[i];
+    const absl::Duration at = Delay(event.at);
+    const absl::Duration finish = at + Delay(event.duration);
+    Schedule(at, [this, &event, i] { ToolStart(event, i); });
+    Schedule(finish, [this, &event, i] { ToolEnd(event, i); });
+    end = std::max(end, finish);
+  }
+  Schedule(end, [this, &behaviour] { FinishWork(behaviour); });
+}
+
+void Simulator::ToolStart(const ToolEvent& event, size_t index) {
+  tools_[index].id = absl::StrCat("toolu_sim_", ++tool_counter_);
+  tools_[index].blocked = !ToolBegin(tools_[index].id, event.tool, event.input_json);
+}
+
+void Simulator::ToolEnd(const ToolEvent& event, size_t index) {
+  if (tools_[index].blocked) return;
+  ToolFinish(tools_[index].id, event.tool, event.input_json, event.result);
+}
+
+bool Simulator::ToolBegin(const std::string& id, const std::string& tool,
+                          const std::string& input_json) {
+  Trace("sim.tool_call", {{"gen_ai.tool.name", tool},
+                          {"gen_ai.tool.call.id", id},
+                          {"gen_ai.tool.call.arguments", input_json}});
+  nlohmann::json input = nlohmann::json::parse(input_json, nullptr, false);
+  if (input.is_discarded()) input = input_json;
+  const HookOutcome hooks =
+      RunHooks(HookEvent::kPreToolUse, tool, {{"tool_name", tool}, {"tool_input", input}});
+  if (done_) return false;
+  Line(absl::StrCat("⏺ ", tool, "(", ToolSummary(input_json), ")"));
+  if (hooks.blocked) {
+    Line(absl::StrCat("  ⎿  Blocked by hook: ", hooks.reason));
+    Trace("sim.tool_result", {{"gen_ai.tool.name", tool},
+                              {"gen_ai.tool.call.id", id},
+                              {"gen_ai.tool.call.result", ""},
+                              {"understudy.sim.blocked", "true"},
+                              {"understudy.sim.reason", hooks.reason}});
+    return false;
+  }
+  if (hooks.stop) {
+    StoppedByHook(hooks.reason);
+    return false;
+  }
+  return true;
+}
+
+void Simulator::ToolFinish(const std::string& id, const std::string& tool,
+                           const std::string& input_json, const std::string& result) {
+  bool first = true;
+  for (absl::string_view line : absl::StrSplit(result.empty() ? "(no output)" : result, '\n')) {
+    Line(absl::StrCat(first ? "  ⎿  " : "     ", line));
+    first = false;
+  }
+  Trace("sim.tool_result", {{"gen_ai.tool.name", tool},
+                            {"gen_ai.tool.call.id", id},
+                            {"gen_ai.tool.call.result", result},
+                            {"understudy.sim.blocked", "false"}});
+  nlohmann::json input = nlohmann::json::parse(input_json, nullptr, false);
+  if (input.is_discarded()) input = input_json;
+  const HookOutcome hooks = RunHooks(
+      HookEvent::kPostToolUse, tool,
+      {{"tool_name", tool}, {"tool_input", input}, {"tool_response", validation::SanitizeUtf8(result)}});
+  if (!done_ && hooks.stop) StoppedByHook(hooks.reason);
+}
+
+void Simulator::StoppedByHook(const std::string& reason) {
+  StopWork();
+  if (!reason.empty()) Line(absl::StrCat("Stopped by hook: ", reason));
+  EnterIdle("stopped by hook");
+}
+
+void Simulator::FinishWork(const Behaviour& behaviour) {
+  for (const std::string& line : behaviour.output) Line(line);
+  completion_ = behaviour.completion.value_or(config_->completion);
+  if (completion_.command.empty()) {
+    EndTurn("completed", false);
+    return;
+  }
+  completion_argv_ = completion_.command;
+  for (const auto& [key, value] : behaviour.outputs) {  // a std::map: sorted by key
+    completion_argv_.push_back(completion_.output_flag);
+    completion_argv_.push_back(absl::StrCat(key, "=", value));
+  }
+  completing_ = &behaviour;
+  attempt_ = 0;
+  StartCompletion();
+}
+
+void Simulator::StartCompletion() {
+  ++attempt_;
+  SpawnOptions spawn;
+  spawn.env = env_;
+  spawn.cwd = cwd_;
+  spawn.merge_stderr = true;  // both streams to the log, never to the pane
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+      ChildProcess::Spawn(completion_argv_, spawn);
+  if (!child.ok()) {
+    CompletionEnded(child.status().code() == absl::StatusCode::kNotFound ? "not_found" : "failed",
+                    -1, std::string(child.status().message()));
+    return;
+  }
+  child_ = std::move(*child);
+  child_->CloseStdin();
+  child_output_open_ = true;
+  child_output_.clear();
+  child_deadline_ = absl::Now() + completion_.timeout;
+  LogEvent("completion_started",
+           {{"attempt", attempt_}, {"pid", child_->pid()}, {"command", ShellQuoted(completion_argv_)}});
+}
+
+void Simulator::DrainChildOutput() {
+  if (child_ == nullptr) return;
+  char buffer[16384];
+  for (;;) {
+    const ssize_t n = read(child_->stdout_fd(), buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) child_output_open_ = false;
+    if (n <= 0) break;
+    child_output_.append(buffer, static_cast<size_t>(n));
+    size_t newline;
+    while ((newline = child_output_.find('\n')) != std::string::npos) {
+      LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_.substr(0, newline))}});
+      child_output_.erase(0, newline + 1);
+    }
+    if (child_output_.size() > kMaxOutputLine) {
+      LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_)}});
+      child_output_.clear();
+    }
+  }
+}
+
+void Simulator::PollChild() {
+  if (child_ == nullptr) return;
+  const std::optional<int> status = child_->WaitFor(absl::ZeroDuration());
+  if (!status.has_value()) return;
+  DrainChildOutput();
+  if (!child_output_.empty()) {
+    LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_)}});
+    child_output_.clear();
+  }
+  const bool ok = WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
+  const int code = WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+  CompletionEnded(ok ? "ok" : "failed", code, ChildProcess::DescribeExit(*status));
+}
+
+void Simulator::CompletionEnded(const std::string& outcome, int exit_code,
+                                const std::string& description) {
+  child_.reset();
+  child_output_open_ = false;
+  child_deadline_ = absl::InfiniteFuture();
+  nlohmann::json outputs = nlohmann::json::object();
+  if (completing_ != nullptr) {
+    for (const auto& [key, value] : completing_->outputs) outputs[key] = value;
+  }
+  Trace("sim.completion",
+        {{"understudy.sim.command",
+          nlohmann::json(completion_argv_).dump(-1, ' ', false,
+                                                nlohmann::json::error_handler_t::replace)},
+         {"understudy.sim.exit_code", absl::StrCat(exit_code)},
+         {"understudy.sim.outcome", outcome},
+         {"understudy.sim.attempt", absl::StrCat(attempt_)},
+         {"understudy.sim.outputs",
+          outputs.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}});
+  LogEvent("completion", {{"attempt", attempt_},
+                          {"outcome", outcome},
+                          {"exit", exit_code},
+                          {"detail", description},
+                          {"command", ShellQuoted(completion_argv_)}});
+  if (outcome == "ok") {
+    EndTurn("completed", false);
+    return;
+  }
+  if (completion_.on_failure == OnFailure::kRetry && attempt_ <= completion_.retries) {
+    Schedule(Delay(completion_.retry_delay), [this] { StartCompletion(); });
+    return;
+  }
+  if (completion_.on_failure == OnFailure::kStay) {
+    LogEvent("completion_stay", {{"detail", "on_failure: stay; WORKING until interrupted"}});
+    return;
+  }
+  Line(absl::StrCat("Error: completion command failed: ", description));
+  EndTurn("completion failed", true);
+}
+
+void Simulator::Fail(const std::string& message) {
+  Line(message);
+  Trace("sim.error", {{"understudy.sim.message", validation::SanitizeUtf8(message)}});
+  EndTurn("failed", true);
+}
+
+void Simulator::Ask(const Behaviour& behaviour) {
+  if (!behaviour.question.empty()) Line(behaviour.question);
+  nlohmann::json options = nlohmann::json::array();
+  for (size_t i = 0; i < behaviour.options.size(); ++i) {
+    const std::string& answer = behaviour.options[i].answer;
+    if (answer.empty()) continue;  // the single implicit option of a behaviour-level `then`
+    Line(absl::StrCat("  ", i + 1, ". ", answer));
+    options.push_back(answer);
+  }
+  Trace("sim.question", {{"understudy.sim.question", behaviour.question},
+                         {"understudy.sim.options", options.dump()}});
+  if (options_.print_mode) {  // nobody to answer: the question is the result
+    EndTurn("asked", false);
+    return;
+  }
+  asking_ = &behaviour;
+  SetState(SimState::kAsking, "question");
+  RunHooks(HookEvent::kStop, "", {{"stop_hook_active", false}});
+  if (done_) return;
+  ShowPrompt();
+}
+
+void Simulator::Answer(const std::string& answer) {
+  const Behaviour& behaviour = *asking_;
+  const std::string trimmed(absl::StripAsciiWhitespace(answer));
+  const size_t count = behaviour.options.size();
+  int chosen = -1;
+  if (count == 0 || (count == 1 && behaviour.options[0].answer.empty())) {
+    chosen = 0;  // any answer goes on
+  } else {
+    int number = 0;
+    if (absl::SimpleAtoi(trimmed, &number) && number >= 1 && static_cast<size_t>(number) <= count) {
+      chosen = number - 1;
+    }
+    for (size_t i = 0; chosen < 0 && i < count; ++i) {
+      if (absl::EqualsIgnoreCase(trimmed, behaviour.options[i].answer)) chosen = static_cast<int>(i);
+    }
+  }
+  if (chosen < 0) {
+    Line(absl::StrCat("Please answer with 1-", count, " or an option's text."));
+    ShowPrompt();
+    return;
+  }
+  asking_ = nullptr;
+  Trace("sim.answer", {{"understudy.sim.answer", validation::SanitizeUtf8(trimmed)},
+                       {"understudy.sim.option", absl::StrCat(chosen + 1)}});
+  LogEvent("answer", {{"option", chosen + 1}});
+  SetState(SimState::kWorking, "answered");
+  if (count == 0) {
+    EndTurn("answered", false);
+    return;
+  }
+  Act(*behaviour.options[static_cast<size_t>(chosen)].then);
+}
+
+void Simulator::Model(const Behaviour& behaviour) {
+  if (options_.model_backend == nullptr) {
+    Fail("Error: a model behaviour needs understudy's address (--addr or UNDERSTUDY_ADDR)");
+    return;
+  }
+  ModelRequest request;
+  request.agent = behaviour.model_agent.empty() ? options_.agent : behaviour.model_agent;
+  request.model = behaviour.model;
+  request.system_prompt = behaviour.system_prompt;
+  request.prompt = prompt_;
+  absl::StatusOr<ModelAnswer> answer = options_.model_backend->Complete(request);
+  if (!answer.ok()) {
+    Fail(absl::StrCat("Error: ", answer.status().message()));
+    return;
+  }
+  if (!answer->text.empty()) {
+    for (absl::string_view line : absl::StrSplit(answer->text, '\n')) Line(line);
+  }
+  for (const ModelToolCall& call : answer->tool_calls) {
+    const std::string id =
+        call.id.empty() ? absl::StrCat("toolu_sim_", ++tool_counter_) : call.id;
+    const std::string arguments = call.arguments.empty() ? "{}" : call.arguments;
+    if (ToolBegin(id, call.name, arguments)) {
+      ToolFinish(id, call.name, arguments, "ok");
+    }
+    if (done_ || state_ != SimState::kWorking) return;
+  }
+  StartWork(behaviour);
+}
+
+void Simulator::Crash(const Behaviour& behaviour) {
+  const int signal = behaviour.signal;
+  StopWork();
+  SetState(SimState::kCrashed, "crash behaviour");
+  const std::string message =
+      signal != 0 ? absl::StrCat("understudy sim: crashing as configured (signal ", signal, ", ",
+                                 strsignal(signal), ")\n")
+                  : absl::StrCat("understudy sim: crashing as configured (exit code ",
+                                 behaviour.exit_code, ")\n");
+  (void)WriteFully(STDERR_FILENO, {message}, -1);
+  if (options_.trace != nullptr) options_.trace->Flush(absl::Seconds(1));
+  if (terminal_ != nullptr) terminal_->Restore();
+  if (options_.on_crash) {
+    options_.on_crash(behaviour.exit_code, signal);
+    done_ = true;
+    exit_code_ = signal != 0 ? 128 + signal : behaviour.exit_code;
+    return;
+  }
+  if (signal != 0) {
+    ::signal(signal, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, signal);
+    sigprocmask(SIG_UNBLOCK, &set, nullptr);
+    kill(getpid(), signal);
+  }
+  _exit(signal != 0 ? 128 + signal : behaviour.exit_code);
+}
+
+void Simulator::EndTurn(absl::string_view reason, bool failed) {
+  turn_failed_ = failed;
+  RunStopHooks();
+  if (done_ || state_ != SimState::kWorking) return;
+  EnterIdle(reason);
+}
+
+void Simulator::StopWork() {
+  timers_.clear();
+  if (child_ != nullptr) {
+    child_->Signal(SIGKILL);
+    child_.reset();  // reaps it
+  }
+  child_output_open_ = false;
+  child_output_.clear();
+  child_deadline_ = absl::InfiniteFuture();
+  completing_ = nullptr;
+}
+
+Simulator::HookOutcome Simulator::RunHooks(HookEvent event, absl::string_view tool,
+                                           nlohmann::json fields) {
+  HookOutcome outcome;
+  for (const HookCommand& command : options_.hooks.For(event, tool)) {
+    const nlohmann::json payload = HookPayload(event, session_id_, "", cwd_, fields);
+    const HookResult result = RunHook(event, command, payload, env_, cwd_);
+    const int64_t duration_ms = absl::ToInt64Milliseconds(result.duration);
+    EventLog::Fields line = {{"hook", std::string(HookEventName(event))},
+                             {"exit", result.exit_code},
+                             {"outcome", result.outcome},
+                             {"duration_ms", duration_ms},
+                             {"command", result.command}};
+    if (!result.reason.empty()) line.emplace_back("reason", validation::SanitizeUtf8(result.reason));
+    LogEvent("hook", std::move(line));
+    Trace("sim.hook", {{"understudy.sim.hook.event", std::string(HookEventName(event))},
+                       {"understudy.sim.hook.command", result.command},
+                       {"understudy.sim.hook.exit_code", absl::StrCat(result.exit_code)},
+                       {"understudy.sim.hook.outcome", result.outcome},
+                       {"understudy.sim.hook.duration_ms", absl::StrCat(duration_ms)}});
+    if (result.blocked && !outcome.blocked) {
+      outcome.blocked = true;
+      outcome.reason = result.reason;
+    }
+    if (result.stop) {
+      outcome.stop = true;
+      if (outcome.reason.empty()) outcome.reason = result.reason;
+    }
+  }
+  return outcome;
+}
+
+void Simulator::RunStopHooks() {
+  for (int round = 0; round <= kMaxStopRefires; ++round) {
+    const HookOutcome outcome = RunHooks(HookEvent::kStop, "", {{"stop_hook_active", round > 0}});
+    if (done_ || outcome.stop || !outcome.blocked) return;
+    Line(absl::StrCat("Stop hook: ", outcome.reason));
+  }
+}
+
+}  // namespace sim
+}  // namespace understudy

@@ -1,0 +1,218 @@
+"""Fixtures of the `understudy sim` end-to-end tests: a private tmux server,
+the orchestrator's IPC socket, the sim's config and hooks settings, and (for
+the trace tests) a real `understudy serve`.
+
+Paths come from the environment (ctest sets them):
+  UNDERSTUDY_SIM_BIN   the lean sim (default: <repo>/build/cli/understudy-sim)
+  UNDERSTUDY_BIN       understudy itself (default: <repo>/build/cli/understudy)
+  UNDERSTUDY_PY_STUBS  generated Python stubs (default: <repo>/build/python)
+  UNDERSTUDY_SIM_REPEAT  how many times each scenario runs (default 20)
+
+Scripts run inside panes and hooks use /usr/bin/python3 -S by absolute path
+and the panes get an explicit PATH: the shell's `python3` may be another,
+slower interpreter.
+"""
+
+import itertools
+import json
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+
+import pytest
+
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO / "clients" / "python"))
+os.environ.setdefault("UNDERSTUDY_PY_STUBS", str(REPO / "build" / "python"))
+
+from orchestrator import Ipc, Orchestrator, Tmux  # noqa: E402
+
+
+def _sim_bin():
+    given = os.environ.get("UNDERSTUDY_SIM_BIN")
+    if given:
+        return given
+    return str(REPO / "build" / "cli" / "understudy-sim")
+
+
+SIM = _sim_bin()
+BIN = os.environ.get("UNDERSTUDY_BIN") or str(REPO / "build" / "cli" / "understudy")
+REPEAT = int(os.environ.get("UNDERSTUDY_SIM_REPEAT", "20"))
+PY = "/usr/bin/python3"
+MEOW = [PY, "-S", str(HERE / "meow")]
+HOOK = f"{PY} -S {HERE / 'hook'}"
+# The panes' environment: nothing of the caller's UNDERSTUDY_* settings,
+# an explicit PATH, /bin/sh as tmux's shell, zero delays.
+PANE_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def pane_env():
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("UNDERSTUDY_", "TMUX", "CLAUDE"))}
+    env.update({"PATH": PANE_PATH, "SHELL": "/bin/sh", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
+                "TERM": "xterm-256color", "UNDERSTUDY_SIM_DELAY": "0"})
+    return env
+
+
+def config_yaml(meow):
+    """The sim's script for most scenarios (docs/sim.md#config-reference)."""
+    command = json.dumps(meow + ["done"])
+    return f"""\
+schema: understudy.sim/v1
+name: coder
+startup:
+  lines: ["Welcome to the simulated agent", "  session: {{session_id}}"]
+  delay: 0
+prompt: "> "
+completion:
+  command: {command}
+  output_flag: --output
+  on_failure: give_up
+  timeout: 10s
+behaviours:
+  - name: happy
+    when: {{contains: "ship it"}}
+    action: complete
+    output: ["Shipped."]
+    outputs: {{status: ok, pr: "42"}}
+  - name: tools
+    when: {{contains: "use tools"}}
+    action: complete
+    output: ["Tools used."]
+    outputs: {{status: tools}}
+    events:
+      - {{at: 0ms, tool: Bash, input: {{command: "ls -la"}}, result: "a.txt", duration: 0ms}}
+      - {{at: 0ms, tool: Edit, input: {{file_path: "a.txt"}}, result: "edited", duration: 0ms}}
+  - name: pick-db
+    when: {{contains: "database"}}
+    action: ask
+    question: "Which database?"
+    options:
+      - {{answer: postgres, then: use-postgres}}
+      - {{answer: sqlite, then: {{action: fail, message: "Error: sqlite refused"}}}}
+  - name: use-postgres
+    when: {{contains: "never typed: use-postgres"}}
+    action: complete
+    output: ["Using postgres."]
+    outputs: {{db: postgres}}
+  - name: flaky
+    when: {{contains: "flaky"}}
+    action: fail_then_succeed
+    failures: 2
+    message: "Error: flaky failure"
+    outputs: {{status: recovered}}
+  - name: stuck
+    when: {{contains: "stuck"}}
+    action: hang
+  - name: boom
+    when: {{contains: "boom"}}
+    action: crash
+    exit_code: 3
+  - name: nowhere
+    when: {{contains: "no completion"}}
+    action: complete
+    completion:
+      command: ["/nonexistent/meow-missing", "done"]
+      on_failure: give_up
+default:
+  action: complete
+  outputs: {{status: default}}
+"""
+
+
+def settings_json(events, extra=None):
+    """A Claude Code settings file whose hooks report every `events` to the
+    orchestrator; `extra` {event: [matcher entries]} is added after them."""
+    hooks = {event: [{"matcher": "*" if event in ("PreToolUse", "PostToolUse") else "",
+                      "hooks": [{"type": "command", "command": f"{HOOK} report"}]}]
+             for event in events}
+    for event, entries in (extra or {}).items():
+        hooks.setdefault(event, []).extend(entries)
+    return json.dumps({"hooks": hooks}, indent=2)
+
+
+@pytest.fixture(scope="session")
+def workdir():
+    """A short directory (Unix socket paths must stay under 108 bytes)."""
+    path = tempfile.mkdtemp(prefix="us-sim-", dir="/tmp")
+    yield pathlib.Path(path)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def sim_config(workdir):
+    if not os.access(SIM, os.X_OK):
+        pytest.fail(f"the sim binary {SIM} is not there: build the understudy-sim target")
+    path = workdir / "coder.yaml"
+    path.write_text(config_yaml(MEOW))
+    return path
+
+
+@pytest.fixture(scope="session")
+def settings(workdir):
+    """settings(name, events, extra=None) -> path of a settings file."""
+    def make(name, events, extra=None):
+        path = workdir / f"{name}.settings.json"
+        path.write_text(settings_json(events, extra))
+        return path
+    return make
+
+
+@pytest.fixture(scope="session")
+def tmux(workdir):
+    """One private tmux server for the session; killed at the end."""
+    server = Tmux(str(workdir), pane_env())
+    yield server
+    server.kill()
+
+
+@pytest.fixture(scope="session")
+def ipc(workdir):
+    with Ipc(str(workdir / "orch.sock")) as server:
+        yield server
+
+
+class Spawner:
+    """An Orchestrator plus the agents it spawned in this test, closed at
+    teardown. Each agent id is unique in the session."""
+
+    ids = itertools.count(1)  # next() is atomic: tests spawn from several threads
+
+    def __init__(self, orch):
+        self.orch = orch
+        self.agents = []
+
+    def spawn(self, prefix="agent", **kw):
+        agent = self.orch.spawn(f"{prefix}-{next(Spawner.ids)}", **kw)
+        self.agents.append(agent)
+        return agent
+
+    def close(self):
+        for agent in self.agents:
+            self.orch.close(agent)
+
+
+@pytest.fixture
+def orch(tmux, ipc, sim_config, workdir):
+    """An orchestrator driving `understudy-sim --config coder.yaml
+    --dangerously-skip-permissions` with no settings (the cwd has none)."""
+    orchestrator = Orchestrator(
+        tmux, ipc, [SIM, "--config", str(sim_config), "--dangerously-skip-permissions"],
+        log_dir=str(workdir))
+    spawner = Spawner(orchestrator)
+    yield spawner
+    spawner.close()
+
+
+@pytest.fixture(scope="session")
+def understudy_server(workdir):
+    """`understudy serve` on 127.0.0.1:0 with a fresh database (for the trace
+    tests), through the Python client's launcher."""
+    from understudy_testing import Server
+    server = Server.start(binary=BIN, db=str(workdir / "understudy.db"))
+    yield server
+    server.stop()
