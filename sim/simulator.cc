@@ -155,7 +155,7 @@ void Simulator::Start() {
 void Simulator::PollOnce() {
   absl::Time next = std::min(escape_deadline_, child_deadline_);
   if (!timers_.empty()) next = std::min(next, timers_.begin()->first.first);
-  pollfd fds[4];
+  pollfd fds[5];
   int count = 0;
   auto add = [&](int fd) {
     if (fd < 0) return -1;
@@ -166,6 +166,7 @@ void Simulator::PollOnce() {
   const int signal = signals_ != nullptr ? add(signals_->read_fd()) : -1;
   const int exited = child_ != nullptr ? add(child_->exit_fd()) : -1;
   const int output = child_ != nullptr && child_output_open_ ? add(child_->stdout_fd()) : -1;
+  const int answered = model_call_ != nullptr ? add(model_call_->ready_fd()) : -1;
   if (child_ != nullptr && child_->exit_fd() < 0) {
     next = std::min(next, absl::Now() + absl::Milliseconds(5));  // no pidfd: look now and then
   }
@@ -184,6 +185,10 @@ void Simulator::PollOnce() {
     if (input >= 0 && fds[input].revents != 0 && !done_) ReadInput();
     if (output >= 0 && fds[output].revents != 0 && !done_) DrainChildOutput();
     if (exited >= 0 && fds[exited].revents != 0 && !done_) PollChild();
+    // The call may have been cancelled (model_call_ reset) by input above.
+    if (answered >= 0 && fds[answered].revents != 0 && !done_ && model_call_ != nullptr) {
+      ModelAnswered();
+    }
   }
   if (child_ != nullptr && child_->exit_fd() < 0 && !done_) PollChild();
   absl::Time now = absl::Now();

@@ -7,12 +7,17 @@
 //   int exit_code = Simulator(std::move(options)).Run();
 //
 // Run polls the terminal (decoded by sim/input.h), the signals that end the
-// session, the completion command's exit and output, and its timers (the
-// behaviour's delay, event offsets, retry delays, the lone-ESC timeout, the
-// Ctrl-C double-press window), so that Escape interrupts whatever is under
-// way. Hooks (sim/hooks.h) run synchronously at their moments: SessionStart
-// at start, UserPromptSubmit before the work, PreToolUse and PostToolUse
-// around each tool event, Stop when a turn ends or a question waits.
+// session, the completion command's exit and output, a model behaviour's call
+// (sim/model_backend.h: it runs on a thread of its own and wakes the loop
+// when answered), and its timers (the behaviour's delay, event offsets, retry
+// delays, the lone-ESC timeout, the Ctrl-C double-press window), so that
+// Escape interrupts whatever is under way. Interrupting, or ending the
+// session (Done, signals, the terminal closed), cancels the model call and
+// waits at most ModelCall::kCancelWait for it; a cancelled call's late answer
+// is dropped unseen. Hooks (sim/hooks.h) run synchronously at their moments:
+// SessionStart at start, UserPromptSubmit before the work, PreToolUse and
+// PostToolUse around each tool event, Stop when a turn ends or a question
+// waits.
 //
 // What the pane shows (the output contract orchestrators match):
 //   start-up lines, a blank line, the prompt indicator (config `prompt`,
@@ -25,7 +30,9 @@
 //   text and "  1. option" lines, then the indicator; `/exit` and Ctrl-D on an
 //   empty line print "Bye.".
 //
-// Not thread-safe; Run once per Simulator.
+// Not thread-safe; Run once per Simulator. Everything here happens on Run's
+// thread; the only other thread is a model call's, which shares nothing with
+// the Simulator but its ModelCall (result, cancellation, wake-up descriptor).
 #ifndef UNDERSTUDY_SIM_SIMULATOR_H_
 #define UNDERSTUDY_SIM_SIMULATOR_H_
 
@@ -92,7 +99,8 @@ struct SimOptions {
   bool handle_signals = true;   // SIGTERM, SIGHUP, SIGINT end the session
   EventLog* log = nullptr;               // required; borrowed for Run
   TraceSink* trace = nullptr;            // borrowed; null: no trace
-  ModelBackend* model_backend = nullptr;  // borrowed; null: `model` behaviours fail
+  // Borrowed; null: `model` behaviours fail. Start is called on Run's thread.
+  ModelBackend* model_backend = nullptr;
   // The crash behaviour's exit; default: restore, then _exit / raise. Tests
   // record it instead, and Run returns its code.
   std::function<void(int exit_code, int signal)> on_crash;
@@ -174,11 +182,13 @@ class Simulator {
   void Fail(const std::string& message);
   void Ask(const Behaviour& behaviour);
   void Answer(const std::string& answer);
+  // Starts the model call; ModelAnswered goes on once the loop sees its answer.
   void Model(const Behaviour& behaviour);
+  void ModelAnswered();
   void Crash(const Behaviour& behaviour);
   // Stop hooks, then IDLE.
   void EndTurn(absl::string_view reason, bool failed);
-  void StopWork();  // timers and the completion command
+  void StopWork();  // timers, the completion command, the model call
   HookOutcome RunHooks(HookEvent event, absl::string_view tool, nlohmann::json fields);
   void RunStopHooks();
 
@@ -225,6 +235,8 @@ class Simulator {
   bool child_output_open_ = false;
   std::string child_output_;  // a partial line of the command's output
   absl::Time child_deadline_ = absl::InfiniteFuture();
+  std::unique_ptr<ModelCall> model_call_;  // the model behaviour's call in flight
+  const Behaviour* model_behaviour_ = nullptr;  // its behaviour, owned by config_
 };
 
 }  // namespace sim

@@ -497,17 +497,60 @@ TEST(SimulatorTest, CrashLeavesWithItsExitCode) {
   EXPECT_THAT(session.Log(), HasSubstr("state CRASHED <- WORKING (crash behaviour)"));
 }
 
-// A model that answers with text and one tool call.
+// A model that answers at once with text and one tool call.
 class FakeModel final : public ModelBackend {
  public:
-  absl::StatusOr<ModelAnswer> Complete(const ModelRequest& request) override {
-    last = request;
-    ModelAnswer answer;
-    answer.text = "Reading it now.";
-    answer.tool_calls.push_back({"call_1", "Read", R"({"file_path":"/etc/hosts"})"});
-    return answer;
+  absl::StatusOr<std::unique_ptr<ModelCall>> Start(const ModelRequest& request) override {
+    {
+      absl::MutexLock lock(&mu_);
+      last_ = request;
+    }
+    return ModelCall::Start([](ModelCancellation&) -> absl::StatusOr<ModelAnswer> {
+      ModelAnswer answer;
+      answer.text = "Reading it now.";
+      answer.tool_calls.push_back({"call_1", "Read", R"({"file_path":"/etc/hosts"})"});
+      return answer;
+    });
   }
-  ModelRequest last;
+  ModelRequest last() {
+    absl::MutexLock lock(&mu_);
+    return last_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  ModelRequest last_ ABSL_GUARDED_BY(mu_);
+};
+
+// A model that, for a prompt containing "stuck", holds the request (as a
+// scenario's `hang` rule does) until the call is cancelled and then answers
+// anyway, late; other prompts are answered at once.
+class StuckModel final : public ModelBackend {
+ public:
+  absl::StatusOr<std::unique_ptr<ModelCall>> Start(const ModelRequest& request) override {
+    if (!absl::StrContains(request.prompt, "stuck")) {
+      return ModelCall::Start([](ModelCancellation&) -> absl::StatusOr<ModelAnswer> {
+        ModelAnswer answer;
+        answer.text = "Fresh answer.";
+        answer.tool_calls.push_back({"call_fresh", "Read", R"({"file_path":"/fresh"})"});
+        return answer;
+      });
+    }
+    // The work outlives nothing it uses: `cancelled_` is shared.
+    std::shared_ptr<std::atomic<int>> cancelled = cancelled_;
+    return ModelCall::Start([cancelled](ModelCancellation& cancellation)
+                                -> absl::StatusOr<ModelAnswer> {
+      if (cancellation.WaitForCancel(absl::Seconds(30))) ++*cancelled;
+      ModelAnswer answer;
+      answer.text = "Late answer.";
+      answer.tool_calls.push_back({"call_late", "Bash", R"({"command":"rm -rf late"})"});
+      return answer;
+    });
+  }
+  int cancelled() const { return *cancelled_; }
+
+ private:
+  const std::shared_ptr<std::atomic<int>> cancelled_ = std::make_shared<std::atomic<int>>(0);
 };
 
 TEST(SimulatorTest, ModelBehaviourPrintsTheAnswerAndRunsItsToolCalls) {
@@ -523,10 +566,71 @@ TEST(SimulatorTest, ModelBehaviourPrintsTheAnswerAndRunsItsToolCalls) {
   session.Type("think hard\r");
   ASSERT_TRUE(session.WaitFor(
       "Reading it now.\n⏺ Read(/etc/hosts)\n  ⎿  ok\nThought.\n\n> "));
-  EXPECT_EQ(model.last.prompt, "think hard");
-  EXPECT_EQ(model.last.model, "gpt-test");
-  EXPECT_EQ(model.last.agent, "tester");
-  EXPECT_EQ(model.last.system_prompt, "Be brief.");
+  const ModelRequest last = model.last();
+  EXPECT_EQ(last.prompt, "think hard");
+  EXPECT_EQ(last.model, "gpt-test");
+  EXPECT_EQ(last.agent, "tester");
+  EXPECT_EQ(last.system_prompt, "Be brief.");
+}
+
+// The loop keeps reading the terminal while the server holds a model
+// request: Escape cancels the call at once, its late answer is never shown
+// nor run as tool calls, and the next prompt is answered.
+TEST(SimulatorTest, EscapeCancelsAModelCallTheServerHolds) {
+  auto think = NewBehaviour("think", ActionKind::kModel);
+  think->output = {"Thought."};
+  StuckModel model;
+  PtySession session(NewConfig({think}), [&](SimOptions& options) {
+    options.model_backend = &model;
+    // Every tool call the session makes, as PreToolUse sees it.
+    ASSERT_TRUE(options.hooks
+                    .AddText(R"({"hooks": {"PreToolUse": [{"matcher": "Bash|Read", "hooks": [
+                        {"type": "command", "command": "cat >> tools.log; echo >> tools.log"}]}]}})",
+                             "settings.json")
+                    .ok());
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("think, stuck\r");
+  ASSERT_TRUE(session.WaitForLog("state WORKING <- IDLE"));
+  absl::SleepFor(absl::Milliseconds(100));  // the call is under way, held
+  EXPECT_EQ(model.cancelled(), 0);
+  const absl::Time start = absl::Now();
+  session.Type("\x1b");
+  ASSERT_TRUE(session.WaitForEnd("  ⎿  Interrupted by user\n\n> "));
+  const absl::Duration took = absl::Now() - start;
+  std::printf("Escape to the prompt indicator: %s\n", absl::FormatDuration(took).c_str());
+  EXPECT_LT(took, absl::Milliseconds(500));
+  EXPECT_EQ(model.cancelled(), 1);
+  EXPECT_THAT(session.Log(), HasSubstr("state IDLE <- WORKING (interrupted)"));
+
+  session.Type("think again\r");
+  ASSERT_TRUE(session.WaitFor("Fresh answer.\n⏺ Read(/fresh)\n  ⎿  ok\nThought.\n\n> "));
+  absl::SleepFor(absl::Milliseconds(100));  // a late answer would be in by now
+  const std::string output = session.Output();
+  EXPECT_TRUE(absl::EndsWith(output, "Thought.\n\n> ")) << output;
+  EXPECT_THAT(output, Not(HasSubstr("Late answer.")));
+  EXPECT_THAT(output, Not(HasSubstr("Bash(")));
+  EXPECT_EQ(Count(output, "Interrupted by user"), 1u);
+  const std::string tools = ReadFile(session.dir() + "/tools.log");
+  EXPECT_THAT(tools, HasSubstr("/fresh"));
+  EXPECT_THAT(tools, Not(HasSubstr("late")));
+  EXPECT_THAT(session.Log(), HasSubstr("state IDLE <- WORKING (completed)"));
+}
+
+TEST(SimulatorTest, ClosedTerminalEndsTheSessionDuringAModelCall) {
+  StuckModel model;
+  PtySession session(NewConfig({NewBehaviour("think", ActionKind::kModel)}),
+                     [&](SimOptions& options) { options.model_backend = &model; });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("think, stuck\r");
+  ASSERT_TRUE(session.WaitForLog("state WORKING <- IDLE"));
+  absl::SleepFor(absl::Milliseconds(50));
+  const absl::Time start = absl::Now();
+  session.CloseTerminal();
+  EXPECT_EQ(session.Join(/*drain=*/false), 0);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_EQ(model.cancelled(), 1);
+  EXPECT_THAT(session.Log(), HasSubstr("state DONE <- WORKING (terminal closed)"));
 }
 
 TEST(SimulatorTest, PreToolUseHookBlocksTheTool) {

@@ -382,7 +382,24 @@ void Simulator::Model(const Behaviour& behaviour) {
   request.model = behaviour.model;
   request.system_prompt = behaviour.system_prompt;
   request.prompt = prompt_;
-  absl::StatusOr<ModelAnswer> answer = options_.model_backend->Complete(request);
+  absl::StatusOr<std::unique_ptr<ModelCall>> call = options_.model_backend->Start(request);
+  if (!call.ok()) {
+    Fail(absl::StrCat("Error: ", call.status().message()));
+    return;
+  }
+  // The answer comes through the loop (PollOnce), so that Escape, signals and
+  // a closed terminal are seen while the server holds the request.
+  model_call_ = std::move(*call);
+  model_behaviour_ = &behaviour;
+}
+
+void Simulator::ModelAnswered() {
+  std::optional<absl::StatusOr<ModelAnswer>> result = model_call_->TakeResult();
+  if (!result.has_value()) return;  // not in yet
+  const Behaviour& behaviour = *model_behaviour_;
+  model_call_.reset();  // its thread has ended: no wait
+  model_behaviour_ = nullptr;
+  absl::StatusOr<ModelAnswer>& answer = *result;
   if (!answer.ok()) {
     Fail(absl::StrCat("Error: ", answer.status().message()));
     return;
@@ -448,6 +465,8 @@ void Simulator::StopWork() {
   child_output_.clear();
   child_deadline_ = absl::InfiniteFuture();
   completing_ = nullptr;
+  model_call_.reset();  // cancels it; waits at most ModelCall::kCancelWait
+  model_behaviour_ = nullptr;
 }
 
 Simulator::HookOutcome Simulator::RunHooks(HookEvent event, absl::string_view tool,

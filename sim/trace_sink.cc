@@ -19,7 +19,12 @@ TraceSink::TraceSink(TraceSinkOptions options, std::unique_ptr<v1::Traces::StubI
 
 TraceSink::~TraceSink() {
   if (!enabled_) return;
-  Flush(absl::Seconds(1));
+  bool gave_up;
+  {
+    absl::MutexLock lock(&mu_);
+    gave_up = flush_timed_out_;
+  }
+  if (!gave_up) Flush(absl::Seconds(1));
   {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
@@ -56,7 +61,9 @@ bool TraceSink::Flush(absl::Duration timeout) {
   auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return queue_.empty() && !sending_;
   };
-  return mu_.AwaitWithTimeout(absl::Condition(&drained), timeout);
+  const bool sent = mu_.AwaitWithTimeout(absl::Condition(&drained), timeout);
+  if (!sent) flush_timed_out_ = true;
+  return sent;
 }
 
 size_t TraceSink::dropped() const {

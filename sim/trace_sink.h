@@ -52,7 +52,9 @@ class TraceSink {
   explicit TraceSink(TraceSinkOptions options);
   // A sink sending through `stub` (tests); disabled when `stub` is null.
   TraceSink(TraceSinkOptions options, std::unique_ptr<v1::Traces::StubInterface> stub);
-  // Sends what is queued for up to one second, then cancels the call in flight.
+  // Sends what is queued for up to one second — no wait at all when a Flush
+  // already ran out of time (an unresponsive server costs the exit one
+  // bound, not two) — then cancels the call in flight.
   ~TraceSink();
   TraceSink(const TraceSink&) = delete;
   TraceSink& operator=(const TraceSink&) = delete;
@@ -77,6 +79,7 @@ class TraceSink {
   std::deque<v1::EmitRequest> queue_ ABSL_GUARDED_BY(mu_);
   bool sending_ ABSL_GUARDED_BY(mu_) = false;  // a call is in flight
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool flush_timed_out_ ABSL_GUARDED_BY(mu_) = false;  // a Flush gave up
   grpc::ClientContext* in_flight_ ABSL_GUARDED_BY(mu_) = nullptr;
   size_t dropped_ ABSL_GUARDED_BY(mu_) = 0;
   size_t failed_ ABSL_GUARDED_BY(mu_) = 0;

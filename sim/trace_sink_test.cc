@@ -1,9 +1,15 @@
 #include "sim/trace_sink.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "grpcpp/security/server_credentials.h"
@@ -124,6 +130,33 @@ TEST(TraceSinkUnreachableTest, FlushIsBoundedAndTheQueueIsBounded) {
     sink.Flush(absl::Milliseconds(300));
   }  // the destructor gives up within about a second
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+}
+
+// A server that takes the connection and never answers: the exit pays one
+// bound (the Flush the simulator makes), not that and the destructor's.
+TEST(TraceSinkUnreachableTest, ExitWaitsOnceForAServerThatNeverAnswers) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(listener, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  ASSERT_EQ(listen(listener, 8), 0);  // connections complete; nobody reads them
+  socklen_t length = sizeof(address);
+  ASSERT_EQ(getsockname(listener, reinterpret_cast<sockaddr*>(&address), &length), 0);
+  TraceSinkOptions options;
+  options.addr = absl::StrCat("127.0.0.1:", ntohs(address.sin_port));
+  options.run = "run-1";
+  options.call_deadline = absl::Seconds(10);
+  absl::Time destroyed;
+  {
+    TraceSink sink(options);
+    sink.Emit("sim.state", {});
+    EXPECT_FALSE(sink.Flush(absl::Milliseconds(300)));
+    destroyed = absl::Now();
+  }
+  EXPECT_LT(absl::Now() - destroyed, absl::Milliseconds(700));
+  close(listener);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
@@ -216,6 +217,9 @@ bool IsAgentTurn(const EventRef& e) {
 // A tool call: one a model asked for, or one a simulated agent made.
 bool IsToolCall(const EventRef& e) { return e.kind == "tool_call" || e.kind == "sim.tool_call"; }
 
+// The call id of a tool event ("" when it has none).
+std::string CallId(const EventRef& e) { return Attr(Full(e), "gen_ai.tool.call.id"); }
+
 v1::AssertionResult AgentSequence(const v1::AgentSequenceAssertion& a, const Events& events) {
   SequenceInput in;
   in.label = absl::StrCat("agent_sequence (", MatchName(a.match()),
@@ -302,9 +306,17 @@ absl::StatusOr<v1::AssertionResult> ToolCalls(const v1::ToolCallsAssertion& a, c
   in.match = a.match();
   in.quote = false;
   std::vector<Call> actual;
+  // A model-backed simulated agent traces its model's tool calls again as
+  // sim.tool_call, with the model's ids: each call counts once.
+  absl::flat_hash_set<std::string> model_call_ids;
   for (const EventRef& e : events) {
     if (!IsToolCall(e)) continue;
     if (!a.agent().empty() && AgentOf(e) != a.agent()) continue;
+    if (e.kind == "tool_call") {
+      if (std::string id = CallId(e); !id.empty()) model_call_ids.insert(std::move(id));
+    } else if (model_call_ids.contains(CallId(e))) {
+      continue;
+    }
     Call call{Attr(Full(e), "gen_ai.tool.name"), Attr(Full(e), "gen_ai.tool.call.arguments"),
               nlohmann::json()};
     call.arguments = call.arguments_text.empty()

@@ -619,6 +619,10 @@ std::vector<v1::TraceEvent> SimulatedRun() {
       {{"understudy.sim.prompt", "think"}, {"understudy.sim.model", "true"}});
   AddExchange(&ev, "coder", "", "think", "", "read_file", R"({"path":"a.txt"})");
   AddToolCall(&ev, "coder", "read_file", R"({"path":"a.txt"})");
+  // The sim acting on that answer: the same call, by its id.
+  Add(&ev, "sim.tool_call", "coder",
+      {{"gen_ai.tool.name", "read_file"}, {"gen_ai.tool.call.id", ev.back().attributes().at("gen_ai.tool.call.id")},
+       {"gen_ai.tool.call.arguments", R"({"path":"a.txt"})"}});
   Add(&ev, "sim.prompt", "reviewer", {{"understudy.sim.prompt", "review"}});
   return ev;
 }
@@ -628,11 +632,13 @@ TEST(AgentSequenceTest, CountsSimulatedPromptsButNotModelBackedOnesTwice) {
   v1::AssertionResult r =
       Eval(Agents({"orchestrator", "coder", "coder", "reviewer"}, v1::SEQUENCE_MATCH_EXACT), events);
   EXPECT_TRUE(r.passed()) << r.explanation();
-  EXPECT_THAT(Seqs(r), ElementsAre(1, 3, 7, 9));
+  EXPECT_THAT(Seqs(r), ElementsAre(1, 3, 7, 10));
   r = Eval(Agents({"orchestrator", "coder", "reviewer"}, v1::SEQUENCE_MATCH_EXACT, true), events);
   EXPECT_TRUE(r.passed()) << r.explanation();
 }
 
+// A model-backed sim's tool call is traced twice — the model's tool_call and
+// the sim's sim.tool_call with the same id — and counted once.
 TEST(ToolCallsTest, CountsSimulatedToolCalls) {
   const std::vector<v1::TraceEvent> events = SimulatedRun();
   v1::AssertionResult r =

@@ -7,6 +7,7 @@ Paths come from the environment (ctest sets them):
   UNDERSTUDY_BIN       understudy itself (default: <repo>/build/cli/understudy)
   UNDERSTUDY_PY_STUBS  generated Python stubs (default: <repo>/build/python)
   UNDERSTUDY_SIM_REPEAT  how many times each scenario runs (default 20)
+  UNDERSTUDY_SIM_REPEAT_SHORT  ... each of the later, costlier ones (default 5)
 
 Scripts run inside panes and hooks use /usr/bin/python3 -S by absolute path
 and the panes get an explicit PATH: the shell's `python3` may be another,
@@ -20,6 +21,7 @@ import pathlib
 import shutil
 import sys
 import tempfile
+import threading
 
 import pytest
 
@@ -124,6 +126,46 @@ default:
 """
 
 
+def model_config_yaml(meow):
+    """A model-backed agent: "plan the work" asks understudy's Model service
+    as model gpt-sim-test with a system prompt; anything else asks it with
+    the defaults (and a scenario answering only the first makes that a miss).
+    Both complete through the completion command."""
+    command = json.dumps(meow + ["done"])
+    return f"""\
+schema: understudy.sim/v1
+name: thinker
+startup: {{lines: ["Welcome to the model-backed agent"], delay: 0}}
+completion: {{command: {command}, timeout: 10s}}
+behaviours:
+  - name: plan
+    when: {{contains: "plan the work"}}
+    action: model
+    model: gpt-sim-test
+    system_prompt: "You are the planner."
+    outputs: {{via: model}}
+default:
+  action: model
+  outputs: {{via: default-model}}
+"""
+
+
+def queue_config_yaml(meow):
+    """Three behaviours telling their turns apart by their outputs: a slow
+    one (1.5 s: run it without UNDERSTUDY_SIM_DELAY=0) and two quick ones."""
+    command = json.dumps(meow + ["done"])
+    return f"""\
+schema: understudy.sim/v1
+name: queue
+startup: {{delay: 0}}
+completion: {{command: {command}, timeout: 10s}}
+behaviours:
+  - {{name: slow, when: {{contains: "slow job"}}, delay: 1500ms, output: ["Slow done."], outputs: {{n: first}}}}
+  - {{name: second, when: {{contains: "second job"}}, output: ["Second done."], outputs: {{n: second}}}}
+  - {{name: third, when: {{contains: "third job"}}, output: ["Third done."], outputs: {{n: third}}}}
+"""
+
+
 def settings_json(events, extra=None):
     """A Claude Code settings file whose hooks report every `events` to the
     orchestrator; `extra` {event: [matcher entries]} is added after them."""
@@ -133,6 +175,16 @@ def settings_json(events, extra=None):
     for event, entries in (extra or {}).items():
         hooks.setdefault(event, []).extend(entries)
     return json.dumps({"hooks": hooks}, indent=2)
+
+
+def write_file(path, text):
+    """Writes `text` to `path` whole or not at all (a temporary file renamed
+    over it): repetitions run side by side, and an agent starting in one must
+    never read the file half written by another (write_text truncates first)."""
+    path = pathlib.Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
 
 
 @pytest.fixture(scope="session")
@@ -153,11 +205,25 @@ def sim_config(workdir):
 
 
 @pytest.fixture(scope="session")
+def model_config(workdir, sim_config):
+    path = workdir / "thinker.yaml"
+    path.write_text(model_config_yaml(MEOW))
+    return path
+
+
+@pytest.fixture(scope="session")
+def queue_config(workdir, sim_config):
+    path = workdir / "queue.yaml"
+    path.write_text(queue_config_yaml(MEOW))
+    return path
+
+
+@pytest.fixture(scope="session")
 def settings(workdir):
     """settings(name, events, extra=None) -> path of a settings file."""
     def make(name, events, extra=None):
         path = workdir / f"{name}.settings.json"
-        path.write_text(settings_json(events, extra))
+        write_file(path, settings_json(events, extra))
         return path
     return make
 

@@ -103,6 +103,12 @@ class Ipc:
 
     def close(self):
         self._closed = True
+        try:  # a connection wakes the accept() at once, to see it is closed
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as wake:
+                wake.settimeout(1)
+                wake.connect(self.path)
+        except OSError:
+            pass
         self._thread.join(timeout=5)
         self._sock.close()
         try:
@@ -151,6 +157,11 @@ class Ipc:
     def messages(self, agent_id):
         with self._cond:
             return list(self._messages.get(agent_id, []))
+
+    def agent_ids(self):
+        """The agent ids messages were received from ("" for bad lines)."""
+        with self._cond:
+            return sorted(self._messages)
 
     def wait(self, agent_id, index, accept, timeout):
         """The first message of `agent_id` at position >= index that
