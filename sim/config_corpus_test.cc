@@ -5,17 +5,13 @@
 //
 // To regenerate the expected files after an intended message change, run
 // the test with UNDERSTUDY_UPDATE_EXPECTED=1 and review the diff.
-#include <algorithm>
-#include <cctype>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "sim/config.h"
+#include "validation/corpus_test_util.h"
 
 namespace understudy {
 namespace sim {
@@ -23,47 +19,17 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> YamlFilesIn(const char* dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    if (it->path().extension() == ".yaml") names.push_back(it->path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
-// "unknown-action.yaml" → "unknown_action", a valid test name.
-std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
-  std::string name = fs::path(info.param).stem().string();
-  for (char& c : name) {
-    if (!isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return name;
-}
-
 class BrokenSimConfigTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(BrokenSimConfigTest, ReportsExactlyTheExpectedProblems) {
   const fs::path yaml = fs::path(UNDERSTUDY_BROKEN_SIM_CONFIGS_DIR) / GetParam();
   fs::path expected_path = yaml;
   expected_path.replace_extension(".expected");
-  const std::string text = ReadAll(yaml);
+  const std::string text = validation::ReadCorpusFile(yaml);
   validation::Report report = ValidateSimConfig(text, GetParam());
   const std::string actual = validation::FormatReport(report) + "\n";
-  const char* update = std::getenv("UNDERSTUDY_UPDATE_EXPECTED");
-  if (update != nullptr && std::string(update) == "1") {
-    std::ofstream(expected_path, std::ios::binary) << actual;
-  }
-  ASSERT_TRUE(fs::exists(expected_path)) << expected_path << " is missing";
-  EXPECT_EQ(actual, ReadAll(expected_path));
+  validation::ExpectReportFile(actual, expected_path);
+  if (HasFatalFailure()) return;
   // A broken file is broken: at least one error, so ParseSimConfig refuses it.
   EXPECT_FALSE(report.ok());
   EXPECT_EQ(ParseSimConfig(text, GetParam()).status().code(), absl::StatusCode::kInvalidArgument);
@@ -73,18 +39,18 @@ TEST_P(BrokenSimConfigTest, ReportsExactlyTheExpectedProblems) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, BrokenSimConfigTest,
-                         ::testing::ValuesIn(YamlFilesIn(UNDERSTUDY_BROKEN_SIM_CONFIGS_DIR)),
-                         TestName);
+                         ::testing::ValuesIn(validation::YamlFilesIn(UNDERSTUDY_BROKEN_SIM_CONFIGS_DIR)),
+                         validation::CorpusTestName);
 
 TEST(BrokenSimConfigCorpusTest, HoldsAtLeastTwentyFiles) {
-  EXPECT_GE(YamlFilesIn(UNDERSTUDY_BROKEN_SIM_CONFIGS_DIR).size(), 20u);
+  EXPECT_GE(validation::YamlFilesIn(UNDERSTUDY_BROKEN_SIM_CONFIGS_DIR).size(), 20u);
 }
 
 class GoodSimConfigTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(GoodSimConfigTest, IsValidWithoutWarnings) {
   const fs::path path = fs::path(UNDERSTUDY_GOOD_SIM_CONFIGS_DIR) / GetParam();
-  const std::string text = ReadAll(path);
+  const std::string text = validation::ReadCorpusFile(path);
   validation::Report report = ValidateSimConfig(text, GetParam());
   EXPECT_TRUE(report.problems.empty()) << validation::FormatReport(report);
   EXPECT_TRUE(LooksLikeSimConfig(text));
@@ -94,8 +60,8 @@ TEST_P(GoodSimConfigTest, IsValidWithoutWarnings) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, GoodSimConfigTest,
-                         ::testing::ValuesIn(YamlFilesIn(UNDERSTUDY_GOOD_SIM_CONFIGS_DIR)),
-                         TestName);
+                         ::testing::ValuesIn(validation::YamlFilesIn(UNDERSTUDY_GOOD_SIM_CONFIGS_DIR)),
+                         validation::CorpusTestName);
 
 }  // namespace
 }  // namespace sim
