@@ -20,6 +20,36 @@
 
 namespace understudy {
 namespace sim {
+
+namespace {
+constexpr absl::string_view kDurationExpected =
+    "expected a duration: milliseconds (150) or a number with a unit (150ms, 2s, 1m)";
+}  // namespace
+
+absl::StatusOr<absl::Duration> ParseSimDuration(absl::string_view text) {
+  const std::string s(absl::StripAsciiWhitespace(text));
+  if (s.empty()) return absl::InvalidArgumentError(absl::StrCat(kDurationExpected, ", got \"\""));
+  absl::Duration d;
+  double ms = 0;
+  const char first = s[0];
+  const bool numeric = absl::ascii_isdigit(static_cast<unsigned char>(first)) || first == '-' ||
+                       first == '.' || first == '+';
+  if (numeric && absl::SimpleAtod(s, &ms)) {
+    if (!std::isfinite(ms) || std::fabs(ms) > 1e15) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("must be a finite number of milliseconds, got ", s));
+    }
+    d = absl::Milliseconds(ms);
+  } else if (!absl::ParseDuration(s, &d)) {
+    return absl::InvalidArgumentError(absl::StrCat(kDurationExpected, ", got \"", s, "\""));
+  } else if (d == absl::InfiniteDuration() || d == -absl::InfiniteDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("must be finite, got ", s));
+  }
+  if (d < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("must not be negative, got ", s));
+  }
+  return d;
+}
 namespace {
 
 using Keys = std::initializer_list<const char*>;
@@ -183,36 +213,16 @@ class Checker : public validation::YamlChecker {
 
   // A number of milliseconds, or an absl duration string ("150ms", "2s").
   bool Duration(const YAML::Node& n, const std::string& path, absl::Duration* out) {
-    const std::string expected =
-        "expected a duration: milliseconds (150) or a number with a unit (150ms, 2s, 1m)";
     if (!n.IsScalar() || n.Scalar().empty()) {
-      Error(n, path, absl::StrCat(expected, ", got ", DescribeNode(n)));
+      Error(n, path, absl::StrCat(kDurationExpected, ", got ", DescribeNode(n)));
       return false;
     }
-    const std::string& s = n.Scalar();
-    absl::Duration d;
-    double ms = 0;
-    const char first = s[0];
-    const bool numeric = absl::ascii_isdigit(static_cast<unsigned char>(first)) ||
-                         first == '-' || first == '.' || first == '+';
-    if (numeric && absl::SimpleAtod(s, &ms)) {
-      if (!std::isfinite(ms) || std::fabs(ms) > 1e15) {
-        Error(n, path, absl::StrCat("must be a finite number of milliseconds, got ", s));
-        return false;
-      }
-      d = absl::Milliseconds(ms);
-    } else if (!absl::ParseDuration(s, &d)) {
-      Error(n, path, absl::StrCat(expected, ", got ", DescribeNode(n)));
-      return false;
-    } else if (d == absl::InfiniteDuration() || d == -absl::InfiniteDuration()) {
-      Error(n, path, absl::StrCat("must be finite, got ", s));
+    absl::StatusOr<absl::Duration> d = ParseSimDuration(n.Scalar());
+    if (!d.ok()) {
+      Error(n, path, std::string(d.status().message()));
       return false;
     }
-    if (d < absl::ZeroDuration()) {
-      Error(n, path, absl::StrCat("must not be negative, got ", s));
-      return false;
-    }
-    *out = d;
+    *out = *d;
     return true;
   }
 

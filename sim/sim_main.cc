@@ -58,14 +58,14 @@ std::string Getenv(const char* name) {
   return value == nullptr ? "" : value;
 }
 
-// A number of milliseconds, or an absl duration ("150ms", "2s").
+// UNDERSTUDY_SIM_DELAY, read as the config reads durations.
 absl::StatusOr<absl::Duration> ParseDelay(const std::string& text) {
-  double ms = 0;
-  if (absl::SimpleAtod(text, &ms) && ms >= 0) return absl::Milliseconds(ms);
-  absl::Duration duration;
-  if (absl::ParseDuration(text, &duration) && duration >= absl::ZeroDuration()) return duration;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "UNDERSTUDY_SIM_DELAY: \"", text, "\" is not a duration (milliseconds, or e.g. 150ms, 2s)"));
+  absl::StatusOr<absl::Duration> delay = ParseSimDuration(text);
+  if (!delay.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("UNDERSTUDY_SIM_DELAY: ", delay.status().message()));
+  }
+  return delay;
 }
 
 // The directory part of `path` ("" for a bare file name).
@@ -201,7 +201,10 @@ int SimMain(int argc, char** argv) {
   try {
     app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print and succeed; a bad flag value is a usage
+    // error: exit 2, as for every other command (docs/cli.md).
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   }
 
   std::optional<absl::Duration> delay_override;

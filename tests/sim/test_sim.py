@@ -517,6 +517,22 @@ def test_both_executables_print_the_same_version():
     assert lean.stdout == big.stdout and lean.stdout.strip()
 
 
+def test_bad_flag_values_and_paths_are_usage_errors():
+    """Exit 2 and one line naming what is wrong, before any terminal is touched."""
+    cases = [
+        (["--log-format", "xml"], "--log-format"),
+        (["--settings", "/tmp"], "/tmp is a directory"),
+        (["--log-file", "/tmp"], "cannot open log file /tmp"),
+        (["--config", "/dev/null"], "not a regular file"),
+    ]
+    for args, message in cases:
+        r = subprocess.run([SIM, *args], input="hi\n", capture_output=True, text=True, timeout=10)
+        assert r.returncode == 2 and message in r.stderr, (args, r.returncode, r.stderr)
+    r = subprocess.run([SIM], input="hi\n", capture_output=True, text=True, timeout=10,
+                       env={**os.environ, "UNDERSTUDY_SIM_DELAY": "inf"})
+    assert r.returncode == 2 and "UNDERSTUDY_SIM_DELAY: must be finite" in r.stderr, r.stderr
+
+
 # --- helpers of the scenarios below ----------------------------------------------------
 
 def turn_lines(screen, prompt_line):
