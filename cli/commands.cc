@@ -21,9 +21,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/duration.h"
 #include "base/files.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "cli/runs.h"
 #include "grpcpp/grpcpp.h"
 #include "mcpserver/http_endpoint.h"
 #include "nlohmann/json.hpp"
@@ -113,6 +115,34 @@ absl::Status ApplyMode(const std::string& mode, service::ServerOptions* options)
   return absl::OkStatus();
 }
 
+absl::Status ApplyTraceFlags(const ServeFlags& flags, service::ServerOptions* options) {
+  if (!flags.trace_level.empty()) {
+    std::optional<v1::TraceLevel> level = ParseTraceLevel(flags.trace_level);
+    if (!level.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--trace-level \"", flags.trace_level, "\": expected full, summary or off"));
+    }
+    options->default_trace_level = *level;
+  }
+  // A negative count other than "none" is refused by Server::Start.
+  if (flags.keep_runs != -1) options->retention.keep_runs = flags.keep_runs;
+  auto duration = [](absl::string_view flag,
+                     const std::string& text) -> absl::StatusOr<absl::Duration> {
+    absl::StatusOr<absl::Duration> d = ParseDuration(text);
+    if (!d.ok()) return absl::InvalidArgumentError(absl::StrCat(flag, ": ", d.status().message()));
+    return d;
+  };
+  if (!flags.keep_trace_for.empty()) {
+    US_ASSIGN_OR_RETURN(options->retention.keep_trace_for,
+                        duration("--keep-trace-for", flags.keep_trace_for));
+  }
+  if (!flags.prune_interval.empty()) {
+    US_ASSIGN_OR_RETURN(options->prune_interval,
+                        duration("--prune-interval", flags.prune_interval));
+  }
+  return absl::OkStatus();
+}
+
 int FailStart(const absl::Status& status) {
   std::cerr << "understudy: " << status.message() << std::endl;
   switch (service::StartStageOf(status).value_or(service::StartStage::kStore)) {
@@ -144,6 +174,7 @@ int Fail(const absl::Status& status) {
 int Serve(const ServeFlags& flags) {
   service::ServerOptions options = flags.server;
   absl::Status mode = ApplyMode(flags.mode, &options);
+  if (mode.ok()) mode = ApplyTraceFlags(flags, &options);
   if (!mode.ok()) return FailStart(service::Tagged(mode, service::StartStage::kOptions));
   options.drain_timeout = absl::Seconds(flags.drain_timeout_seconds);
   options.request_timeout = absl::Seconds(flags.request_timeout_seconds);
@@ -216,6 +247,7 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
   }
   service::ServerOptions options = flags.server;
   absl::Status mode = ApplyMode(flags.mode, &options);
+  if (mode.ok()) mode = ApplyTraceFlags(flags, &options);
   if (!mode.ok()) return FailStart(service::Tagged(mode, service::StartStage::kOptions));
   options.listen = "127.0.0.1:0";
   options.http_listen = "127.0.0.1:0";

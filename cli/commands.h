@@ -6,6 +6,7 @@
 #ifndef UNDERSTUDY_CLI_COMMANDS_H_
 #define UNDERSTUDY_CLI_COMMANDS_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -39,7 +40,20 @@ struct ServeFlags {
   std::string tools_root;
   // understudy's version, for the MCP tools' serverInfo.
   std::string version;
+  // --trace-level: full, summary or off ("": full).
+  std::string trace_level;
+  // --keep-runs (-1: no bound), --keep-trace-for ("": no bound) and
+  // --prune-interval: the server's retention (store/retention.h).
+  int64_t keep_runs = -1;
+  std::string keep_trace_for;
+  std::string prune_interval = "60s";
 };
+
+// Sets the default trace level and the retention bounds of `options` from
+// `flags`; INVALID_ARGUMENT naming the flag for an unknown level or a
+// malformed or negative duration (Server::Start checks the rest).
+absl::Status ApplyTraceFlags(const ServeFlags& flags, service::ServerOptions* options);
+
 // The factory of understudy's own MCP endpoint at /mcp (ServerOptions::
 // own_mcp) for a server with `server`'s options: its tools read that server
 // through its gRPC address and files under `tools_root`. Null when the

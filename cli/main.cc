@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -15,10 +16,12 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/strings/str_replace.h"
+#include "base/duration.h"
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/ancestor_env.h"
@@ -26,6 +29,7 @@
 #include "cli/gen_test.h"
 #include "cli/mcp_proxy.h"
 #include "cli/mcp_serve.h"
+#include "cli/runs.h"
 #include "cli/schema_command.h"
 #include "provider/anthropic.h"
 #include "provider/embeddings.h"
@@ -159,6 +163,7 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  understudy serve --upstream grpc://127.0.0.1:7001\n"
       "  understudy sessions ls\n"
+      "  understudy runs prune --keep 10\n"
       "  understudy export golden -o golden.jsonl\n"
       "  understudy trace run-1a2b3c4d5e6f7a8b\n"
       "  understudy show run-1a2b3c4d5e6f7a8b\n"
@@ -176,6 +181,24 @@ int main(int argc, char** argv) {
   app.add_option("--log-format", log_format, "text|json")
       ->envname("UNDERSTUDY_LOG_FORMAT")
       ->check(CLI::IsMember({"text", "json"}));
+
+  // A duration flag (base/duration.h): "30m", "12h", "7d".
+  const CLI::Validator duration_check(
+      [](std::string& text) {
+        absl::StatusOr<absl::Duration> d = understudy::ParseDuration(text);
+        return d.ok() ? std::string() : std::string(d.status().message());
+      },
+      "DURATION");
+
+  // A count flag: 0 or more (CLI::NonNegativeNumber's message prints the
+  // largest double).
+  const CLI::Validator count_check(
+      [](std::string& text) {
+        int64_t n = 0;
+        return absl::SimpleAtoi(text, &n) && n < 0 ? "must be 0 or more, got " + text
+                                                   : std::string();
+      },
+      "N");
 
   // serve, and the serve options shared by record and replay.
   ServeFlags serve;
@@ -258,6 +281,22 @@ int main(int argc, char** argv) {
     option("request-timeout", serve.request_timeout_seconds,
            "Seconds an HTTP request may take to arrive whole, from its first byte (408 after)")
         ->check(CLI::Range(0.1, 3600.0));
+    option("trace-level", serve.trace_level,
+           "What the trace of runs that ask for no level keeps: full, summary (start, misses, "
+           "end) or off")
+        ->check(CLI::IsMember({"full", "summary", "off"}))
+        ->default_str("full");
+    option("keep-runs", serve.keep_runs,
+           "Keep at most N ended runs per session, the newest; older ones go with their traces")
+        ->check(count_check)
+        ->default_str("no limit");
+    option("keep-trace-for", serve.keep_trace_for,
+           "Delete ended runs that started longer ago than this (30m, 12h, 7d)")
+        ->check(duration_check)
+        ->default_str("for ever");
+    option("prune-interval", serve.prune_interval,
+           "Time between passes of --keep-runs and --keep-trace-for (after one at start-up)")
+        ->check(duration_check);
     cmd->add_option("--config", config_path, "TOML file with these options")
         ->envname("UNDERSTUDY_CONFIG");
   };
@@ -295,7 +334,8 @@ int main(int argc, char** argv) {
       "Examples:\n"
       "  understudy serve                                   # gRPC 127.0.0.1:7140, HTTP 127.0.0.1:7141\n"
       "  understudy serve --listen 127.0.0.1:0 --http 127.0.0.1:0 --ready-file ready.json\n"
-      "  understudy serve --upstream openai=https://api.openai.com --mode record --session golden");
+      "  understudy serve --upstream openai=https://api.openai.com --mode record --session golden\n"
+      "  understudy serve --trace-level summary --keep-runs 20 --keep-trace-for 7d  # a load test's server");
 
   // record / replay: wrap a command.
   std::string wrap_session;
@@ -362,6 +402,57 @@ int main(int argc, char** argv) {
   import_cmd->add_option("--name", import_name, "Store under this name instead of the file's");
   import_cmd->footer("Example: understudy import tests/golden.jsonl");
   db_option(import_cmd, false);
+
+  // runs: list and remove runs with their traces.
+  CLI::App* runs_cmd =
+      app.add_subcommand("runs", "List runs, or remove them with their traces to keep the store small.");
+  runs_cmd->require_subcommand(1);
+  std::string runs_session;
+  CLI::App* runs_ls_cmd = runs_cmd->add_subcommand(
+      "ls", "List runs: session, mode, state, trace level, start, duration, counts, events.");
+  runs_ls_cmd->add_option("--session", runs_session,
+                          "Only runs of this session (NAME: every version; NAME@N)");
+  db_option(runs_ls_cmd, true);
+  std::vector<std::string> runs_ids;
+  bool runs_force = false;
+  CLI::App* runs_rm_cmd =
+      runs_cmd->add_subcommand("rm", "Delete runs with their traces, and give the space back.");
+  runs_rm_cmd->add_option("run", runs_ids, "Run id (several allowed)")->required();
+  runs_rm_cmd->add_flag("--force", runs_force,
+                        "Delete active runs too (a run whose server died stays active)");
+  runs_rm_cmd->footer(
+      "Unknown ids and active runs (without --force) are named and left; the others are deleted.\n"
+      "Exit: 0 all deleted, 1 one was unknown or refused, 3 unreadable database.");
+  db_option(runs_rm_cmd, false);
+  understudy::cli::PruneFlags prune;
+  CLI::App* runs_prune_cmd = runs_cmd->add_subcommand(
+      "prune", "Delete runs by age, by count per session or by state, and give the space back.");
+  runs_prune_cmd
+      ->add_option("--older-than", prune.older_than,
+                   "Only runs that started longer ago than this (30m, 12h, 7d)")
+      ->check(duration_check);
+  runs_prune_cmd
+      ->add_option("--keep", prune.keep, "Keep the newest N runs of each session, delete the rest")
+      ->check(count_check)
+      ->default_str("no limit");
+  runs_prune_cmd
+      ->add_option("--state", prune.states,
+                   "Only runs in this state: ended, failed, active or any (repeatable; default: "
+                   "ended and failed)")
+      ->check(CLI::IsMember({"ended", "failed", "active", "any"}));
+  runs_prune_cmd->add_flag("--dry-run", prune.dry_run, "Print what would go; change nothing");
+  runs_prune_cmd->add_flag("--vacuum", prune.vacuum,
+                           "Rewrite the file (full VACUUM): once, for a store made before "
+                           "incremental vacuum, whose space otherwise never goes back");
+  runs_prune_cmd->add_flag("--force", prune.force, "Allow --state active or any");
+  runs_prune_cmd->footer(
+      "A run goes when every criterion given holds. Give at least one.\n"
+      "Exit: 0 done (also when nothing matched), 2 usage, 3 unreadable database.\n"
+      "Examples:\n"
+      "  understudy runs prune --keep 10                  # the last 10 runs of each session\n"
+      "  understudy runs prune --older-than 7d --keep 1   # week-old runs, but each session's last\n"
+      "  understudy runs prune --state failed --dry-run");
+  db_option(runs_prune_cmd, true);
 
   std::string run;
   std::vector<std::string> kinds;
@@ -637,6 +728,9 @@ int main(int argc, char** argv) {
   if (*rm_cmd) return understudy::cli::SessionsRemove(db, ref);
   if (*export_cmd) return understudy::cli::Export(db, ref, output);
   if (*import_cmd) return understudy::cli::Import(db, input, import_name);
+  if (*runs_ls_cmd) return understudy::cli::RunsList(db, runs_session);
+  if (*runs_rm_cmd) return understudy::cli::RunsRemove(db, runs_ids, runs_force);
+  if (*runs_prune_cmd) return understudy::cli::RunsPrune(db, prune);
   if (*trace_cmd) return understudy::cli::Trace(db, run, kinds, agent);
   if (*timeline_cmd) {
     using understudy::cli::ColorMode;

@@ -1,32 +1,23 @@
+// The engine's run table (the contract is engine.h): creating the engine,
+// starting and ending runs with the sessions they load, and finding the
+// active run a call names, with what it holds (models, mode, scenario,
+// Responses chains).
 #include "replayer/engine.h"
-#include "replayer/run_state.h"
 
 #include <algorithm>
 #include <random>
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
-#include "absl/hash/hash.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "base/log.h"
-#include "base/scheduler.h"
 #include "base/status_macros.h"
-#include "recorder/canonical.h"
-#include "recorder/stream.h"
-#include "recorder/validate.h"
-#include "replayer/miss_report.h"
-#include "replayer/playbook.h"
+#include "replayer/run_state.h"
 
 namespace understudy {
 namespace replayer {
-
-using Attributes = TraceAttributes;
 
 namespace {
 
@@ -88,7 +79,6 @@ std::vector<const FromSessionAction*> FromSessionActions(const Scenario& scenari
 }
 
 }  // namespace
-
 
 absl::StatusOr<std::pair<std::string, int64_t>> ParseSessionRef(absl::string_view ref) {
   size_t at = ref.rfind('@');
@@ -256,6 +246,13 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
                      : (request.has_strict() ? request.strict() : matching.strict.value_or(true)));
   if (scripted) run.set_scenario(script->label());
   run.set_repeat(mode == v1::RUN_MODE_REPLAY && request.repeat());
+  if (!v1::TraceLevel_IsValid(request.trace_level())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trace_level: ", request.trace_level(), " is not a trace level (full, summary, off)"));
+  }
+  run.set_trace_level(request.trace_level() != v1::TRACE_LEVEL_UNSPECIFIED
+                          ? request.trace_level()
+                          : options_.default_trace_level);
   run.set_state(v1::RUN_STATE_ACTIVE);
   run.set_started_at_micros(options_.clock->NowMicros());
   std::shared_ptr<const SessionIndex> index;
@@ -392,6 +389,17 @@ absl::Status Engine::EndAllRuns() {
   return first;
 }
 
+void Engine::ReleaseHangs() {
+  std::vector<std::shared_ptr<RunState>> runs;
+  {
+    absl::ReaderMutexLock lock(&runs_mu_);
+    for (const auto& [id, state] : runs_) runs.push_back(state);
+  }
+  for (const auto& run : runs) {
+    run->ReleaseHangs(absl::UnavailableError("the server is shutting down"));
+  }
+}
+
 absl::StatusOr<std::vector<std::string>> Engine::RunModels(const CallInfo& call) {
   US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
   std::vector<std::string> models;
@@ -453,340 +461,6 @@ absl::StatusOr<std::shared_ptr<RunState>> Engine::FindActiveRun(const CallInfo& 
   return absl::NotFoundError(absl::StrCat("unknown run \"", absl::CHexEscape(id), "\""));
 }
 
-ForwardTicket::~ForwardTicket() {
-  // Dropped unfinished: the caller went away before the upstream answered.
-  if (!finished_ && run_ != nullptr) run_->EndForward(0, agent_, false, nullptr);
-}
-
-absl::StatusOr<std::unique_ptr<ForwardTicket>> Engine::NewTicket(
-    const std::shared_ptr<RunState>& run, const CallInfo& call,
-    const v1::CompletionRequest& request, bool streamed) {
-  std::unique_ptr<ForwardTicket> ticket(new ForwardTicket());
-  ticket->agent_ = call.agent;
-  ticket->request_ = recorder::WithoutRouting(request);
-  ticket->start_ = options_.clock->Now();
-  ticket->streamed_ = streamed;
-  if (run->mode() == v1::RUN_MODE_RECORD) {
-    ticket->record_session_ = run->session();
-    ticket->record_version_ = run->session_version();
-  } else if (run->mode() == v1::RUN_MODE_NEW) {
-    US_ASSIGN_OR_RETURN(int64_t version, run->NewModeVersion());
-    ticket->record_session_ = run->session();
-    ticket->record_version_ = version;
-  }
-  US_RETURN_IF_ERROR(run->BeginForward());
-  ticket->run_ = run;
-  return ticket;
-}
-
-namespace {
-
-const char* StepName(Step::Kind kind) {
-  switch (kind) {
-    case Step::Kind::kRespond:
-      return "respond";
-    case Step::Kind::kError:
-      return "error";
-    case Step::Kind::kDelay:
-      return "delay";
-    case Step::Kind::kHang:
-      return "hang";
-    case Step::Kind::kDisconnect:
-      return "disconnect";
-    case Step::Kind::kFromSession:
-      return "from_session";
-  }
-  return "";
-}
-
-}  // namespace
-
-// Performs one scripted step from `origin` ("rule" or "default"). True when
-// the step answers; false when it only adds an effect (delay, disconnect)
-// and the next source is to answer.
-absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const CallInfo& call,
-                                     const v1::CompletionRequest& request, bool streamed,
-                                     const Step& step, const char* origin, int overall_iteration,
-                                     TraceAttributes* attrs, Decision* decision) {
-  // Effects (delay, disconnect) let the next source answer: they are named
-  // apart from the action that answers.
-  const bool effect = step.kind == Step::Kind::kDelay || step.kind == Step::Kind::kDisconnect;
-  attrs->emplace_back(effect ? "understudy.effect" : "understudy.action", StepName(step.kind));
-  if (!step.path.empty()) {
-    attrs->emplace_back(effect ? "understudy.effect.path" : "understudy.action.path", step.path);
-  }
-  switch (step.kind) {
-    case Step::Kind::kDelay:
-      decision->delay += absl::Milliseconds(step.delay->ms);
-      attrs->emplace_back("understudy.delay_ms", absl::StrCat(step.delay->ms));
-      return false;
-    case Step::Kind::kDisconnect:
-      decision->disconnect_after = step.disconnect->after_chunks;
-      attrs->emplace_back("understudy.disconnect.after_chunks",
-                          absl::StrCat(step.disconnect->after_chunks));
-      attrs->emplace_back("error.type", "UNAVAILABLE");
-      return false;
-    case Step::Kind::kRespond: {
-      auto exchange = std::make_shared<v1::Exchange>();
-      *exchange->mutable_response() =
-          RespondWith(*step.respond, request, absl::StrCat("understudy-", overall_iteration));
-      if (streamed) {
-        for (v1::CompletionChunk& chunk : ChunksFor(exchange->response())) {
-          *exchange->add_chunks() = std::move(chunk);
-        }
-      }
-      US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, &exchange->response(),
-                                                     absl::OkStatus(), origin, 0, streamed,
-                                                     *attrs)));
-      run->ObserveAnswer(call.agent, exchange->response());
-      decision->recorded = exchange.get();
-      decision->keepalive = std::move(exchange);
-      decision->source = origin;
-      return true;
-    }
-    case Step::Kind::kError: {
-      absl::Status status = ErrorStatusFor(*step.error);
-      US_RETURN_IF_ERROR(run->Answered(
-          ExchangeEvent(call.agent, request, nullptr, status, origin, 0, streamed, *attrs)));
-      decision->error = std::move(status);
-      decision->http_status = HttpStatusFor(*step.error);
-      decision->retry_after_seconds = step.error->retry_after_seconds.value_or(-1);
-      decision->source = origin;
-      return true;
-    }
-    case Step::Kind::kHang: {
-      attrs->emplace_back("error.type", "DEADLINE_EXCEEDED");
-      US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, nullptr,
-                                                     absl::OkStatus(), origin, 0, streamed,
-                                                     *attrs)));
-      decision->hang = run->NewHang(call.deadline);
-      decision->source = origin;
-      return true;
-    }
-    case Step::Kind::kFromSession: {
-      std::shared_ptr<const void> keepalive;
-      absl::StatusOr<const v1::Exchange*> served = run->FromSession(*step.from_session, &keepalive);
-      if (!served.ok()) {
-        // Counted and traced as a miss, with the reason.
-        return run->BareMiss(call, request, std::string(served.status().message()));
-      }
-      const v1::Exchange* ex = *served;
-      attrs->emplace_back("understudy.from_session", step.from_session->session);
-      absl::Status status = ex->has_error() ? StatusFromRecorded(ex->error()) : absl::OkStatus();
-      US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, &ex->response(), status,
-                                                     origin, ex->seq(), streamed, *attrs)));
-      run->ObserveAnswer(call.agent, ex->response());
-      decision->recorded = ex;
-      decision->keepalive = std::move(keepalive);
-      decision->source = origin;
-      return true;
-    }
-  }
-  return false;
-}
-
-namespace {
-
-// A short fingerprint of the request as matching sees it (canonical form,
-// normalized like the run's recording when it replays one), for debug logs:
-// the same key at record and at replay time means the same match key, and
-// no prompt text reaches the log.
-std::string MatchKeyForLog(const SessionIndex* index, const v1::CompletionRequest& request) {
-  const std::string text = index != nullptr
-                               ? SessionIndex::TextOf(index->CanonicalOf(request))
-                               : recorder::CanonicalText(recorder::WithoutRouting(request));
-  uint64_t hash = 1469598103934665603ull;  // FNV-1a, 64 bits
-  for (unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ull;
-  }
-  return absl::StrFormat("%016x", hash);
-}
-
-// The first line of a miss report (the closest recording and how many
-// fields differ); the differing values stay out of the log.
-std::string FirstLine(absl::string_view text) {
-  return std::string(text.substr(0, text.find('\n')));
-}
-
-}  // namespace
-
-absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
-                                        const v1::CompletionRequest& request, bool streamed) {
-  US_RETURN_IF_ERROR(recorder::ValidateRequest(request));
-  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(given));
-  const Script& script = run->script();
-  // Unmodified traffic names no agent: the scenario's `agents` may.
-  std::optional<CallInfo> named;
-  if (given.agent.empty() && !script.scenario().agents.empty()) {
-    named = given;
-    named->agent = script.AgentFor(request);
-  }
-  const CallInfo& call = named.has_value() ? *named : given;
-  if (IsMcpRequest(request)) return DecideMcp(run, call, request);
-
-  Decision decision;
-  decision.speed = options_.speed;
-  // At debug level: why each rule did not answer, the match key, where the
-  // answer came from (docs/guide.md, "When a rule does not fire").
-  const bool debug = LogEnabled(LogLevel::kDebug);
-  std::vector<RuleSkip> skipped;
-  const Selection selection =
-      script.rules().Select(run->context(), request, call.agent, debug ? &skipped : nullptr);
-  run->TraceRequest(call.agent, request, selection);
-  if (debug) {
-    Log(LogLevel::kDebug, "request",
-        {{"run", run->id()},
-         {"agent", call.agent},
-         {"iteration", absl::StrCat(selection.overall_iteration)},
-         {"agent_iteration", absl::StrCat(selection.agent_iteration)},
-         {"previous_agent", selection.previous_agent.value_or("")},
-         {"phase", selection.phase},
-         {"key", MatchKeyForLog(run->index_.get(), request)}});
-    for (const RuleSkip& skip : skipped) {
-      Log(LogLevel::kDebug, "rule_not_matched",
-          {{"run", run->id()}, {"rule", skip.rule}, {"reason", skip.reason}});
-    }
-    if (selection.rule != nullptr) {
-      Log(LogLevel::kDebug, "rule_matched",
-          {{"run", run->id()},
-           {"rule", selection.rule->name},
-           {"use", absl::StrCat(selection.rule_use)}});
-    }
-  }
-  Attributes attrs;
-  attrs.emplace_back("understudy.iteration", absl::StrCat(selection.overall_iteration));
-  attrs.emplace_back("understudy.agent.iteration", absl::StrCat(selection.agent_iteration));
-  if (selection.previous_agent.has_value()) {
-    attrs.emplace_back("understudy.previous_agent", *selection.previous_agent);
-  }
-  if (!selection.phase.empty()) attrs.emplace_back("understudy.phase", selection.phase);
-
-  // 1. Rules.
-  if (selection.rule != nullptr) {
-    attrs.emplace_back("understudy.rule.name", selection.rule->name);
-    attrs.emplace_back("understudy.rule.use", absl::StrCat(selection.rule_use));
-    const Step step = ResolveStep(selection.rule->action, selection.rule_use);
-    US_ASSIGN_OR_RETURN(bool answered,
-                        Perform(run, call, request, streamed, step, "rule",
-                                selection.overall_iteration, &attrs, &decision));
-    if (answered) return decision;
-  }
-
-  // 2. The playbook.
-  absl::Status playbook_failure;
-  const std::optional<Action>& fallback = script.scenario().default_action;
-  PlaybookRun* playbook = run->playbook();
-  // A finished playbook leaves later requests to the default, if any.
-  if (playbook != nullptr && fallback.has_value() && playbook->remaining() == 0) {
-    playbook = nullptr;
-  }
-  if (playbook != nullptr) {
-    absl::StatusOr<v1::CompletionResponse> next = playbook->Next(request, run->context());
-    if (next.ok()) {
-      auto exchange = std::make_shared<v1::Exchange>();
-      *exchange->mutable_response() = *std::move(next);
-      if (streamed) {
-        for (v1::CompletionChunk& chunk : ChunksFor(exchange->response())) {
-          *exchange->add_chunks() = std::move(chunk);
-        }
-      }
-      US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, &exchange->response(),
-                                                     absl::OkStatus(), "playbook", 0, streamed,
-                                                     attrs)));
-      run->ObserveAnswer(call.agent, exchange->response());
-      decision.recorded = exchange.get();
-      decision.keepalive = std::move(exchange);
-      decision.source = "playbook";
-      return decision;
-    }
-    playbook_failure = next.status();
-  }
-
-  // 3. The recording, or the upstream.
-  const v1::RunMode mode = run->mode();
-  if ((mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) && run->has_index()) {
-    const bool forward_misses = mode == v1::RUN_MODE_NEW;
-    absl::StatusOr<const v1::Exchange*> matched =
-        run->Match(call, request, streamed, forward_misses,
-                   /*quiet=*/!forward_misses && (fallback.has_value() || !playbook_failure.ok()),
-                   attrs);
-    if (debug) {
-      if (!matched.ok()) {
-        Log(LogLevel::kDebug, "miss",
-            {{"run", run->id()}, {"report", FirstLine(matched.status().message())}});
-      } else if (*matched != nullptr) {
-        Log(LogLevel::kDebug, "answer",
-            {{"run", run->id()},
-             {"source", "recording"},
-             {"exchange", absl::StrCat((*matched)->seq())}});
-      } else {
-        Log(LogLevel::kDebug, "no_recording", {{"run", run->id()}});
-      }
-    }
-    US_RETURN_IF_ERROR(matched.status());
-    const v1::Exchange* ex = *matched;
-    if (ex != nullptr) {
-      run->ObserveAnswer(call.agent, ex->response());
-      decision.keepalive = run->index_;
-      decision.recorded = ex;
-      if (streamed && ex->chunks_size() == 0 && !ex->has_error()) {
-        decision.answer_chunk = &run->index_->AnswerAsChunk(static_cast<size_t>(ex->seq() - 1));
-      }
-      decision.source = "recording";
-      return decision;
-    }
-  }
-  if (mode != v1::RUN_MODE_REPLAY && decision.disconnect_after >= 0) {
-    // Nothing is forwarded: the connection drops before the upstream is asked.
-    US_RETURN_IF_ERROR(run->Answered(
-        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), "rule", 0, streamed, attrs)));
-    decision.source = "rule";
-    return decision;
-  }
-  if (mode != v1::RUN_MODE_REPLAY) {
-    if (debug) Log(LogLevel::kDebug, "answer", {{"run", run->id()}, {"source", "upstream"}});
-    US_ASSIGN_OR_RETURN(decision.forward, NewTicket(run, call, request, streamed));
-    decision.forward->extra_ = std::move(attrs);
-    decision.source = "upstream";
-    return decision;
-  }
-
-  // 4. The scenario's default.
-  if (fallback.has_value()) {
-    if (debug) Log(LogLevel::kDebug, "answer", {{"run", run->id()}, {"source", "default"}});
-    const Step step = ResolveStep(*fallback, run->NextDefaultUse());
-    US_ASSIGN_OR_RETURN(bool answered,
-                        Perform(run, call, request, streamed, step, "default",
-                                selection.overall_iteration, &attrs, &decision));
-    if (answered) return decision;
-  }
-
-  // 5. A miss; a scripted disconnect still drops the connection, and a
-  // scripted delay comes first.
-  if (decision.disconnect_after >= 0) {
-    US_RETURN_IF_ERROR(run->Answered(
-        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), "rule", 0, streamed, attrs)));
-    decision.source = "rule";
-    return decision;
-  }
-  absl::Status miss =
-      !playbook_failure.ok()
-          ? run->BareMiss(call, request, std::string(playbook_failure.message()))
-          : run->BareMiss(
-                call, request,
-                absl::StrCat("no rule, playbook action", run->has_index() ? ", recording" : "",
-                             " or default answers this request",
-                             call.agent.empty() ? "" : absl::StrCat(" (agent \"", call.agent, "\")"),
-                             run->has_index() ? "" : "; the run replays no session"));
-  if (debug) {
-    Log(LogLevel::kDebug, "miss", {{"run", run->id()}, {"report", FirstLine(miss.message())}});
-  }
-  if (decision.delay <= absl::ZeroDuration() || absl::IsFailedPrecondition(miss)) return miss;
-  decision.error = std::move(miss);
-  return decision;
-}
-
 absl::StatusOr<std::pair<std::shared_ptr<const Script>, std::string>> Engine::RunScript(
     const CallInfo& call) {
   US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
@@ -794,270 +468,6 @@ absl::StatusOr<std::pair<std::shared_ptr<const Script>, std::string>> Engine::Ru
     return std::make_pair(std::shared_ptr<const Script>(), run->id());
   }
   return std::make_pair(run->script_, run->id());
-}
-
-absl::StatusOr<v1::TraceEvent> Engine::Emit(const CallInfo& call, v1::TraceEvent event) {
-  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
-  return run->EmitAndReturn(std::move(event));
-}
-
-EventSubscription::~EventSubscription() {
-  if (std::shared_ptr<RunState> run = run_.lock()) run->Unsubscribe(id_);
-}
-
-absl::StatusOr<std::unique_ptr<EventSubscription>> Engine::Subscribe(
-    absl::string_view run_id, std::function<void(const v1::TraceEvent&)> on_event,
-    std::function<void()> on_end) {
-  CallInfo call;
-  call.run = std::string(run_id);
-  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
-  std::unique_ptr<EventSubscription> subscription(new EventSubscription());
-  US_ASSIGN_OR_RETURN(subscription->id_,
-                      run->Subscribe({std::move(on_event), std::move(on_end)},
-                                     &subscription->first_seq_));
-  subscription->run_ = run;
-  return subscription;
-}
-
-void Engine::ReleaseHangs() {
-  std::vector<std::shared_ptr<RunState>> runs;
-  {
-    absl::ReaderMutexLock lock(&runs_mu_);
-    for (const auto& [id, state] : runs_) runs.push_back(state);
-  }
-  for (const auto& run : runs) {
-    run->ReleaseHangs(absl::UnavailableError("the server is shutting down"));
-  }
-}
-
-void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange exchange,
-                           absl::Status status, std::function<void(absl::Status)> done) {
-  ticket->finished_ = true;
-  std::shared_ptr<RunState> run = std::move(ticket->run_);
-  Clock* clock = options_.clock;
-  exchange.set_agent(ticket->agent_);
-  *exchange.mutable_request() = std::move(ticket->request_);
-  exchange.set_streamed(ticket->streamed_);
-  exchange.set_latency_micros(absl::ToInt64Microseconds(clock->Now() - ticket->start_));
-  exchange.set_recorded_at_micros(absl::ToUnixMicros(ticket->start_));
-  // An adapter may set the error itself (an MCP server's JSON-RPC error,
-  // a recorded answer with status OK).
-  if (!status.ok() && !exchange.has_error()) {
-    exchange.mutable_error()->set_code(static_cast<int>(status.code()));
-    exchange.mutable_error()->set_message(std::string(status.message()));
-  }
-  const absl::Status traced =
-      status.ok() && exchange.has_error() ? StatusFromRecorded(exchange.error()) : status;
-  const bool record = !ticket->record_session_.empty() && !NeverRecorded(status);
-  if (IsMcpRequest(exchange.request())) {
-    // A tool call's latency is part of its trace (the model's is the
-    // exchange's own).
-    ticket->extra_.emplace_back("understudy.latency_ms",
-                                absl::StrFormat("%.3f", exchange.latency_micros() / 1000.0));
-  }
-  if (status.ok() && !IsMcpRequest(exchange.request())) {
-    run->ObserveAnswer(exchange.agent(), exchange.response());
-  }
-  if (!record) {
-    v1::TraceEvent event =
-        ExchangeEvent(exchange.agent(), exchange.request(),
-                      exchange.has_response() ? &exchange.response() : nullptr, traced, "upstream",
-                      0, exchange.streamed(), ticket->extra_);
-    run->EndForward(0, exchange.agent(), status.ok(), &event);
-    done(status);
-    return;
-  }
-  auto extra = std::make_shared<Attributes>(std::move(ticket->extra_));
-  auto kept = std::make_shared<v1::Exchange>(std::move(exchange));
-  std::vector<v1::Exchange> batch;
-  batch.push_back(*kept);
-  options_.store->AppendExchanges(
-      ticket->record_session_, ticket->record_version_, std::move(batch),
-      [run, kept, extra, status, traced, done = std::move(done)](absl::StatusOr<store::AppendResult> r) {
-        if (!r.ok()) {
-          run->EndForward(0, kept->agent(), false, nullptr);
-          done(absl::Status(r.status().code(),
-                            absl::StrCat("recording failed: ", r.status().message())));
-          return;
-        }
-        v1::TraceEvent event =
-            ExchangeEvent(kept->agent(), kept->request(),
-                          kept->has_response() ? &kept->response() : nullptr, traced, "upstream",
-                          r->first_seq, kept->streamed(), *extra);
-        run->EndForward(r->first_seq, kept->agent(), status.ok(), &event);
-        if (LogEnabled(LogLevel::kDebug)) {
-          Log(LogLevel::kDebug, "recorded",
-              {{"run", run->id()},
-               {"exchange", absl::StrCat(r->first_seq)},
-               {"agent", kept->agent()},
-               {"key", MatchKeyForLog(nullptr, kept->request())}});
-        }
-        done(status);
-      });
-}
-
-namespace {
-
-recorder::UpstreamCall UpstreamCallFor(const CallInfo& call) {
-  recorder::UpstreamCall out;
-  out.agent = call.agent;
-  out.headers = call.forward_headers;
-  out.deadline = call.deadline;
-  return out;
-}
-
-absl::Status NoGrpcUpstream() {
-  return absl::FailedPreconditionError(
-      "no gRPC upstream to forward to: start the server with --upstream grpc://HOST:PORT");
-}
-
-void RunAfter(absl::Duration delay, std::function<void()> f) {
-  if (delay <= absl::ZeroDuration()) return f();
-  Scheduler::Shared()->RunAt(absl::Now() + delay, std::move(f));
-}
-
-}  // namespace
-
-void Engine::Complete(const CallInfo& call, const v1::CompletionRequest& request,
-                      std::function<void(absl::StatusOr<ResponsePtr>)> done) {
-  absl::StatusOr<Decision> decided = Decide(call, request, /*streamed=*/false);
-  if (!decided.ok()) return done(decided.status());
-  auto decision = std::make_shared<Decision>(*std::move(decided));
-  RunAfter(decision->delay, [this, call, decision, done = std::move(done)]() mutable {
-    if (decision->error.has_value()) return done(*decision->error);
-    if (decision->hang != nullptr) {
-      return decision->hang->Wait([done = std::move(done)](absl::Status s) { done(s); });
-    }
-    if (decision->disconnect_after >= 0) return done(DisconnectStatus());
-    if (const v1::Exchange* ex = decision->recorded) {
-      if (ex->has_error()) return done(StatusFromRecorded(ex->error()));
-      // Alias into the immutable recording, which the keepalive holds.
-      return done(ResponsePtr(decision->keepalive, &ex->response()));
-    }
-    if (options_.upstream == nullptr) return done(NoGrpcUpstream());
-    // std::function needs a copyable callable: share the ticket's holder.
-    auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(std::move(decision->forward));
-    const v1::CompletionRequest& forwarded = (*ticket)->request();
-    options_.upstream->Complete(
-        UpstreamCallFor(call), forwarded,
-        [this, ticket, done = std::move(done)](absl::StatusOr<v1::CompletionResponse> r) mutable {
-          v1::Exchange exchange;
-          if (r.ok()) *exchange.mutable_response() = *r;
-          auto response = r.ok() ? std::make_shared<const v1::CompletionResponse>(std::move(*r))
-                                 : nullptr;
-          // The engine outlives every forwarded call: EndRun waits for them.
-          FinishForward(std::move(*ticket), std::move(exchange), r.status(),
-                        [response, done = std::move(done)](absl::Status s) {
-                          if (s.ok()) {
-                            done(ResponsePtr(response));
-                          } else {
-                            done(s);
-                          }
-                        });
-        });
-  });
-}
-
-void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& request,
-                            std::shared_ptr<ChunkSink> sink) {
-  absl::StatusOr<Decision> decided = Decide(call, request, /*streamed=*/true);
-  if (!decided.ok()) return sink->OnFinish(decided.status());
-  auto decision = std::make_shared<Decision>(*std::move(decided));
-  RunAfter(decision->delay, [this, call, decision, sink] {
-    if (decision->error.has_value()) return sink->OnFinish(*decision->error);
-    if (decision->hang != nullptr) {
-      return decision->hang->Wait([sink](absl::Status s) { sink->OnFinish(s); });
-    }
-    const int64_t limit = decision->disconnect_after;
-    if (const v1::Exchange* ex = decision->recorded) {
-      const absl::Time start = options_.clock->Now();
-      const double speed = decision->speed;
-      int64_t sent = 0;
-      if (ex->chunks_size() > 0) {
-        for (const v1::CompletionChunk& chunk : ex->chunks()) {
-          if (limit >= 0 && sent >= limit) break;
-          absl::Time when =
-              speed > 0 ? start + absl::Microseconds(static_cast<int64_t>(
-                                      static_cast<double>(chunk.offset_micros()) / speed))
-                        : absl::InfinitePast();
-          sink->OnChunk(ChunkPtr(decision->keepalive, &chunk), when);
-          ++sent;
-        }
-      } else if (!ex->has_error() && limit != 0) {
-        sink->OnChunk(decision->answer_chunk != nullptr
-                          ? ChunkPtr(decision->keepalive, decision->answer_chunk)
-                          : std::make_shared<const v1::CompletionChunk>(
-                                recorder::ChunkFromResponse(ex->response())),
-                      absl::InfinitePast());
-      }
-      if (limit >= 0) return sink->OnFinish(DisconnectStatus());
-      return sink->OnFinish(ex->has_error() ? StatusFromRecorded(ex->error()) : absl::OkStatus());
-    }
-    if (limit >= 0) return sink->OnFinish(DisconnectStatus());
-    if (options_.upstream == nullptr) return sink->OnFinish(NoGrpcUpstream());
-    auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(std::move(decision->forward));
-    // Chunks as they arrive, with their offsets: what the caller gets is what
-    // is stored, so a replay gives the same bytes. The latest chunk is held
-    // back until the next one comes, and the last one until the exchange is
-    // committed: a caller that has the whole answer knows it is recorded
-    // (kill -9 between the two would otherwise lose an answer the client
-    // already had).
-    auto exchange = std::make_shared<v1::Exchange>();
-    auto held = std::make_shared<ChunkPtr>();
-    // A caller that goes away, or stops reading while the upstream keeps
-    // sending, cancels the upstream call; nothing is recorded then.
-    recorder::UpstreamCall upstream_call = UpstreamCallFor(call);
-    upstream_call.cancel = std::make_shared<recorder::UpstreamCancel>();
-    auto cut = std::make_shared<absl::Status>();  // why the relay was cut
-    const absl::Time start = (*ticket)->start();
-    Clock* clock = options_.clock;
-    const size_t max_backlog = options_.max_relay_backlog_bytes;
-    std::shared_ptr<recorder::UpstreamCancel> cancel = upstream_call.cancel;
-    options_.upstream->StreamComplete(
-        upstream_call, (*ticket)->request(),
-        [exchange, held, sink, start, clock, cancel, cut, max_backlog,
-         run = (*ticket)->run_](const v1::CompletionChunk& chunk) {
-          if (!cut->ok()) return;
-          v1::CompletionChunk* kept = exchange->add_chunks();
-          *kept = chunk;
-          kept->set_offset_micros(absl::ToInt64Microseconds(clock->Now() - start));
-          if (*held != nullptr) sink->OnChunk(std::move(*held), absl::InfinitePast());
-          *held = std::make_shared<const v1::CompletionChunk>(*kept);
-          if (sink->cancelled()) {
-            *cut = absl::CancelledError("the client went away");
-            cancel->Cancel();
-          } else if (const size_t pending = sink->pending_bytes(); pending > max_backlog) {
-            *cut = absl::ResourceExhaustedError(absl::StrCat(
-                "the client is not reading: ", pending, " bytes of this answer wait for it (at most ",
-                max_backlog, "); the upstream call was cancelled and nothing was recorded"));
-            Log(LogLevel::kWarning, "relay_cut",
-                {{"run", run->id()}, {"pending_bytes", absl::StrCat(pending)}});
-            cancel->Cancel();
-          }
-        },
-        [this, ticket, exchange, held, sink, cut](absl::Status status) {
-          *exchange->mutable_response() = recorder::AssembleResponse(exchange->chunks());
-          if (!cut->ok()) {
-            // Cut here: not recorded (a cancelled call never is), and the
-            // caller learns why.
-            held->reset();
-            FinishForward(std::move(*ticket), std::move(*exchange), absl::CancelledError("cut"),
-                          [sink, cut](absl::Status) { sink->OnFinish(*cut); });
-            return;
-          }
-          FinishForward(std::move(*ticket), std::move(*exchange), status,
-                        [held, sink, status](absl::Status committed) {
-                          // Only a committed (or deliberately unrecorded)
-                          // answer is completed; a failed commit ends the
-                          // stream with its error instead of the last chunk.
-                          const bool recording_failed = committed != status;
-                          if (*held != nullptr && !recording_failed) {
-                            sink->OnChunk(std::move(*held), absl::InfinitePast());
-                          }
-                          sink->OnFinish(committed);
-                        });
-        });
-  });
 }
 
 }  // namespace replayer

@@ -34,6 +34,13 @@
 // Thread safety: every method may be called from any thread. Each run has
 // its own lock; nothing global is locked on the request path except a reader
 // lock on the run table. The request path never waits on disk in replay.
+//
+// Where it is implemented: engine.cc (the run table: Create, StartRun,
+// EndRun, GetRun, EndAllRuns, ReleaseHangs, and the lookups of an active
+// run), engine_decide.cc (Decide), engine_forward.cc (ForwardTicket,
+// FinishForward), engine_grpc.cc (Complete, StreamComplete),
+// engine_events.cc (Emit, Subscribe), engine_mcp.cc (MCP requests);
+// run_state.h is the per-run state they share.
 #ifndef UNDERSTUDY_REPLAYER_ENGINE_H_
 #define UNDERSTUDY_REPLAYER_ENGINE_H_
 
@@ -96,6 +103,8 @@ struct EngineOptions {
   // waiting unread is cut: the upstream call is cancelled, nothing is
   // recorded, and the caller gets RESOURCE_EXHAUSTED.
   size_t max_relay_backlog_bytes = 8 << 20;
+  // The trace level of runs that ask for none (serve --trace-level).
+  v1::TraceLevel default_trace_level = v1::TRACE_LEVEL_FULL;
 };
 
 // Payload type URL on the NOT_FOUND status of a replay miss (the value is

@@ -1,5 +1,6 @@
 #include "replayer/engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <map>
@@ -12,7 +13,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "gtest/gtest.h"
+#include "store/sqlite.h"
 #include "store/test_util.h"
 
 namespace understudy {
@@ -262,6 +265,95 @@ class EngineTest : public ::testing::Test {
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<Engine> engine_;
 };
+
+// Trace events of recorded and replayed answers refer to the recording in
+// the store (store/trace_codec.h); a reader must see exactly the event a
+// live subscriber saw, with the request and the answer, whether the request
+// was the recorded bytes or only matched them, repeated or not, and after
+// the session version itself is deleted.
+TEST_F(EngineTest, EventsThatReferToTheRecordingReadBackWhole) {
+  auto watch = [&](const std::string& run, std::vector<v1::TraceEvent>* seen) {
+    auto sub = engine_->Subscribe(
+        run, [seen](const v1::TraceEvent& e) { seen->push_back(e); }, nullptr);
+    EXPECT_TRUE(sub.ok()) << sub.status();
+    return sub.ok() ? std::move(*sub) : nullptr;
+  };
+  auto same = [&](const std::vector<v1::TraceEvent>& live, const std::string& run) {
+    ASSERT_FALSE(live.empty());
+    // The feed starts after run_started.
+    std::vector<v1::TraceEvent> stored;
+    for (v1::TraceEvent& e : Events(run)) {
+      if (e.seq() >= live.front().seq()) stored.push_back(std::move(e));
+    }
+    ASSERT_EQ(stored.size(), live.size());
+    for (size_t i = 0; i < stored.size(); ++i) {
+      EXPECT_TRUE(google::protobuf::util::MessageDifferencer::Equals(stored[i], live[i]))
+          << "event " << i << "\nstored: " << stored[i].DebugString()
+          << "\nlive: " << live[i].DebugString();
+    }
+  };
+
+  std::vector<v1::TraceEvent> recorded;
+  v1::Run record = Start(v1::RUN_MODE_RECORD, "golden");
+  auto record_sub = watch(record.id(), &recorded);
+  ASSERT_TRUE(Complete(Call(record.id(), "executor"), Ask("do")).ok());
+  ASSERT_TRUE(engine_->EndRun(record.id()).ok());
+  record_sub.reset();
+  same(recorded, record.id());
+  const auto exchange = std::find_if(recorded.begin(), recorded.end(),
+                                     [](const v1::TraceEvent& e) { return e.kind() == "exchange"; });
+  ASSERT_NE(exchange, recorded.end());
+  EXPECT_EQ(exchange->attributes().at("understudy.answer.source"), "upstream");
+  EXPECT_EQ(exchange->response().message().content(), "executor:1");
+  EXPECT_EQ(exchange->request().messages(1).content(), "do");
+
+  v1::StartRunRequest r;
+  r.set_mode(v1::RUN_MODE_REPLAY);
+  r.set_session("golden");
+  r.set_repeat(true);
+  auto replay = engine_->StartRun(r);
+  ASSERT_TRUE(replay.ok()) << replay.status();
+  std::vector<v1::TraceEvent> replayed;
+  auto replay_sub = watch(replay->id(), &replayed);
+  // The recorded bytes; then a request that matches only canonically (the
+  // model field through the routing path: an agent field set on the
+  // request, which the recording never has); then a repeat.
+  ASSERT_TRUE(Complete(Call(replay->id(), "executor"), Ask("do")).ok());
+  v1::CompletionRequest routed = Ask("do");
+  routed.set_agent("executor");
+  ASSERT_TRUE(Complete(Call(replay->id(), "executor"), routed).ok());
+  ASSERT_TRUE(engine_->EndRun(replay->id()).ok());
+  replay_sub.reset();
+  same(replayed, replay->id());
+  int exchanges = 0;
+  for (const v1::TraceEvent& e : replayed) {
+    if (e.kind() != "exchange") continue;
+    ++exchanges;
+    EXPECT_EQ(e.response().message().content(), "executor:1");
+    EXPECT_EQ(e.request().messages(1).content(), "do");
+    EXPECT_TRUE(e.request().agent().empty());
+    EXPECT_EQ(e.attributes().at("understudy.answer.source"), "recording");
+    EXPECT_EQ(e.attributes().at("gen_ai.response.id"), "resp-executor-1");
+    EXPECT_EQ(e.attributes().at("understudy.exchange.seq"), "1");
+  }
+  EXPECT_EQ(exchanges, 2);
+  EXPECT_EQ(replayed.back().kind(), "run_ended");
+
+  {
+    // Stored as references: the two replayed answers and the recorded one.
+    auto db = store::sql::Database::Open(dir_.File("test.db"), store::sql::DatabaseOptions());
+    ASSERT_TRUE(db.ok()) << db.status();
+    auto count = (*db)->Prepare(
+        "SELECT count(*) FROM trace_events WHERE ref_session IS NOT NULL AND derive & 4");
+    ASSERT_TRUE(count.ok()) << count.status();
+    ASSERT_THAT(count->Step(), store::IsOkAndHolds(true));
+    EXPECT_EQ(count->ColumnInt64(0), 3);
+  }
+  // The recording goes; its runs' events stay whole.
+  ASSERT_THAT(store_->DeleteSession("golden", 0), IsOk());
+  same(recorded, record.id());
+  same(replayed, replay->id());
+}
 
 TEST_F(EngineTest, RecordAppendsEachExchangeAndEndRunClosesTheSession) {
   RecordGolden();

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "base/log.h"
 #include "base/scheduler.h"
 #include "base/status_macros.h"
@@ -84,27 +85,14 @@ v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionReque
   event.set_kind("exchange");
   event.set_agent(agent);
   auto& attrs = *event.mutable_attributes();
-  attrs["gen_ai.operation.name"] = request.operation().empty() ? "chat" : request.operation();
+  store::AddRequestAttributes(request, &attrs);
   if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
   attrs["understudy.answer.source"] = std::string(source);
   attrs["understudy.streamed"] = streamed ? "true" : "false";
-  if (exchange_seq > 0) attrs["understudy.exchange.seq"] = absl::StrCat(exchange_seq);
-  if (!status.ok()) {
-    attrs["error.type"] = absl::StatusCodeToString(status.code());
-  }
-  if (response != nullptr) {
-    if (!response->id().empty()) attrs["gen_ai.response.id"] = response->id();
-    if (!response->model().empty()) attrs["gen_ai.response.model"] = response->model();
-    if (!response->finish_reason().empty()) {
-      attrs["gen_ai.response.finish_reasons"] = response->finish_reason();
-    }
-    if (response->has_usage()) {
-      attrs["gen_ai.usage.input_tokens"] = absl::StrCat(response->usage().input_tokens());
-      attrs["gen_ai.usage.output_tokens"] = absl::StrCat(response->usage().output_tokens());
-    }
-    *event.mutable_response() = *response;
-  }
+  store::AddAnswerAttributes(response,
+                             status.ok() ? "" : absl::StatusCodeToString(status.code()),
+                             exchange_seq, &attrs);
+  if (response != nullptr) *event.mutable_response() = *response;
   for (const auto& [name, value] : extra) attrs[name] = value;
   v1::CompletionRequest* copy = event.mutable_request();
   *copy = request;  // one copy; the routing fields are dropped from it
@@ -113,7 +101,65 @@ v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionReque
   return event;
 }
 
+namespace {
 
+// Whether an attribute of that name could be one a compact exchange event
+// derives (an `extra` attribute must never override a derived one).
+bool MayBeDerived(absl::string_view name) {
+  return absl::StartsWith(name, "gen_ai.") || name == "error.type" ||
+         name == "understudy.answer.source" || name == "understudy.streamed" ||
+         name == "understudy.exchange.seq";
+}
+
+}  // namespace
+
+store::TraceRecord RunState::ReplayedRecord(const std::string& agent,
+                                            const v1::CompletionRequest& request, bool exact,
+                                            const v1::Exchange& exchange,
+                                            absl::string_view source, bool streamed,
+                                            const TraceAttributes& extra) const {
+  bool compact = !IsMcpRequest(request);
+  for (const auto& [name, value] : extra) compact &= !MayBeDerived(name);
+  if (!compact) {
+    const absl::Status status =
+        exchange.has_error() ? StatusFromRecorded(exchange.error()) : absl::OkStatus();
+    return store::InlineRecord(ExchangeEvent(agent, request, &exchange.response(), status, source,
+                                             exchange.seq(), streamed, extra));
+  }
+  store::TraceRecord record;
+  record.ref.session_id = session_row_id_;
+  record.ref.seq = exchange.seq();
+  uint32_t derive = store::kDeriveResponse | store::kDeriveAnswerAttributes |
+                    (streamed ? store::kDeriveStreamed : store::kDeriveNotStreamed);
+  v1::TraceEvent& event = record.event;
+  event.set_kind("exchange");
+  event.set_agent(agent);
+  auto& attrs = *event.mutable_attributes();
+  if (!agent.empty()) derive |= store::kDeriveAgentName;
+  if (source == "recording") {
+    derive |= store::kDeriveSourceRecording;
+  } else {
+    attrs["understudy.answer.source"] = std::string(source);
+  }
+  if (exact) {
+    derive |= store::kDeriveRequest | store::kDeriveRequestAttributes;
+  } else {
+    store::AddRequestAttributes(request, &attrs);
+    v1::CompletionRequest* copy = event.mutable_request();
+    *copy = request;
+    copy->clear_run();
+    copy->clear_agent();
+  }
+  for (const auto& [name, value] : extra) {
+    if (name == "understudy.answer.repeat" && value == "true") {
+      derive |= store::kDeriveRepeat;
+      continue;
+    }
+    attrs[name] = value;
+  }
+  record.ref.derive = derive;
+  return record;
+}
 
 absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
                                                     const v1::CompletionRequest& request,
@@ -122,7 +168,8 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
   // A request recorded byte for byte needs no canonical form; others (and
   // misses, whose report compares canonical forms) build it.
   std::optional<nlohmann::json> got;
-  const std::vector<uint32_t>* candidates = index_->FindExact(request);
+  const void* exact_bytes = nullptr;
+  const std::vector<uint32_t>* candidates = index_->FindExact(request, &exact_bytes);
   if (candidates == nullptr) {
     got = index_->CanonicalOf(request);
     candidates = index_->Find(SessionIndex::TextOf(*got));
@@ -153,18 +200,22 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
                                  ex.seq(), streamed, with_latency));
         return &ex;
       }
-      EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status, "recording",
-                               ex.seq(), streamed, extra));
+      EmitReplayedLocked(call.agent, request, exact_bytes != nullptr &&
+                                                  index_->ExactBytes(i) == exact_bytes,
+                         ex, status, "recording", streamed, extra);
       return &ex;
     }
     if (repeat != nullptr) {
       run_.set_served(run_.served() + 1);
       absl::Status status =
           repeat->has_error() ? StatusFromRecorded(repeat->error()) : absl::OkStatus();
-      v1::TraceEvent event = ExchangeEvent(call.agent, request, &repeat->response(), status,
-                                           "recording", repeat->seq(), streamed, extra);
-      (*event.mutable_attributes())["understudy.answer.repeat"] = "true";
-      EmitLocked(std::move(event));
+      Attributes with_repeat = extra;
+      with_repeat.emplace_back("understudy.answer.repeat", "true");
+      EmitReplayedLocked(call.agent, request,
+                         exact_bytes != nullptr &&
+                             index_->ExactBytes(static_cast<size_t>(repeat->seq()) - 1) ==
+                                 exact_bytes,
+                         *repeat, status, "recording", streamed, with_repeat);
       return repeat;
     }
   }
@@ -203,8 +254,8 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
   run_.set_served(run_.served() + 1);
   absl::Status status =
       fallback->has_error() ? StatusFromRecorded(fallback->error()) : absl::OkStatus();
-  EmitLocked(ExchangeEvent(call.agent, request, &fallback->response(), status, "closest_recording",
-                           fallback->seq(), streamed, extra));
+  EmitReplayedLocked(call.agent, request, /*exact=*/false, *fallback, status, "closest_recording",
+                     streamed, extra);
   return fallback;
 }
 
@@ -233,7 +284,61 @@ void Hang::Release(absl::Status status) {
   if (answer) answer(std::move(status));
 }
 
-void RunState::ObserveAnswer(const std::string& agent, const v1::CompletionResponse& response) {
+void RunState::EmitReplayedLocked(const std::string& agent, const v1::CompletionRequest& request,
+                                  bool exact, const v1::Exchange& exchange,
+                                  const absl::Status& status, absl::string_view source,
+                                  bool streamed, const Attributes& extra) {
+  if (Referable(&exchange)) {
+    EmitLocked(ReplayedRecord(agent, request, exact, exchange, source, streamed, extra), &exchange);
+    return;
+  }
+  EmitLocked(ExchangeEvent(agent, request, &exchange.response(), status, source, exchange.seq(),
+                           streamed, extra));
+}
+
+void RunState::EndRecorded(const v1::Exchange& exchange, int64_t version, bool served,
+                           const absl::Status& traced, const TraceAttributes& extra) {
+  // The recorded request is the agent's (routing fields aside), so both the
+  // request and the answer can be referred to, unless something of the
+  // event would not be derived the same way.
+  const int64_t row_id = record_version_ == version ? record_row_id_.load() : 0;
+  const std::string traced_type = traced.ok() ? "" : absl::StatusCodeToString(traced.code());
+  bool compact = row_id != 0 && !IsMcpRequest(exchange.request()) && exchange.has_response() &&
+                 (exchange.has_error() ? store::ErrorTypeOf(exchange.error()) : "") ==
+                     traced_type;
+  for (const auto& [name, value] : extra) compact &= !MayBeDerived(name);
+  if (!compact) {
+    v1::TraceEvent event =
+        ExchangeEvent(exchange.agent(), exchange.request(),
+                      exchange.has_response() ? &exchange.response() : nullptr, traced,
+                      "upstream", exchange.seq(), exchange.streamed(), extra);
+    EndForward(exchange.seq(), exchange.agent(), served, &event);
+    return;
+  }
+  store::TraceRecord record;
+  record.event.set_kind("exchange");
+  record.event.set_agent(exchange.agent());
+  (*record.event.mutable_attributes())["understudy.answer.source"] = "upstream";
+  for (const auto& [name, value] : extra) (*record.event.mutable_attributes())[name] = value;
+  record.ref.session_id = row_id;
+  record.ref.seq = exchange.seq();
+  record.ref.derive = store::kDeriveRequest | store::kDeriveResponse |
+                      store::kDeriveRequestAttributes | store::kDeriveAnswerAttributes |
+                      (exchange.streamed() ? store::kDeriveStreamed : store::kDeriveNotStreamed) |
+                      (exchange.agent().empty() ? 0u : store::kDeriveAgentName);
+  absl::MutexLock lock(&mu_);
+  run_.set_recorded(run_.recorded() + 1);
+  v1::ExchangeRef ref;
+  ref.set_seq(exchange.seq());
+  ref.set_agent(exchange.agent());
+  recorded_.push_back(std::move(ref));
+  if (served) run_.set_served(run_.served() + 1);
+  EmitLocked(std::move(record), &exchange);
+  --in_flight_;
+}
+
+void RunState::ObserveAnswer(const std::string& agent, const v1::CompletionResponse& response,
+                             const v1::Exchange* recorded) {
   const Extractors& extractors = script_->scenario().extractors;
   if (response.message().tool_calls().empty() && !extractors.routing.has_value()) return;
   Observation seen = Observe(context_, response, extractors);
@@ -244,8 +349,25 @@ void RunState::ObserveAnswer(const std::string& agent, const v1::CompletionRespo
     if (!agent.empty()) (*event.mutable_attributes())["gen_ai.agent.name"] = agent;
     return event;
   };
+  // Tool calls of a recorded answer refer to it (store/trace_codec.h).
+  const bool refer = Referable(recorded) && &recorded->response() == &response;
   absl::MutexLock lock(&mu_);
-  for (const v1::ToolCall& call : response.message().tool_calls()) {
+  for (int i = 0; i < response.message().tool_calls_size(); ++i) {
+    const v1::ToolCall& call = response.message().tool_calls(i);
+    if (refer) {
+      store::TraceRecord record;
+      record.event.set_kind("tool_call");
+      record.event.set_agent(agent);
+      record.ref.session_id = session_row_id_;
+      record.ref.seq = recorded->seq();
+      record.ref.derive = store::kDeriveToolCall |
+                          static_cast<uint32_t>(i) << store::kToolIndexShift |
+                          (agent.empty() ? 0u : store::kDeriveAgentName);
+      record.tool = call.name();
+      EmitLocked(std::move(record), recorded);
+      NoteModelToolCallLocked(agent, call);
+      continue;
+    }
     v1::TraceEvent event = base("tool_call");
     auto& attrs = *event.mutable_attributes();
     attrs["gen_ai.tool.name"] = call.name();
@@ -469,6 +591,8 @@ absl::StatusOr<int64_t> RunState::NewModeVersion() {
         store_->AppendExchangesAndWait(session_, made.version(), std::move(copy)).status());
   }
   new_version_ = made.version();
+  record_row_id_ = store_->SessionRowId(session_, new_version_).value_or(0);
+  record_version_ = new_version_;
   return new_version_;
 }
 }  // namespace replayer

@@ -1,9 +1,10 @@
-// The state of one run, shared by the engine's files (engine.cc,
-// run_state.cc, engine_mcp.cc). Internal to the replayer: adapters use
+// The state of one run, shared by the engine's files (engine*.cc,
+// run_state.cc). Internal to the replayer: adapters use
 // engine.h.
 #ifndef UNDERSTUDY_REPLAYER_RUN_STATE_H_
 #define UNDERSTUDY_REPLAYER_RUN_STATE_H_
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -17,6 +18,7 @@
 #include "replayer/engine.h"
 #include "nlohmann/json.hpp"
 #include "replayer/playbook.h"
+#include "store/trace_codec.h"
 
 namespace understudy {
 namespace replayer {
@@ -41,6 +43,7 @@ class RunState {
         mode_(run.mode()),
         strict_(run.strict()),
         repeat_(run.repeat()),
+        trace_level_(run.trace_level()),
         session_(run.session()),
         session_version_(run.session_version()),
         index_(std::move(index)),
@@ -49,7 +52,17 @@ class RunState {
         max_miss_reports_(max_miss_reports),
         run_(std::move(run)),
         sources_(std::move(sources)) {
-    if (index_ != nullptr) consumed_.assign(index_->size(), 0);
+    if (index_ != nullptr) {
+      consumed_.assign(index_->size(), 0);
+      // Trace events refer to the replayed version's exchanges by this id;
+      // without it (a store that lost the version) they carry copies.
+      session_row_id_ =
+          store_->SessionRowId(index_->session().name(), index_->session().version()).value_or(0);
+    }
+    if (mode_ == v1::RUN_MODE_RECORD && session_version_ > 0) {
+      record_row_id_ = store_->SessionRowId(session_, session_version_).value_or(0);
+      record_version_ = session_version_;
+    }
     if (!script_->scenario().playbook.empty()) {
       playbook_ = std::make_unique<PlaybookRun>(script_->shared_scenario());
     }
@@ -81,8 +94,10 @@ class RunState {
   // Updates the run's context from an answer and traces what the
   // extractors found: tool_call, routing_decision, phase_transition,
   // workflow_end.
-  void ObserveAnswer(const std::string& agent, const v1::CompletionResponse& response)
-      ABSL_LOCKS_EXCLUDED(mu_);
+  // `recorded`: the exchange the answer is (replay), so that the tool_call
+  // events refer to it; null for answers from elsewhere.
+  void ObserveAnswer(const std::string& agent, const v1::CompletionResponse& response,
+                     const v1::Exchange* recorded = nullptr) ABSL_LOCKS_EXCLUDED(mu_);
 
   // Traces what a request says before it is answered: agent_execution when
   // the speaking agent changes, and tool_result for each tool result the
@@ -170,6 +185,12 @@ class RunState {
     if (event != nullptr) EmitLocked(std::move(*event));
     --in_flight_;
   }
+  // EndForward for an answer just recorded as `exchange` (seq assigned)
+  // into `version` of the run's session: its event refers to the recording
+  // when it can (RecordedRecord), else carries copies.
+  void EndRecorded(const v1::Exchange& exchange, int64_t version, bool served,
+                   const absl::Status& traced, const TraceAttributes& extra)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   // New mode: the version that misses are recorded into, made on the first
   // miss as a copy of the replayed version. Returns its number.
@@ -214,16 +235,66 @@ class RunState {
     subscribers_.erase(id);
   }
 
+  // Whether the run's trace level keeps events of `kind`.
+  bool KeepsLocked(absl::string_view kind) const {
+    switch (trace_level_) {
+      case v1::TRACE_LEVEL_OFF:
+        return false;
+      case v1::TRACE_LEVEL_SUMMARY:
+        return kind == "run_started" || kind == "miss" || kind == "run_ended";
+      default:
+        return true;
+    }
+  }
+
   void EmitLocked(v1::TraceEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!KeepsLocked(event.kind())) return;
     // An MCP tool result still holding its request: its call goes first.
     if (event.kind() == "tool_result" && event.has_request()) TraceMcpCallLocked(&event);
+    EmitLocked(store::InlineRecord(std::move(event)), nullptr);
+  }
+  // `record` may refer to `exchange` (an exchange of index_, whose row id is
+  // record.ref.session_id): live subscribers get the event expanded, the
+  // store the compact record.
+  void EmitLocked(store::TraceRecord record, const v1::Exchange* exchange)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    v1::TraceEvent& event = record.event;
+    if (!KeepsLocked(event.kind())) return;
     event.set_run(id_);
     event.set_seq(next_event_seq_++);
     if (event.time_micros() == 0) event.set_time_micros(clock_->NowMicros());
-    for (const auto& [id, subscriber] : subscribers_) subscriber.on_event(event);
-    std::vector<v1::TraceEvent> batch;
-    batch.push_back(std::move(event));
-    store_->AppendEvents(std::move(batch));
+    if (!subscribers_.empty()) {
+      v1::TraceEvent full;
+      if (record.ref.derive == 0) {
+        for (const auto& [id, subscriber] : subscribers_) subscriber.on_event(event);
+      } else if (store::Expand(record, exchange, &full)) {
+        for (const auto& [id, subscriber] : subscribers_) subscriber.on_event(full);
+      }
+    }
+    std::vector<store::TraceRecord> batch;
+    batch.push_back(std::move(record));
+    store_->AppendRecords(std::move(batch));
+  }
+
+  // The trace record of a replayed answer from `exchange` (of index_): it
+  // refers to the exchange for the answer, and for the request when
+  // `exact` (the agent sent the recorded request's very bytes), instead of
+  // copying them. The same event as ExchangeEvent would build.
+  store::TraceRecord ReplayedRecord(const std::string& agent,
+                                    const v1::CompletionRequest& request, bool exact,
+                                    const v1::Exchange& exchange, absl::string_view source,
+                                    bool streamed, const TraceAttributes& extra) const;
+  // Emits the exchange event of a replayed answer: ReplayedRecord when the
+  // exchange is Referable, else ExchangeEvent.
+  void EmitReplayedLocked(const std::string& agent, const v1::CompletionRequest& request,
+                          bool exact, const v1::Exchange& exchange, const absl::Status& status,
+                          absl::string_view source, bool streamed, const TraceAttributes& extra)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether `exchange` is one of index_'s, which trace records may refer to.
+  bool Referable(const v1::Exchange* exchange) const {
+    return session_row_id_ != 0 && exchange != nullptr && exchange->seq() >= 1 &&
+           static_cast<size_t>(exchange->seq()) <= index_->size() &&
+           &index_->exchange(static_cast<size_t>(exchange->seq()) - 1) == exchange;
   }
 
   // For the tool_result of an MCP tools/call (McpExchangeEvent): traces the
@@ -264,9 +335,15 @@ class RunState {
   const v1::RunMode mode_;
   const bool strict_;
   const bool repeat_;
+  const v1::TraceLevel trace_level_;
   const std::string session_;
   const int64_t session_version_;
   const std::shared_ptr<const SessionIndex> index_;  // replay only
+  int64_t session_row_id_ = 0;  // index_'s version in the store; 0: unknown
+  // The version answers are recorded into (record mode, or new mode's once
+  // made), with its row id; 0: none yet or unknown.
+  std::atomic<int64_t> record_version_{0};
+  std::atomic<int64_t> record_row_id_{0};
   store::Store* const store_;
   Clock* const clock_;
   const int max_miss_reports_;

@@ -41,11 +41,16 @@ std::shared_ptr<const SessionIndex> SessionIndex::Build(
     index->by_canonical_[TextOf(canonical)].push_back(i);
     index->canonical_json_.push_back(std::move(canonical));
   }
+  std::vector<std::string> bytes_of(index->exchanges_.size());
   for (uint32_t i = 0; i < index->exchanges_.size(); ++i) {
-    std::string bytes = BytesOf(recorder::WithoutRouting(index->exchanges_[i].request()));
-    if (bytes.empty() || index->by_bytes_.contains(bytes)) continue;
-    index->by_bytes_.emplace(std::move(bytes),
-                             index->Find(TextOf(index->canonical_json_[i])));
+    bytes_of[i] = BytesOf(recorder::WithoutRouting(index->exchanges_[i].request()));
+    if (bytes_of[i].empty() || index->by_bytes_.contains(bytes_of[i])) continue;
+    index->by_bytes_.emplace(bytes_of[i], index->Find(TextOf(index->canonical_json_[i])));
+  }
+  index->exact_bytes_.assign(index->exchanges_.size(), nullptr);
+  for (uint32_t i = 0; i < index->exchanges_.size(); ++i) {
+    if (bytes_of[i].empty()) continue;
+    index->exact_bytes_[i] = &index->by_bytes_.find(bytes_of[i])->first;
   }
   return index;
 }
@@ -60,12 +65,16 @@ std::string SessionIndex::TextOf(const nlohmann::json& canonical) {
   return canonical.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-const std::vector<uint32_t>* SessionIndex::FindExact(const v1::CompletionRequest& request) const {
+const std::vector<uint32_t>* SessionIndex::FindExact(const v1::CompletionRequest& request,
+                                                     const void** matched) const {
+  if (matched != nullptr) *matched = nullptr;
   if (by_bytes_.empty()) return nullptr;
   const std::string bytes = BytesOf(request);
   if (bytes.empty()) return nullptr;
   auto it = by_bytes_.find(bytes);
-  return it == by_bytes_.end() ? nullptr : it->second;
+  if (it == by_bytes_.end()) return nullptr;
+  if (matched != nullptr) *matched = &it->first;
+  return it->second;
 }
 
 const v1::CompletionChunk& SessionIndex::AnswerAsChunk(size_t i) const {

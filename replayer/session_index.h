@@ -57,7 +57,15 @@ class SessionIndex {
   // the canonical form ignores or normalizes, or a different encoding, may
   // still match). Costs one deterministic serialization and one hash lookup
   // instead of building and printing the canonical JSON.
-  const std::vector<uint32_t>* FindExact(const v1::CompletionRequest& request) const;
+  const std::vector<uint32_t>* FindExact(const v1::CompletionRequest& request) const {
+    return FindExact(request, nullptr);
+  }
+  // The same, and (when not null) which recorded bytes matched in `*bytes`:
+  // the request is exchange i's request byte for byte (routing fields
+  // aside) iff ExactBytes(i) == *bytes. *bytes is null when nothing matched.
+  const std::vector<uint32_t>* FindExact(const v1::CompletionRequest& request,
+                                         const void** bytes) const;
+  const void* ExactBytes(size_t i) const { return exact_bytes_[i]; }
 
  private:
   SessionIndex() = default;
@@ -77,6 +85,9 @@ class SessionIndex {
   // fields cleared) -> its by_canonical_ entry. Filled after by_canonical_
   // is complete, so the pointers stay valid.
   absl::flat_hash_map<std::string, const std::vector<uint32_t>*> by_bytes_;
+  // Per exchange: the by_bytes_ key of its request (null when it has none),
+  // as an identity; set once by_bytes_ is complete.
+  std::vector<const void*> exact_bytes_;
 };
 
 }  // namespace replayer

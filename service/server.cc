@@ -31,6 +31,7 @@
 #include "service/admin_services.h"
 #include "service/model_service.h"
 #include "service/traces_service.h"
+#include "store/retention.h"
 #include "store/store.h"
 
 namespace understudy {
@@ -44,6 +45,8 @@ struct Server::Parts {
   std::string tls_cert_pem;
   std::string tls_key_pem;
   std::unique_ptr<store::Store> store;
+  // After the store, which it uses; null without retention bounds.
+  std::unique_ptr<store::Pruner> pruner;
   std::unique_ptr<recorder::GrpcUpstream> upstream;
   std::unique_ptr<recorder::HttpUpstream> openai_upstream;
   std::unique_ptr<recorder::HttpUpstream> anthropic_upstream;
@@ -100,6 +103,25 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
 
 // The token, TLS material and the listeners' exposure (service/access.h).
 absl::Status ConfigureAccess(const ServerOptions& options, Server::Parts* parts);
+
+// The retention bounds and the pass interval: none negative, the interval
+// positive.
+absl::Status CheckRetention(const ServerOptions& options) {
+  const store::RetentionOptions& retention = options.retention;
+  if (retention.keep_runs.has_value() && *retention.keep_runs < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--keep-runs: must be 0 or more, got ", *retention.keep_runs));
+  }
+  if (retention.keep_trace_for.has_value() && *retention.keep_trace_for < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("--keep-trace-for: must not be negative, got ",
+                                                   absl::FormatDuration(*retention.keep_trace_for)));
+  }
+  if (options.prune_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat("--prune-interval: must be positive, got ",
+                                                   absl::FormatDuration(options.prune_interval)));
+  }
+  return absl::OkStatus();
+}
 
 // The contents of `path` (a PEM file), naming `flag` when it cannot be read.
 absl::StatusOr<std::string> ReadPem(absl::string_view flag, const std::string& path) {
@@ -175,6 +197,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
         Tagged(CheckListenAddress("--http", options.http_listen), StartStage::kOptions));
   }
   US_RETURN_IF_ERROR(Tagged(ConfigureAccess(options, parts.get()), StartStage::kOptions));
+  US_RETURN_IF_ERROR(Tagged(CheckRetention(options), StartStage::kOptions));
   US_RETURN_IF_ERROR(ConfigureEngine(options, parts.get(), &engine_options));
 
   store::StoreOptions store_options;
@@ -303,6 +326,20 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     // Calls naming no run go to it from now on.
     parts->engine->SetDefaultRun(run->id());
   }
+  if (options.retention.enabled()) {
+    store::PrunerOptions pruner_options;
+    pruner_options.retention = options.retention;
+    pruner_options.interval = options.prune_interval;
+    parts->pruner = store::Pruner::Start(parts->store.get(), pruner_options);
+    const store::RetentionOptions& bounds = options.retention;
+    Log(LogLevel::kInfo, "retention",
+        {{"keep_runs",
+          bounds.keep_runs.has_value() ? absl::StrCat(*bounds.keep_runs) : "unbounded"},
+         {"keep_trace_for", bounds.keep_trace_for.has_value()
+                                ? absl::FormatDuration(*bounds.keep_trace_for)
+                                : "unbounded"},
+         {"interval", absl::FormatDuration(options.prune_interval)}});
+  }
   Log(LogLevel::kInfo, "serving",
       {{"grpc", parts->address}, {"http", parts->http_address.empty() ? "none" : parts->http_address},
        {"db", options.db_path},
@@ -423,6 +460,14 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
     return bad(absl::InvalidArgumentError("--speed: must be 0 (as fast as possible) or more"));
   }
   engine_options->speed = options.speed;
+  if (options.default_trace_level != v1::TRACE_LEVEL_FULL &&
+      options.default_trace_level != v1::TRACE_LEVEL_SUMMARY &&
+      options.default_trace_level != v1::TRACE_LEVEL_OFF) {
+    return bad(absl::InvalidArgumentError(
+        absl::StrCat("--trace-level: ", options.default_trace_level,
+                     " is not a trace level (full, summary, off)")));
+  }
+  engine_options->default_trace_level = options.default_trace_level;
   if (!options.ignore_paths.empty() || !options.normalizers.empty()) {
     absl::StatusOr<std::shared_ptr<const replayer::MatchNormalizer>> normalizer =
         replayer::MatchNormalizer::Create(options.ignore_paths, options.normalizers);
@@ -476,6 +521,8 @@ absl::Status Server::Shutdown() {
   if (parts_->shut_down) return parts_->shutdown_status;
   parts_->shut_down = true;
   Log(LogLevel::kInfo, "shutting_down", {{"drain_timeout", absl::FormatDuration(parts_->options.drain_timeout)}});
+  // A pass in progress finishes first: its deletes are one transaction each.
+  if (parts_->pruner != nullptr) parts_->pruner->Stop();
   // Refuse new calls and wait for the ones in flight. gRPC's own graceful
   // shutdown would also wait for idle client connections to go away, which
   // clients that keep their channels open never do before the deadline.

@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "service/http_server.h"
+#include "store/retention.h"
 #include "understudy/v1/understudy.pb.h"
 
 namespace understudy {
@@ -66,6 +67,16 @@ struct ServerOptions {
   // How long Shutdown lets in-flight calls finish before cancelling them.
   absl::Duration drain_timeout = absl::Seconds(10);
 
+  // What the trace of a run that asks for no level keeps
+  // (StartRunRequest.trace_level; docs/assertions.md, "Trace levels"):
+  // FULL, SUMMARY or OFF.
+  v1::TraceLevel default_trace_level = v1::TRACE_LEVEL_FULL;
+  // Bounds on the ended runs the store keeps (store/retention.h), applied
+  // at start-up and then every `prune_interval` on a thread of its own; none
+  // by default. Active runs are never pruned.
+  store::RetentionOptions retention;
+  absl::Duration prune_interval = absl::Seconds(60);
+
   // Access (service/access.h). The token every caller must present: given
   // directly, or (better: not in the process list) in a file; "" for none.
   std::string auth_token;
@@ -107,9 +118,11 @@ std::optional<StartStage> StartStageOf(const absl::Status& status);
 class Server {
  public:
   struct Parts;
-  // Checks the options, opens the store, starts the engine and listens.
+  // Checks the options, opens the store, starts the engine and listens;
+  // then starts the retention pruner when options.retention sets a bound.
   // Every error carries its StartStage: INVALID_ARGUMENT for a bad address,
-  // upstream, matching or redaction option, scenario or default run (kOptions,
+  // upstream, matching, redaction, trace level or retention option, scenario
+  // or default run (kOptions,
   // or kReferenced for an invalid scenario document); the store's errors
   // (kStore, see store::Store::Open); UNAVAILABLE when an address cannot be
   // bound (kListen). Options are checked before the database is touched.
@@ -130,9 +143,9 @@ class Server {
   // Ends a run (see replayer::Engine::EndRun) and returns its summary.
   absl::StatusOr<v1::RunSummary> EndRun(const std::string& run_id);
 
-  // Stops accepting calls, lets in-flight ones finish for up to
-  // drain_timeout, ends the active runs (closing recorded sessions), and
-  // commits the store. Idempotent; thread-safe.
+  // Stops the retention pruner and accepting calls, lets in-flight ones
+  // finish for up to drain_timeout, ends the active runs (closing recorded
+  // sessions), and commits the store. Idempotent; thread-safe.
   absl::Status Shutdown();
 
  private:

@@ -44,10 +44,11 @@ absl::Status ForEachStored(store::Store* store, const std::string& run, int64_t 
   query.run = run;
   query.after_seq = after_seq;
   query.limit = kPage;
-  // The kinds and the seq range go to the store, which reads them from its
-  // (run, kind, seq) and (run, seq) indexes; the filter checks the rest.
+  // The kinds, the tool and the seq range go to the store, which reads them
+  // from its kind index and the run's key range; the filter checks the rest.
   const v1::EventFilter& f = filter.proto();
   query.kinds.assign(f.kinds().begin(), f.kinds().end());
+  query.tool = f.tool();
   if (f.min_seq() > 0) query.after_seq = std::max(query.after_seq, f.min_seq() - 1);
   if (f.max_seq() > 0) before_seq = before_seq > 0 ? std::min(before_seq, f.max_seq() + 1) : f.max_seq() + 1;
   while (true) {

@@ -1,7 +1,6 @@
 #include "sim/config.h"
 
 #include <algorithm>
-#include <cmath>
 #include <csignal>
 #include <functional>
 #include <initializer_list>
@@ -14,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/duration.h"
 #include "validation/suggest.h"
 #include "validation/yaml_checker.h"
 #include "yaml-cpp/yaml.h"
@@ -21,35 +21,6 @@
 namespace understudy {
 namespace sim {
 
-namespace {
-constexpr absl::string_view kDurationExpected =
-    "expected a duration: milliseconds (150) or a number with a unit (150ms, 2s, 1m)";
-}  // namespace
-
-absl::StatusOr<absl::Duration> ParseSimDuration(absl::string_view text) {
-  const std::string s(absl::StripAsciiWhitespace(text));
-  if (s.empty()) return absl::InvalidArgumentError(absl::StrCat(kDurationExpected, ", got \"\""));
-  absl::Duration d;
-  double ms = 0;
-  const char first = s[0];
-  const bool numeric = absl::ascii_isdigit(static_cast<unsigned char>(first)) || first == '-' ||
-                       first == '.' || first == '+';
-  if (numeric && absl::SimpleAtod(s, &ms)) {
-    if (!std::isfinite(ms) || std::fabs(ms) > 1e15) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("must be a finite number of milliseconds, got ", s));
-    }
-    d = absl::Milliseconds(ms);
-  } else if (!absl::ParseDuration(s, &d)) {
-    return absl::InvalidArgumentError(absl::StrCat(kDurationExpected, ", got \"", s, "\""));
-  } else if (d == absl::InfiniteDuration() || d == -absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat("must be finite, got ", s));
-  }
-  if (d < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat("must not be negative, got ", s));
-  }
-  return d;
-}
 namespace {
 
 using Keys = std::initializer_list<const char*>;
@@ -211,13 +182,14 @@ class Checker : public validation::YamlChecker {
     std::string path;
   };
 
-  // A number of milliseconds, or an absl duration string ("150ms", "2s").
+  // A number of milliseconds, or a duration with its unit ("150ms", "2s").
   bool Duration(const YAML::Node& n, const std::string& path, absl::Duration* out) {
     if (!n.IsScalar() || n.Scalar().empty()) {
-      Error(n, path, absl::StrCat(kDurationExpected, ", got ", DescribeNode(n)));
+      Error(n, path,
+            absl::StrCat(DurationExpected(PlainNumber::kMilliseconds), ", got ", DescribeNode(n)));
       return false;
     }
-    absl::StatusOr<absl::Duration> d = ParseSimDuration(n.Scalar());
+    absl::StatusOr<absl::Duration> d = ParseDuration(n.Scalar(), PlainNumber::kMilliseconds);
     if (!d.ok()) {
       Error(n, path, std::string(d.status().message()));
       return false;

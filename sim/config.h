@@ -153,11 +153,6 @@ struct SimConfig {
   const Behaviour& Select(absl::string_view prompt) const;
 };
 
-// A duration as the config and UNDERSTUDY_SIM_DELAY write it: a number of
-// milliseconds ("150", "0.5") or an absl duration ("150ms", "2s", "1m");
-// finite and not negative. INVALID_ARGUMENT saying what was expected.
-absl::StatusOr<absl::Duration> ParseSimDuration(absl::string_view text);
-
 // The built-in config: the default behaviour completes at once with no
 // command. What `understudy sim` runs without --config.
 SimConfig DefaultSimConfig();

@@ -472,19 +472,6 @@ TEST(SimConfigTest, ThenReferencesShareTheNamedBehaviour) {
   EXPECT_EQ(ask.options[1].then.get(), c.behaviours[0].get());
 }
 
-// The one duration reader of the config and UNDERSTUDY_SIM_DELAY: an
-// infinite or negative delay would hang or be meaningless, and is refused.
-TEST(ParseSimDurationTest, AcceptsMillisecondsAndUnitsRefusesTheRest) {
-  EXPECT_EQ(*ParseSimDuration("150"), absl::Milliseconds(150));
-  EXPECT_EQ(*ParseSimDuration("0"), absl::ZeroDuration());
-  EXPECT_EQ(*ParseSimDuration("2s"), absl::Seconds(2));
-  EXPECT_EQ(*ParseSimDuration(" 1.5ms "), absl::Microseconds(1500));
-  for (const char* bad : {"inf", "1e300", "-5", "-1s", "fast", "", "nan", "inf ms"}) {
-    EXPECT_FALSE(ParseSimDuration(bad).ok()) << bad;
-  }
-  EXPECT_THAT(ParseSimDuration("fast").status().message(), HasSubstr("expected a duration"));
-}
-
 }  // namespace
 }  // namespace sim
 }  // namespace understudy

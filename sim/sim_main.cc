@@ -18,6 +18,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "base/duration.h"
 #include "base/files.h"
 #include "sim/config.h"
 #include "sim/event_log.h"
@@ -60,7 +61,7 @@ std::string Getenv(const char* name) {
 
 // UNDERSTUDY_SIM_DELAY, read as the config reads durations.
 absl::StatusOr<absl::Duration> ParseDelay(const std::string& text) {
-  absl::StatusOr<absl::Duration> delay = ParseSimDuration(text);
+  absl::StatusOr<absl::Duration> delay = ParseDuration(text, PlainNumber::kMilliseconds);
   if (!delay.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("UNDERSTUDY_SIM_DELAY: ", delay.status().message()));

@@ -57,11 +57,50 @@ DROP INDEX events_by_kind;
 CREATE INDEX events_by_kind ON events (run, kind, seq, agent);
 )sql";
 
+// Trace rows about eight times smaller (store/trace_table.h): runs, kinds,
+// agents and tool names by number; a run's events one key range of the
+// table (no (run, seq) index); one index, by kind, covering what filters
+// read; compact events that refer to their recorded exchange. Events of
+// earlier versions move over as they are (their bodies hold everything; no
+// tool column).
+constexpr char kSchemaV3[] = R"sql(
+CREATE TABLE trace_runs (num INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE);
+CREATE TABLE trace_names (num INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
+INSERT INTO trace_names (num, name) VALUES (0, '');
+CREATE TABLE trace_events (
+  key INTEGER PRIMARY KEY,
+  kind INTEGER NOT NULL,
+  agent INTEGER NOT NULL,
+  tool INTEGER,
+  ref_session INTEGER,
+  ref_seq INTEGER,
+  derive INTEGER,
+  body BLOB NOT NULL
+);
+CREATE TABLE trace_refs (
+  session_id INTEGER NOT NULL,
+  run INTEGER NOT NULL,
+  PRIMARY KEY (session_id, run)
+) WITHOUT ROWID;
+INSERT INTO trace_runs (id) SELECT run FROM events GROUP BY run ORDER BY min(rowid);
+INSERT OR IGNORE INTO trace_names (name) SELECT kind FROM events GROUP BY kind;
+INSERT OR IGNORE INTO trace_names (name) SELECT agent FROM events GROUP BY agent;
+INSERT INTO trace_events (key, kind, agent, tool, body)
+  SELECT (r.num << 32) | e.seq, k.num, a.num, NULL, e.body
+  FROM events e
+  JOIN trace_runs r ON r.id = e.run
+  JOIN trace_names k ON k.name = e.kind
+  JOIN trace_names a ON a.name = e.agent
+  ORDER BY 1;
+DROP TABLE events;
+CREATE INDEX trace_events_by_kind ON trace_events (kind, key, agent, tool);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
   static const std::vector<Migration>* const migrations =
-      new std::vector<Migration>{{1, kSchemaV1}, {2, kSchemaV2}};
+      new std::vector<Migration>{{1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}};
   return *migrations;
 }
 

@@ -18,11 +18,11 @@
 //              order of first appearance) from the index alone.
 //   runs       id TEXT PRIMARY KEY, body (v1::Run), summary (v1::RunSummary,
 //              NULL until the run ends).
-//   events     run, seq, kind, agent, body (v1::TraceEvent); UNIQUE (run, seq);
-//              indexes (run, kind, seq) and (run, agent, seq) for QueryEvents.
-//              A rowid table rather than WITHOUT ROWID: event bodies carry
-//              whole requests (kilobytes), and SQLite recommends WITHOUT ROWID
-//              only for rows well under 1/20 of a page.
+//   events     (versions 1-2) run, seq, kind, agent, body (v1::TraceEvent).
+//
+// Version 3 replaces `events` with the trace tables of store/trace_table.h
+// (trace_runs, trace_names, trace_events, trace_refs): integer keys, one
+// index, and events that refer to their recorded exchange.
 #ifndef UNDERSTUDY_STORE_SCHEMA_H_
 #define UNDERSTUDY_STORE_SCHEMA_H_
 

@@ -46,10 +46,14 @@ TEST_F(SchemaTest, FreshDatabaseGetsTheCurrentVersionAndTables) {
   EXPECT_THAT(SchemaVersion(*db), IsOkAndHolds(0));
   ASSERT_THAT(Migrate(*db), IsOk());
   EXPECT_THAT(SchemaVersion(*db), IsOkAndHolds(CurrentSchemaVersion()));
-  EXPECT_EQ(CurrentSchemaVersion(), 2);
-  for (const char* table : {"sessions", "exchanges", "runs", "events", "exchanges_by_agent",
-                            "events_by_kind", "events_by_agent"}) {
+  EXPECT_EQ(CurrentSchemaVersion(), 3);
+  for (const char* table : {"sessions", "exchanges", "runs", "exchanges_by_agent", "trace_runs",
+                            "trace_names", "trace_events", "trace_refs",
+                            "trace_events_by_kind"}) {
     EXPECT_TRUE(HasTable(*db, table)) << table;
+  }
+  for (const char* gone : {"events", "events_by_kind", "events_by_agent"}) {
+    EXPECT_FALSE(HasTable(*db, gone)) << gone;
   }
 }
 

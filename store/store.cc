@@ -22,6 +22,7 @@
 #include "store/schema.h"
 #include "store/session_file.h"
 #include "store/sqlite.h"
+#include "store/trace_table.h"
 #include "store/writer.h"
 #include "understudy/v1/understudy.pb.h"
 
@@ -338,6 +339,7 @@ class Store::Impl {
   Impl(const StoreOptions& options, std::vector<std::unique_ptr<sql::Database>> readers,
        std::unique_ptr<sql::Database> writer_db)
       : clock_(options.clock),
+        path_(options.path),
         max_pending_events_(std::max<size_t>(options.max_pending_events, 1)),
         readers_(std::move(readers)) {
     writer_ = std::make_unique<Writer>(std::move(writer_db));
@@ -355,6 +357,8 @@ class Store::Impl {
   }
 
   Clock& clock() { return *clock_; }
+  const std::string& path() const { return path_; }
+  TraceTable& trace() { return trace_; }
   ReaderPool& readers() { return readers_; }
   Writer& writer() { return *writer_; }
 
@@ -379,7 +383,7 @@ class Store::Impl {
   static constexpr absl::Duration kBatchDelay = absl::Milliseconds(10);
   static constexpr size_t kBatchEvents = 4096;
 
-  void QueueEvents(std::vector<v1::TraceEvent>& events) ABSL_LOCKS_EXCLUDED(events_mu_) {
+  void QueueEvents(std::vector<TraceRecord>& events) ABSL_LOCKS_EXCLUDED(events_mu_) {
     absl::MutexLock lock(&events_mu_);
     const size_t n = events.size();
     auto room = [this, n]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(events_mu_) {
@@ -389,7 +393,7 @@ class Store::Impl {
     if (pending_events_.empty()) {
       pending_events_.swap(events);
     } else {
-      for (v1::TraceEvent& e : events) pending_events_.push_back(std::move(e));
+      for (TraceRecord& e : events) pending_events_.push_back(std::move(e));
     }
   }
 
@@ -399,7 +403,7 @@ class Store::Impl {
 
  private:
   // The writer op's half: everything queued so far, in order.
-  std::vector<v1::TraceEvent> TakeEvents() ABSL_LOCKS_EXCLUDED(events_mu_) {
+  std::vector<TraceRecord> TakeEvents() ABSL_LOCKS_EXCLUDED(events_mu_) {
     absl::MutexLock lock(&events_mu_);
     drain_queued_ = false;
     return std::exchange(pending_events_, {});
@@ -434,14 +438,16 @@ class Store::Impl {
 
  private:
   Clock* const clock_;  // Not owned.
+  const std::string path_;
   const size_t max_pending_events_;
   absl::Mutex events_mu_;
-  std::vector<v1::TraceEvent> pending_events_ ABSL_GUARDED_BY(events_mu_);
+  std::vector<TraceRecord> pending_events_ ABSL_GUARDED_BY(events_mu_);
   bool drain_queued_ ABSL_GUARDED_BY(events_mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(events_mu_) = false;
   absl::Mutex event_error_mu_;
   absl::Status event_error_ ABSL_GUARDED_BY(event_error_mu_);
   ReaderPool readers_;
+  TraceTable trace_;
   // Destroyed before the members above, so its draining callbacks still
   // find them alive.
   std::unique_ptr<Writer> writer_;
@@ -473,6 +479,12 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) 
   US_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> writer_db,
                       sql::Database::Open(options.path, writer_options));
   US_RETURN_IF_ERROR(CheckOwnership(*writer_db));
+  US_ASSIGN_OR_RETURN(const int64_t schema_version, SchemaVersion(*writer_db));
+  if (schema_version == 0) {
+    // A new file: freed pages can go back to the filesystem
+    // (Store::ReclaimSpace). Only possible before the first table.
+    US_RETURN_IF_ERROR(writer_db->Execute("PRAGMA auto_vacuum=INCREMENTAL"));
+  }
   absl::Status wal = writer_db->EnableWal();
   if (!wal.ok()) {
     return absl::Status(wal.code(), absl::StrCat("database \"", options.path, "\": ", wal.message()));
@@ -505,6 +517,12 @@ absl::StatusOr<v1::Session> Store::GetSession(absl::string_view name, int64_t ve
   US_ASSIGN_OR_RETURN(SessionRow row, FindSession(db, name, version));
   US_RETURN_IF_ERROR(FillAgents(db, row.id, &row.session));
   return std::move(row.session);
+}
+
+absl::StatusOr<int64_t> Store::SessionRowId(absl::string_view name, int64_t version) {
+  ReaderPool::Lease lease = impl_->readers().Acquire();
+  US_ASSIGN_OR_RETURN(SessionRow row, FindSession(lease.db(), name, version));
+  return row.id;
 }
 
 absl::StatusOr<std::vector<v1::Session>> Store::ListSessions(absl::string_view prefix) {
@@ -647,8 +665,27 @@ absl::StatusOr<int64_t> Store::DeleteSession(absl::string_view name, int64_t ver
   if (version < 0) {
     return absl::InvalidArgumentError(absl::StrCat("session version ", version, " is negative"));
   }
+  // Events queued before the call may refer to the version: in first.
+  impl_->EnqueueEventDrain();
+  US_RETURN_IF_ERROR(impl_->writer().Flush());
   int64_t deleted = 0;
   US_RETURN_IF_ERROR(impl_->writer().RunAndWait([&](sql::Database& db) -> absl::Status {
+    // Trace events that refer to the exchanges get their copies first.
+    {
+      US_ASSIGN_OR_RETURN(
+          sql::Statement ids,
+          db.Prepare(version == 0 ? "SELECT id FROM sessions WHERE name = ?1"
+                                  : "SELECT id FROM sessions WHERE name = ?1 AND version = ?2"));
+      US_RETURN_IF_ERROR(ids.BindText(1, name));
+      if (version != 0) US_RETURN_IF_ERROR(ids.BindInt64(2, version));
+      std::vector<int64_t> rows;
+      for (;;) {
+        US_ASSIGN_OR_RETURN(bool row, ids.Step());
+        if (!row) break;
+        rows.push_back(ids.ColumnInt64(0));
+      }
+      for (int64_t id : rows) US_RETURN_IF_ERROR(impl_->trace().Materialize(db, id));
+    }
     sql::Statement* s;
     if (version == 0) {
       US_ASSIGN_OR_RETURN(s, db.GetCachedStatement("DELETE FROM sessions WHERE name = ?1"));
@@ -744,8 +781,7 @@ absl::StatusOr<v1::Run> Store::GetRun(absl::string_view id) {
   return run;
 }
 
-absl::StatusOr<std::vector<v1::Run>> Store::ListRunsOfSession(absl::string_view name,
-                                                             int64_t version) {
+absl::StatusOr<std::vector<v1::Run>> Store::ListRuns() {
   ReaderPool::Lease lease = impl_->readers().Acquire();
   sql::Database& db = lease.db();
   US_ASSIGN_OR_RETURN(sql::Statement * s, db.GetCachedStatement("SELECT id, body FROM runs"));
@@ -753,14 +789,13 @@ absl::StatusOr<std::vector<v1::Run>> Store::ListRunsOfSession(absl::string_view 
   while (true) {
     US_ASSIGN_OR_RETURN(bool row, s->Step());
     if (!row) break;
-    v1::Run run;
+    v1::Run& run = runs.emplace_back();
     absl::string_view body = s->ColumnBlobView(1);
     if (!ParseStored(body, &run).ok()) {
+      const std::string id(s->ColumnBlobView(0));
       US_RETURN_IF_ERROR(s->Reset());
-      return absl::DataLossError("a stored run record does not parse");
+      return absl::DataLossError(absl::StrCat("run \"", id, "\": stored record does not parse"));
     }
-    if (run.session() != name || (version != 0 && run.session_version() != version)) continue;
-    runs.push_back(std::move(run));
   }
   US_RETURN_IF_ERROR(s->Reset());
   std::sort(runs.begin(), runs.end(), [](const v1::Run& a, const v1::Run& b) {
@@ -770,6 +805,89 @@ absl::StatusOr<std::vector<v1::Run>> Store::ListRunsOfSession(absl::string_view 
     return a.id() < b.id();
   });
   return runs;
+}
+
+absl::StatusOr<std::vector<v1::Run>> Store::ListRunsOfSession(absl::string_view name,
+                                                             int64_t version) {
+  US_ASSIGN_OR_RETURN(std::vector<v1::Run> all, ListRuns());
+  std::vector<v1::Run> runs;
+  for (v1::Run& run : all) {
+    if (run.session() != name || (version != 0 && run.session_version() != version)) continue;
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+absl::StatusOr<int64_t> Store::CountEvents(absl::string_view id) {
+  ReaderPool::Lease lease = impl_->readers().Acquire();
+  return impl_->trace().Count(lease.db(), id);
+}
+
+absl::StatusOr<int64_t> Store::DeleteRuns(const std::vector<std::string>& ids) {
+  // Events still queued for these runs go in first, so that none outlives
+  // its run.
+  impl_->EnqueueEventDrain();
+  US_RETURN_IF_ERROR(impl_->writer().Flush());
+  int64_t deleted = 0;
+  US_RETURN_IF_ERROR(impl_->writer().RunAndWait([&](sql::Database& db) -> absl::Status {
+    US_ASSIGN_OR_RETURN(sql::Statement * runs,
+                        db.GetCachedStatement("DELETE FROM runs WHERE id = ?1"));
+    for (const std::string& id : ids) {
+      US_RETURN_IF_ERROR(impl_->trace().DeleteRun(db, id).status());
+      US_RETURN_IF_ERROR(runs->Reset());
+      US_RETURN_IF_ERROR(runs->BindText(1, id));
+      US_RETURN_IF_ERROR(runs->Run());
+      deleted += db.Changes();
+    }
+    return absl::OkStatus();
+  }));
+  return deleted;
+}
+
+namespace {
+
+absl::StatusOr<int64_t> PragmaInt(sql::Database& db, const char* pragma) {
+  US_ASSIGN_OR_RETURN(sql::Statement s, db.Prepare(pragma));
+  US_ASSIGN_OR_RETURN(bool row, s.Step());
+  if (!row) return absl::InternalError(absl::StrCat(pragma, " returned no row"));
+  return s.ColumnInt64(0);
+}
+
+}  // namespace
+
+absl::StatusOr<int64_t> Store::ReclaimSpace(int64_t max_pages, bool full) {
+  int64_t before = 0;
+  int64_t after = 0;
+  if (full) {
+    // VACUUM runs outside any transaction, so not on the writer: on a
+    // connection of its own, waiting for the writer's lock (busy_timeout).
+    sql::DatabaseOptions options;
+    options.create_if_missing = false;
+    options.busy_timeout = absl::Minutes(10);
+    US_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> db,
+                        sql::Database::Open(impl_->path(), options));
+    US_ASSIGN_OR_RETURN(const int64_t pages, PragmaInt(*db, "PRAGMA page_count"));
+    US_ASSIGN_OR_RETURN(const int64_t page_size, PragmaInt(*db, "PRAGMA page_size"));
+    before = pages * page_size;
+    US_RETURN_IF_ERROR(db->Execute("PRAGMA auto_vacuum=INCREMENTAL"));
+    US_RETURN_IF_ERROR(db->Execute("VACUUM"));
+    US_ASSIGN_OR_RETURN(const int64_t pages_after, PragmaInt(*db, "PRAGMA page_count"));
+    after = pages_after * page_size;
+    return before - after;
+  }
+  US_RETURN_IF_ERROR(impl_->writer().RunAndWait([&](sql::Database& db) -> absl::Status {
+    US_ASSIGN_OR_RETURN(const int64_t page_size, PragmaInt(db, "PRAGMA page_size"));
+    US_ASSIGN_OR_RETURN(const int64_t pages, PragmaInt(db, "PRAGMA page_count"));
+    before = pages * page_size;
+    // incremental_vacuum returns no rows; it does its work as it is stepped.
+    US_RETURN_IF_ERROR(db.Execute(max_pages > 0
+                                      ? absl::StrCat("PRAGMA incremental_vacuum(", max_pages, ")")
+                                      : std::string("PRAGMA incremental_vacuum")));
+    US_ASSIGN_OR_RETURN(const int64_t pages_after, PragmaInt(db, "PRAGMA page_count"));
+    after = pages_after * page_size;
+    return absl::OkStatus();
+  }));
+  return before - after;
 }
 
 absl::Status Store::SaveRunSummary(const v1::RunSummary& summary) {
@@ -815,7 +933,15 @@ absl::StatusOr<v1::RunSummary> Store::GetRunSummary(absl::string_view id) {
 
 void Store::AppendEvents(std::vector<v1::TraceEvent> events) {
   if (events.empty()) return;
-  impl_->QueueEvents(events);
+  std::vector<TraceRecord> records;
+  records.reserve(events.size());
+  for (v1::TraceEvent& event : events) records.push_back(InlineRecord(std::move(event)));
+  impl_->QueueEvents(records);
+}
+
+void Store::AppendRecords(std::vector<TraceRecord> records) {
+  if (records.empty()) return;
+  impl_->QueueEvents(records);
 }
 
 void Store::Impl::EnqueueEventDrain() {
@@ -825,40 +951,30 @@ void Store::Impl::EnqueueEventDrain() {
     drain_queued_ = true;
   }
   auto op = [this](sql::Database& db) -> absl::Status {
-    const std::vector<v1::TraceEvent> events = TakeEvents();
-    US_ASSIGN_OR_RETURN(sql::Statement * s,
-                        db.GetCachedStatement("INSERT INTO events (run, seq, kind, agent, body) "
-                                              "VALUES (?1, ?2, ?3, ?4, ?5)"));
+    std::vector<TraceRecord> records = TakeEvents();
     std::string body;
-    for (const v1::TraceEvent& event : events) {
-      absl::Status status;
-      if (event.run().empty() || event.seq() <= 0) {
-        status = absl::InvalidArgumentError("events need a run and a seq >= 1");
-      } else {
-        US_RETURN_IF_ERROR(s->Reset());
-        US_RETURN_IF_ERROR(s->BindText(1, event.run()));
-        US_RETURN_IF_ERROR(s->BindInt64(2, event.seq()));
-        US_RETURN_IF_ERROR(s->BindText(3, event.kind()));
-        US_RETURN_IF_ERROR(s->BindText(4, event.agent()));
-        body.clear();
-        event.SerializeToString(&body);
-        US_RETURN_IF_ERROR(s->BindBlob(5, body));
-        status = s->Run();
-      }
+    for (TraceRecord& record : records) {
+      const std::string run = record.event.run();
+      const int64_t seq = record.event.seq();
+      absl::Status status = trace_.Insert(db, record, &body);
       if (!status.ok()) {
         // A failed statement undoes only itself; unless SQLite gave up on
         // the whole transaction, the other events still go in, and the
         // error waits for Flush.
-        if (!db.InTransaction()) return status;
-        RecordEventError(
-            absl::Status(status.code(), absl::StrCat("trace event (run \"", event.run(), "\", seq ",
-                                                     event.seq(), "): ", status.message())));
+        if (!db.InTransaction()) {
+          trace_.ForgetUncommitted();
+          return status;
+        }
+        RecordEventError(absl::Status(
+            status.code(),
+            absl::StrCat("trace event (run \"", run, "\", seq ", seq, "): ", status.message())));
       }
     }
     return absl::OkStatus();
   };
   writer().Enqueue(std::move(op), [this](absl::Status status) {
     if (!status.ok()) {
+      trace_.ForgetUncommitted();
       RecordEventError(
           absl::Status(status.code(), absl::StrCat("trace events lost: ", status.message())));
     }
@@ -873,35 +989,16 @@ absl::Status Store::Flush() {
 
 namespace {
 
-// The events `query` selects, in seq order, at most `limit` (-1: all).
-// `body_when_agent_empty`: the body column only for events without an agent
-// (SQLite then seeks the table row only for those).
-absl::StatusOr<sql::Statement> PrepareEventQuery(sql::Database& db, const EventQuery& query,
-                                                 int64_t limit, bool body_when_agent_empty = false) {
-  std::string sql = absl::StrCat(
-      "SELECT seq, ", body_when_agent_empty ? "CASE WHEN agent = '' THEN body END" : "body",
-      ", kind, agent FROM events WHERE run = ?1 AND seq > ?2");
-  int next_param = 3;
-  if (!query.agent.empty()) absl::StrAppend(&sql, " AND agent = ?", next_param++);
-  const int first_kind = next_param;
-  if (!query.kinds.empty()) {
-    absl::StrAppend(&sql, " AND kind IN (");
-    for (size_t i = 0; i < query.kinds.size(); ++i) {
-      absl::StrAppend(&sql, i == 0 ? "?" : ", ?", next_param++);
-    }
-    absl::StrAppend(&sql, ")");
-  }
-  absl::StrAppend(&sql, " ORDER BY seq LIMIT ?", next_param);
-  // Not cached: the SQL varies with the number of kinds.
-  US_ASSIGN_OR_RETURN(sql::Statement s, db.Prepare(sql));
-  US_RETURN_IF_ERROR(s.BindText(1, query.run));
-  US_RETURN_IF_ERROR(s.BindInt64(2, query.after_seq));
-  if (!query.agent.empty()) US_RETURN_IF_ERROR(s.BindText(3, query.agent));
-  for (size_t i = 0; i < query.kinds.size(); ++i) {
-    US_RETURN_IF_ERROR(s.BindText(first_kind + static_cast<int>(i), query.kinds[i]));
-  }
-  US_RETURN_IF_ERROR(s.BindInt64(next_param, limit));
-  return s;
+TraceScan ScanOf(const EventQuery& query, int64_t limit, bool body_when_no_agent) {
+  TraceScan scan;
+  scan.run = query.run;
+  scan.kinds = query.kinds;
+  scan.agent = query.agent;
+  scan.tool = query.tool;
+  scan.after_seq = query.after_seq;
+  scan.limit = limit;
+  scan.body_when_no_agent = body_when_no_agent;
+  return scan;
 }
 
 }  // namespace
@@ -921,18 +1018,19 @@ absl::Status Store::ScanEvents(const std::vector<EventScan>& scans,
   sql::Transaction snapshot(&lease.db());
   if (scans.size() > 1) US_RETURN_IF_ERROR(snapshot.Begin());
   for (const EventScan& scan : scans) {
-    US_ASSIGN_OR_RETURN(sql::Statement s, PrepareEventQuery(lease.db(), scan.query, -1,
-                                                            scan.bodies == Bodies::kWhenNoAgent));
-    for (;;) {
-      US_ASSIGN_OR_RETURN(bool more, s.Step());
-      if (!more) break;
-      StoredEvent row;
-      row.seq = s.ColumnInt64(0);
-      row.body = s.ColumnBlobView(1);
-      row.kind = s.ColumnBlobView(2);
-      row.agent = s.ColumnBlobView(3);
-      if (!fn(row)) return absl::OkStatus();
-    }
+    bool stopped = false;
+    US_RETURN_IF_ERROR(impl_->trace().Scan(
+        lease.db(), ScanOf(scan.query, -1, scan.bodies == Bodies::kWhenNoAgent),
+        [&](const TraceRow& row) {
+          StoredEvent event;
+          event.seq = row.seq;
+          event.kind = row.kind;
+          event.agent = row.agent;
+          event.body = row.body;
+          stopped = !fn(event);
+          return !stopped;
+        }));
+    if (stopped) return absl::OkStatus();
     if (scan_done) scan_done();
   }
   return absl::OkStatus();
@@ -944,26 +1042,26 @@ absl::StatusOr<EventPage> Store::QueryEvents(const EventQuery& query) {
   if (limit > kMaxQueryLimit) limit = kMaxQueryLimit;
 
   ReaderPool::Lease lease = impl_->readers().Acquire();
-  // One more than asked: whether it exists says whether there is a next page.
-  US_ASSIGN_OR_RETURN(sql::Statement s,
-                      PrepareEventQuery(lease.db(), query, static_cast<int64_t>(limit) + 1));
-
   EventPage page;
   page.events.reserve(static_cast<size_t>(std::min(limit, 1024)));
-  for (;;) {
-    US_ASSIGN_OR_RETURN(bool more, s.Step());
-    if (!more) break;
-    if (static_cast<int>(page.events.size()) == limit) {
-      page.next_after_seq = page.events.back().seq();
-      break;
-    }
-    v1::TraceEvent& event = page.events.emplace_back();
-    absl::string_view body = s.ColumnBlobView(1);
-    if (!ParseStored(body, &event).ok()) {
-      return absl::DataLossError(absl::StrCat("run \"", query.run, "\": stored event seq ",
-                                              s.ColumnInt64(0), " does not parse"));
-    }
-  }
+  absl::Status parse_error;
+  // One more than asked: whether it exists says whether there is a next page.
+  US_RETURN_IF_ERROR(impl_->trace().Scan(
+      lease.db(), ScanOf(query, static_cast<int64_t>(limit) + 1, false),
+      [&](const TraceRow& row) {
+        if (static_cast<int>(page.events.size()) == limit) {
+          page.next_after_seq = page.events.back().seq();
+          return false;
+        }
+        v1::TraceEvent& event = page.events.emplace_back();
+        if (!ParseStored(row.body, &event).ok()) {
+          parse_error = absl::DataLossError(absl::StrCat(
+              "run \"", query.run, "\": stored event seq ", row.seq, " does not parse"));
+          return false;
+        }
+        return true;
+      }));
+  US_RETURN_IF_ERROR(parse_error);
   return page;
 }
 

@@ -26,6 +26,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "store/trace_codec.h"
 #include "understudy/v1/understudy.pb.h"
 
 namespace understudy {
@@ -61,6 +62,7 @@ struct EventQuery {
   std::string run;                 // required
   std::vector<std::string> kinds;  // empty: all
   std::string agent;               // empty: all
+  std::string tool;                // gen_ai.tool.name; empty: all
   int64_t after_seq = 0;           // only seq > after_seq
   int limit = 1000;                // <= 0: 1000; at most 10000
 };
@@ -106,6 +108,9 @@ class Store {
   // order of first appearance.
 
   absl::StatusOr<v1::Session> GetSession(absl::string_view name, int64_t version);
+  // The store's row id of a session version (version 0: the latest), for
+  // TraceRecord references. NOT_FOUND like GetSession.
+  absl::StatusOr<int64_t> SessionRowId(absl::string_view name, int64_t version);
   // Every version of every session whose name starts with `prefix`, ordered
   // by name then version.
   absl::StatusOr<std::vector<v1::Session>> ListSessions(absl::string_view prefix);
@@ -175,6 +180,23 @@ class Store {
   absl::Status SaveRunSummary(const v1::RunSummary& summary);
   // NOT_FOUND when the run is unknown or has not ended.
   absl::StatusOr<v1::RunSummary> GetRunSummary(absl::string_view id);
+  // Every stored run record, in order of start (then id). For `runs ls`
+  // and retention, not the request path.
+  absl::StatusOr<std::vector<v1::Run>> ListRuns();
+  // How many trace events run `id` has stored (0 for an unknown run).
+  absl::StatusOr<int64_t> CountEvents(absl::string_view id);
+  // Deletes runs with their summaries and trace events, in one transaction;
+  // returns how many of `ids` existed (unknown ids are skipped). Events
+  // queued for a deleted run before the call are deleted too (it flushes
+  // first). Durable on return. The space goes back to SQLite's free list;
+  // ReclaimSpace returns it to the filesystem.
+  absl::StatusOr<int64_t> DeleteRuns(const std::vector<std::string>& ids);
+  // Returns free pages to the filesystem (incremental vacuum), at most
+  // `max_pages` of them (0: all); returns the bytes the file shrank by.
+  // A store created before incremental vacuum existed needs one full VACUUM
+  // first (`full` true: rewrites the file, and sets it up for incremental
+  // vacuum from then on; takes the writer for as long as that takes).
+  absl::StatusOr<int64_t> ReclaimSpace(int64_t max_pages, bool full = false);
 
   // --- Trace --------------------------------------------------------------
 
@@ -184,6 +206,12 @@ class Store {
   // run and seq >= 1; an event breaking that is not stored, the others are,
   // and the error is reported by the next Flush.
   void AppendEvents(std::vector<v1::TraceEvent> events);
+  // AppendEvents for records that may refer to a recorded exchange instead
+  // of holding it (store/trace_codec.h): readers get the same events. A
+  // record's ref.session_id is a SessionRowId. The exchange must exist when
+  // the record is written, and stays readable through the event after its
+  // session version is deleted (DeleteSession copies it in first).
+  void AppendRecords(std::vector<TraceRecord> records);
   // Returns once everything queued before the call is committed (and every
   // AppendExchanges callback queued before it has run). Returns the first
   // error writing trace events since the previous Flush (e.g. ALREADY_EXISTS

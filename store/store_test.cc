@@ -741,7 +741,7 @@ TEST_F(StoreTraceTest, EventsWithoutRunOrSeqAreRejectedAtFlush) {
   EXPECT_THAT(store_->Flush(), StatusIs(absl::StatusCode::kInvalidArgument));
 }
 
-TEST(StoreMigrationTest, AVersion1TraceIsReadableThroughTheVersion2KindIndex) {
+TEST(StoreMigrationTest, AVersion1TraceIsReadableThroughTheKindIndex) {
   ScopedTempDir dir;
   StoreOptions options;
   options.path = dir.File("understudy.db");
@@ -770,12 +770,14 @@ TEST(StoreMigrationTest, AVersion1TraceIsReadableThroughTheVersion2KindIndex) {
   EXPECT_THAT(seen, ElementsAre("1:planner:0"));
   auto db = sql::Database::Open(options.path, sql::DatabaseOptions());
   ASSERT_THAT(db, IsOk());
-  EXPECT_THAT(SchemaVersion(**db), IsOkAndHolds(2));
-  // The kind index carries the agent, so a header scan needs no table row.
-  auto columns = (*db)->Prepare("SELECT group_concat(name) FROM pragma_index_info('events_by_kind')");
+  EXPECT_THAT(SchemaVersion(**db), IsOkAndHolds(CurrentSchemaVersion()));
+  // The kind index carries the agent and the tool, so a header scan needs
+  // no table row.
+  auto columns =
+      (*db)->Prepare("SELECT group_concat(name) FROM pragma_index_info('trace_events_by_kind')");
   ASSERT_THAT(columns, IsOk());
   ASSERT_THAT(columns->Step(), IsOkAndHolds(true));
-  EXPECT_EQ(columns->ColumnText(0), "run,kind,seq,agent");
+  EXPECT_EQ(columns->ColumnText(0), "kind,key,agent,tool");
 }
 
 TEST(StoreBackPressureTest, TinyEventQueueLosesNothing) {

@@ -288,18 +288,21 @@ absl::StatusOr<v1::RunSummary> ScopedRun::End() {
   return *summary_;
 }
 
-v1::StartRunRequest Replay(const std::string& session, const std::string& scenario_text) {
+v1::StartRunRequest Replay(const std::string& session, const std::string& scenario_text,
+                           v1::TraceLevel trace_level) {
   v1::StartRunRequest request;
   request.set_mode(v1::RUN_MODE_REPLAY);
   request.set_session(session);
   request.set_scenario_text(scenario_text);
+  request.set_trace_level(trace_level);
   return request;
 }
 
-v1::StartRunRequest Record(const std::string& session) {
+v1::StartRunRequest Record(const std::string& session, v1::TraceLevel trace_level) {
   v1::StartRunRequest request;
   request.set_mode(v1::RUN_MODE_RECORD);
   request.set_session(session);
+  request.set_trace_level(trace_level);
   return request;
 }
 

@@ -149,9 +149,13 @@ class ScopedRun {
   std::optional<absl::StatusOr<v1::RunSummary>> summary_;
 };
 
-// StartRun requests.
-v1::StartRunRequest Replay(const std::string& session, const std::string& scenario_text = "");
-v1::StartRunRequest Record(const std::string& session);
+// StartRun requests. `trace_level`: what the run's trace keeps (FULL,
+// SUMMARY: start, misses and end, OFF; docs/assertions.md "Trace levels");
+// UNSPECIFIED keeps the server's --trace-level.
+v1::StartRunRequest Replay(const std::string& session, const std::string& scenario_text = "",
+                           v1::TraceLevel trace_level = v1::TRACE_LEVEL_UNSPECIFIED);
+v1::StartRunRequest Record(const std::string& session,
+                           v1::TraceLevel trace_level = v1::TRACE_LEVEL_UNSPECIFIED);
 
 // ---------------------------------------------------------------------------
 // Assertions (the v1::Assertion messages, see docs/assertions.md).

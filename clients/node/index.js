@@ -91,6 +91,13 @@ const MODES = {
   new: 'RUN_MODE_NEW',
 };
 
+// TraceLevel by name (docs/assertions.md, "Trace levels").
+const TRACE_LEVELS = {
+  full: 'TRACE_LEVEL_FULL',
+  summary: 'TRACE_LEVEL_SUMMARY',
+  off: 'TRACE_LEVEL_OFF',
+};
+
 const MATCHES = {
   exact: 'SEQUENCE_MATCH_EXACT',
   subsequence: 'SEQUENCE_MATCH_SUBSEQUENCE',
@@ -245,10 +252,13 @@ export class Client {
   }
 
   // Runs.StartRun. mode: record | replay | passthrough | once | new.
+  // traceLevel: full | summary (start, misses, end) | off; unset keeps the
+  // server's --trace-level.
   // Resolves the Run ({ id, session, sessionVersion, mode, strict, state, ... }).
-  async startRun({ mode = 'replay', session = '', scenario = '', scenarioText = '', runId = '', strict } = {}) {
+  async startRun({ mode = 'replay', session = '', scenario = '', scenarioText = '', runId = '', strict, traceLevel } = {}) {
     const request = { mode: lookup(MODES, mode, 'mode', 'RUN_MODE_'), session, scenario, scenarioText, runId };
     if (strict !== undefined) request.strict = Boolean(strict);
+    if (traceLevel !== undefined) request.traceLevel = lookup(TRACE_LEVELS, traceLevel, 'traceLevel', 'TRACE_LEVEL_');
     return this._unary(this.runs, 'StartRun', request);
   }
 
@@ -542,7 +552,7 @@ const BOUND = [
 //   server   a Server (startServer), or { grpc, http }; default the
 //            environment `understudy record|replay -- CMD` sets:
 //            UNDERSTUDY_ADDR and UNDERSTUDY_HTTP
-//   mode, session, scenario, scenarioText, strict, runId: as startRun
+//   mode, session, scenario, scenarioText, strict, runId, traceLevel: as startRun
 // Resolves {
 //   runId, run, client, http,
 //   openaiBaseURL      http://H:P/run/ID/v1
@@ -557,7 +567,7 @@ const BOUND = [
 //   assertAll, assert*: the Client's,
 //                      with the run id bound
 // }
-export async function useUnderstudy(t, { server, client, mode = 'replay', session, scenario, scenarioText, strict, runId } = {}) {
+export async function useUnderstudy(t, { server, client, mode = 'replay', session, scenario, scenarioText, strict, runId, traceLevel } = {}) {
   if (!t || typeof t.after !== 'function') {
     throw new TypeError('useUnderstudy(t, ...): t needs an after(fn) method (node:test context, or { after: onTestFinished })');
   }
@@ -568,7 +578,7 @@ export async function useUnderstudy(t, { server, client, mode = 'replay', sessio
   if (!client) {
     client = typeof server?.client === 'function' ? server.client() : (owned = connect(address));
   }
-  const run = await client.startRun({ mode, session, scenario, scenarioText, strict, runId });
+  const run = await client.startRun({ mode, session, scenario, scenarioText, strict, runId, traceLevel });
   const id = run.id;
   const base = http ? `${http.replace(/\/+$/, '')}/run/${encodeURIComponent(id)}` : undefined;
   let ending = null;

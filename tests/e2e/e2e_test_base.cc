@@ -15,6 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
@@ -58,6 +59,10 @@ absl::StatusOr<v1::Run> StartRun(Clients& c, const std::string& session, v1::Run
   request.set_mode(mode);
   if (strict.has_value()) request.set_strict(*strict);
   request.set_run_id(run_id);
+  return StartRun(c, request);
+}
+
+absl::StatusOr<v1::Run> StartRun(Clients& c, const v1::StartRunRequest& request) {
   v1::Run run;
   auto context = CallContext();
   grpc::Status s = c.runs->StartRun(context.get(), request, &run);
@@ -183,6 +188,11 @@ absl::StatusOr<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
   grpc::Status s = stub->Check(context.get(), request, &response);
   if (!s.ok()) return FromGrpc(s);
   return static_cast<int>(response.status());
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  return lines;
 }
 
 v1::CompletionRequest UserRequest(const std::string& content) {

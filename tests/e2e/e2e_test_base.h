@@ -79,6 +79,7 @@ std::unique_ptr<grpc::ClientContext> CallContext(absl::string_view run = "",
                                                  absl::string_view agent = "",
                                                  absl::Duration timeout = kCallTimeout);
 
+absl::StatusOr<v1::Run> StartRun(Clients& c, const v1::StartRunRequest& request);
 absl::StatusOr<v1::Run> StartRun(Clients& c, const std::string& session, v1::RunMode mode,
                                  std::optional<bool> strict = std::nullopt,
                                  const std::string& run_id = "");
@@ -111,6 +112,9 @@ absl::StatusOr<int> HealthCheck(const std::shared_ptr<grpc::Channel>& channel,
 
 // A request with one user message, for model "fake-gpt-1".
 v1::CompletionRequest UserRequest(const std::string& content);
+
+// The non-empty lines of a command's output, without their newlines.
+std::vector<std::string> Lines(const std::string& text);
 
 // A TCP socket connected to `address` (HOST:PORT, IPv4), or UNAVAILABLE.
 // The caller closes it.

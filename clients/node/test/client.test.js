@@ -152,6 +152,32 @@ test('startRun: modes, strict, and the server\'s refusals', async (t) => {
   await assert.rejects(c.endRun('no-such-run'), (e) => e.codeName === 'NOT_FOUND' && /no-such-run/.test(e.message));
 });
 
+test('startRun: traceLevel summary keeps the start and the end, off keeps nothing', async (t) => {
+  const server = await serve();
+  t.after(() => server.stop());
+  const c = server.client();
+  const request = { model: 'm', messages: [{ role: 'user', content: 'hi' }] };
+  const kept = {};
+  for (const traceLevel of ['summary', 'off', 'full']) {
+    const run = await c.startRun({ scenarioText: SCENARIO, traceLevel });
+    assert.equal(run.traceLevel, `TRACE_LEVEL_${traceLevel.toUpperCase()}`);
+    const r = await fetch(`${server.http}/run/${run.id}/agent/executor/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(request),
+    });
+    assert.equal(r.status, 200);
+    const summary = await c.endRun(run.id);
+    assert.equal(summary.run.served, 1, 'the counts are kept at every level');
+    kept[traceLevel] = (await c.query(run.id)).map((e) => e.kind);
+  }
+  assert.deepEqual(kept.summary, ['run_started', 'run_ended']);
+  assert.deepEqual(kept.off, []);
+  assert.ok(kept.full.includes('exchange'), kept.full.join());
+  await assert.rejects(c.startRun({ scenarioText: SCENARIO, traceLevel: 'loud' }),
+    /traceLevel: "loud" is not one of full, summary, off/);
+});
+
 test('a client of a server that is not there fails within its deadline', async () => {
   const c = connect('127.0.0.1:1', { deadlineMs: 1000 });
   try {

@@ -349,6 +349,31 @@ def test_watch_closed_early_cancels(understudy_run):
     assert understudy_run.wait_for(kinds="custom.after_close", timeout=2).seq == 2
 
 
+# --- trace levels ---------------------------------------------------------------
+
+@pytest.mark.understudy(scenario_text=SCRIPTED, trace_level="summary")
+def test_a_summary_level_run_keeps_its_start_and_end_and_every_count(understudy_run,
+                                                                     understudy_client):
+    run = understudy_run
+    assert run.run.trace_level == pb.TRACE_LEVEL_SUMMARY
+    understudy_client.model.Complete(agent_request("executor", []),
+                                     metadata=run.agent_metadata("executor"), timeout=CALL_TIMEOUT)
+    assert run.end().run.served == 1
+    assert [e.kind for e in run.query()] == ["run_started", "run_ended"]
+
+
+def test_an_off_level_run_keeps_no_event_and_levels_are_checked(understudy_client):
+    with understudy_client.open_run(scenario_text=SCRIPTED, trace_level="off") as run:
+        assert run.run.trace_level == pb.TRACE_LEVEL_OFF
+        understudy_client.model.Complete(agent_request("executor", []),
+                                         metadata=run.agent_metadata("executor"),
+                                         timeout=CALL_TIMEOUT)
+    assert run.summary.run.served == 1
+    assert run.query() == []
+    with pytest.raises(ValueError, match="trace_level: 'loud' is not one of full, summary, off"):
+        understudy_client.start_run(scenario_text=SCRIPTED, trace_level="loud")
+
+
 @pytest.mark.understudy(scenario_text=SCRIPTED)
 def test_emit_returns_the_event_and_validates(understudy_run, understudy_client):
     run = understudy_run

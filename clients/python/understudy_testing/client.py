@@ -23,7 +23,7 @@ from . import assertions as A
 from ._stubs import understudy_pb2 as pb
 from ._stubs import understudy_pb2_grpc as pb_grpc
 
-__all__ = ["Client", "RunHandle", "UnderstudyError", "MODES"]
+__all__ = ["Client", "RunHandle", "UnderstudyError", "MODES", "TRACE_LEVELS"]
 
 # RunMode by name.
 MODES = {
@@ -32,6 +32,13 @@ MODES = {
     "passthrough": pb.RUN_MODE_PASSTHROUGH,
     "once": pb.RUN_MODE_ONCE,
     "new": pb.RUN_MODE_NEW,
+}
+
+# TraceLevel by name (docs/assertions.md, "Trace levels").
+TRACE_LEVELS = {
+    "full": pb.TRACE_LEVEL_FULL,
+    "summary": pb.TRACE_LEVEL_SUMMARY,
+    "off": pb.TRACE_LEVEL_OFF,
 }
 
 
@@ -62,13 +69,13 @@ SIM_DONE_STATES = "^(IDLE|DONE|CRASHED)$"
 SIM_BUSY_STATES = "^(WORKING|ASKING)$"
 
 
-def _mode(mode):
-    if isinstance(mode, int):
-        return mode
+def _named(table, what, value):
+    if isinstance(value, int):
+        return value
     try:
-        return MODES[mode]
+        return table[value]
     except KeyError:
-        raise ValueError(f"mode: {mode!r} is not one of {', '.join(MODES)}") from None
+        raise ValueError(f"{what}: {value!r} is not one of {', '.join(table)}") from None
 
 
 def _attribute(value):
@@ -135,20 +142,23 @@ class Client:
     # --- runs ---------------------------------------------------------------
 
     def start_run(self, *, mode="replay", session="", scenario="", scenario_text="", run_id="",
-                  strict=None):
+                  strict=None, trace_level=None):
         """Starts a run and returns its `understudy.v1.Run` (`.id`, ...).
 
         mode: "record", "replay", "passthrough", "once" or "new".
         session: NAME or NAME@N. scenario: a pack name, or a file under the server's --scenario-dir;
         scenario_text: the scenario document (or a dict). strict: None keeps
-        the server's default (strict).
+        the server's default (strict). trace_level: "full", "summary" (start,
+        misses and end only) or "off"; None keeps the server's --trace-level.
         """
         if isinstance(scenario_text, dict):
             scenario_text = json.dumps(scenario_text)
-        request = pb.StartRunRequest(session=session, mode=_mode(mode), run_id=run_id,
-                                     scenario=scenario, scenario_text=scenario_text)
+        request = pb.StartRunRequest(session=session, mode=_named(MODES, "mode", mode),
+                                     run_id=run_id, scenario=scenario, scenario_text=scenario_text)
         if strict is not None:
             request.strict = bool(strict)
+        if trace_level is not None:
+            request.trace_level = _named(TRACE_LEVELS, "trace_level", trace_level)
         return self._call(self.runs.StartRun, "StartRun", request)
 
     def end_run(self, run_id):

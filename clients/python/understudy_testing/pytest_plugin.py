@@ -32,8 +32,8 @@ from .client import Client, RunHandle
 from .server import Server
 
 MARKER = ("understudy(mode='replay', session='', scenario='', scenario_text='', run_id='', "
-          "strict=None): how the understudy_run fixture starts this test's run")
-_MARKER_KEYS = {"mode", "session", "scenario", "scenario_text", "run_id", "strict"}
+          "strict=None, trace_level=None): how the understudy_run fixture starts this test's run")
+_MARKER_KEYS = {"mode", "session", "scenario", "scenario_text", "run_id", "strict", "trace_level"}
 
 
 def pytest_configure(config):

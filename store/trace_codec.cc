@@ -1,0 +1,142 @@
+#include "store/trace_codec.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+
+namespace understudy {
+namespace store {
+namespace {
+
+// Field numbers of v1::TraceEvent's request and response.
+constexpr int kRequestField = 7;
+constexpr int kResponseField = 8;
+
+// Adds what `derive` derives to `attributes`. False when it needs an
+// exchange and has none, or a tool call the answer does not have.
+bool AddDerived(uint32_t derive, absl::string_view agent, int64_t ref_seq,
+                const v1::Exchange* exchange, AttributeMap* attributes) {
+  if ((derive & kDeriveAgentName) && !agent.empty()) {
+    (*attributes)["gen_ai.agent.name"] = std::string(agent);
+  }
+  if (derive & kDeriveSourceRecording) (*attributes)["understudy.answer.source"] = "recording";
+  if (derive & kDeriveNotStreamed) (*attributes)["understudy.streamed"] = "false";
+  if (derive & kDeriveStreamed) (*attributes)["understudy.streamed"] = "true";
+  if (derive & kDeriveRepeat) (*attributes)["understudy.answer.repeat"] = "true";
+  const uint32_t needs_exchange = kDeriveRequest | kDeriveResponse | kDeriveRequestAttributes |
+                                  kDeriveAnswerAttributes | kDeriveToolCall;
+  if ((derive & needs_exchange) == 0) return true;
+  if (exchange == nullptr) return false;
+  if (derive & kDeriveRequestAttributes) AddRequestAttributes(exchange->request(), attributes);
+  if (derive & kDeriveAnswerAttributes) {
+    AddAnswerAttributes(&exchange->response(),
+                        exchange->has_error() ? ErrorTypeOf(exchange->error()) : std::string(),
+                        ref_seq, attributes);
+  }
+  if (derive & kDeriveToolCall) {
+    const uint32_t i = derive >> kToolIndexShift;
+    const auto& calls = exchange->response().message().tool_calls();
+    if (i >= static_cast<uint32_t>(calls.size())) return false;
+    AddToolCallAttributes(calls[static_cast<int>(i)], attributes);
+  }
+  return true;
+}
+
+void AppendLengthDelimited(int field, absl::string_view bytes, std::string* out) {
+  google::protobuf::io::StringOutputStream stream(out);
+  google::protobuf::io::CodedOutputStream coded(&stream);
+  coded.WriteTag(static_cast<uint32_t>(field << 3 | 2));
+  coded.WriteVarint32(static_cast<uint32_t>(bytes.size()));
+  coded.WriteRaw(bytes.data(), static_cast<int>(bytes.size()));
+}
+
+}  // namespace
+
+TraceRecord InlineRecord(v1::TraceEvent event) {
+  TraceRecord record;
+  auto tool = event.attributes().find("gen_ai.tool.name");
+  if (tool != event.attributes().end()) record.tool = tool->second;
+  record.event = std::move(event);
+  return record;
+}
+
+void AddRequestAttributes(const v1::CompletionRequest& request, AttributeMap* attributes) {
+  (*attributes)["gen_ai.operation.name"] =
+      request.operation().empty() ? "chat" : request.operation();
+  if (!request.model().empty()) (*attributes)["gen_ai.request.model"] = request.model();
+}
+
+void AddAnswerAttributes(const v1::CompletionResponse* response, absl::string_view error_type,
+                         int64_t exchange_seq, AttributeMap* attributes) {
+  AttributeMap& attrs = *attributes;
+  if (exchange_seq > 0) attrs["understudy.exchange.seq"] = absl::StrCat(exchange_seq);
+  if (!error_type.empty()) attrs["error.type"] = std::string(error_type);
+  if (response == nullptr) return;
+  if (!response->id().empty()) attrs["gen_ai.response.id"] = response->id();
+  if (!response->model().empty()) attrs["gen_ai.response.model"] = response->model();
+  if (!response->finish_reason().empty()) {
+    attrs["gen_ai.response.finish_reasons"] = response->finish_reason();
+  }
+  if (response->has_usage()) {
+    attrs["gen_ai.usage.input_tokens"] = absl::StrCat(response->usage().input_tokens());
+    attrs["gen_ai.usage.output_tokens"] = absl::StrCat(response->usage().output_tokens());
+  }
+}
+
+void AddToolCallAttributes(const v1::ToolCall& call, AttributeMap* attributes) {
+  (*attributes)["gen_ai.tool.name"] = call.name();
+  if (!call.id().empty()) (*attributes)["gen_ai.tool.call.id"] = call.id();
+  (*attributes)["gen_ai.tool.call.arguments"] = call.arguments();
+}
+
+std::string ErrorTypeOf(const v1::ErrorStatus& error) {
+  if (error.code() == 0) return "";
+  if (error.code() < 0 || error.code() > static_cast<int>(absl::StatusCode::kUnauthenticated)) {
+    return absl::StatusCodeToString(absl::StatusCode::kUnknown);
+  }
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(error.code()));
+}
+
+bool Expand(const TraceRecord& record, const v1::Exchange* exchange, v1::TraceEvent* out) {
+  *out = record.event;
+  const uint32_t derive = record.ref.derive;
+  if (!AddDerived(derive, out->agent(), record.ref.seq, exchange, out->mutable_attributes())) {
+    return false;
+  }
+  if (derive & kDeriveRequest) *out->mutable_request() = exchange->request();
+  if (derive & kDeriveResponse) *out->mutable_response() = exchange->response();
+  return true;
+}
+
+void MakeExchangeParts(v1::Exchange exchange, ExchangeParts* out) {
+  out->exchange = std::move(exchange);
+  out->request_bytes = out->exchange.request().SerializeAsString();
+  out->response_bytes = out->exchange.response().SerializeAsString();
+}
+
+bool ExpandedBytes(absl::string_view compact_body, absl::string_view run, int64_t seq,
+                   absl::string_view kind, absl::string_view agent, uint32_t derive,
+                   int64_t ref_seq, const ExchangeParts* exchange, std::string* out) {
+  out->assign(compact_body.data(), compact_body.size());
+  v1::TraceEvent header;
+  header.set_run(std::string(run));
+  header.set_seq(seq);
+  header.set_kind(std::string(kind));
+  header.set_agent(std::string(agent));
+  if (!AddDerived(derive, agent, ref_seq, exchange == nullptr ? nullptr : &exchange->exchange,
+                  header.mutable_attributes())) {
+    return false;
+  }
+  header.AppendToString(out);
+  if (derive & kDeriveRequest) AppendLengthDelimited(kRequestField, exchange->request_bytes, out);
+  if (derive & kDeriveResponse) {
+    AppendLengthDelimited(kResponseField, exchange->response_bytes, out);
+  }
+  return true;
+}
+
+}  // namespace store
+}  // namespace understudy
