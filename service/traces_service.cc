@@ -17,6 +17,7 @@
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "google/protobuf/arena.h"
+#include "google/protobuf/unknown_field_set.h"
 #include "replayer/engine.h"
 #include "service/grpc_status.h"
 #include "store/proto_utf8.h"
@@ -226,6 +227,62 @@ grpc::Status TracesService::Query(grpc::ServerContext*, const v1::QueryRequest* 
   std::string last_run;
   int64_t last_seq = 0;
   bool more = false;
+  // A filter the store answers whole (kinds, tool, seq range) needs no
+  // event parsed: the stored bytes go into the response as they are, as
+  // the wire form of its repeated `events` (unknown fields are written
+  // verbatim). 50k events: 1.3 s -> see docs/PERFORMANCE.md.
+  const v1::EventFilter& f = filter->proto();
+  const bool raw = f.agent().empty() && f.phase().empty() && f.attributes().empty() &&
+                   f.attribute_patterns().empty();
+  if (raw) {
+    google::protobuf::UnknownFieldSet* out =
+        response->GetReflection()->MutableUnknownFields(response);
+    int count = 0;
+    std::string repaired;
+    for (size_t i = start->run; i < runs->size() && !more; ++i) {
+      const std::string& run = (*runs)[i];
+      store::EventQuery query;
+      query.run = run;
+      query.after_seq = i == start->run ? start->after_seq : 0;
+      query.kinds.assign(f.kinds().begin(), f.kinds().end());
+      query.tool = f.tool();
+      if (f.min_seq() > 0) query.after_seq = std::max(query.after_seq, f.min_seq() - 1);
+      absl::Status parse_error;
+      absl::Status s = store_->ScanEvents(query, store::Store::Bodies::kAll,
+                                          [&](const store::StoredEvent& e) {
+        if (f.max_seq() > 0 && e.seq > f.max_seq()) return false;
+        if (count == limit) {
+          more = true;
+          return false;
+        }
+        if (e.legacy) {
+          v1::TraceEvent event;
+          parse_error = store::ParseStored(e.body, &event);
+          if (!parse_error.ok()) return false;
+          repaired.clear();
+          event.SerializeToString(&repaired);
+          out->AddLengthDelimited(1, repaired);
+        } else {
+          out->AddLengthDelimited(1, std::string(e.body));
+        }
+        ++count;
+        last_run = run;
+        last_seq = e.seq;
+        return true;
+      });
+      if (!s.ok()) return ToGrpcStatus(s);
+      if (!parse_error.ok()) {
+        return ToGrpcStatus(absl::DataLossError(
+            absl::StrCat("run \"", run, "\": stored event seq ", last_seq + 1,
+                         " does not parse")));
+      }
+    }
+    if (more) {
+      response->set_next_page_token(PageToken(last_run, last_seq));
+      if (!request->run().empty()) response->set_next_after_seq(last_seq);
+    }
+    return grpc::Status::OK;
+  }
   for (size_t i = start->run; i < runs->size() && !more; ++i) {
     const std::string& run = (*runs)[i];
     const int64_t after = i == start->run ? start->after_seq : 0;

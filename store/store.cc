@@ -1027,6 +1027,7 @@ absl::Status Store::ScanEvents(const std::vector<EventScan>& scans,
           event.kind = row.kind;
           event.agent = row.agent;
           event.body = row.body;
+          event.legacy = row.legacy;
           stopped = !fn(event);
           return !stopped;
         }));
@@ -1043,7 +1044,8 @@ absl::StatusOr<EventPage> Store::QueryEvents(const EventQuery& query) {
 
   ReaderPool::Lease lease = impl_->readers().Acquire();
   EventPage page;
-  page.events.reserve(static_cast<size_t>(std::min(limit, 1024)));
+  // Room for the whole page: growing a vector of messages moves each one.
+  page.events.reserve(static_cast<size_t>(limit) + 1);
   absl::Status parse_error;
   // One more than asked: whether it exists says whether there is a next page.
   US_RETURN_IF_ERROR(impl_->trace().Scan(

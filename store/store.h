@@ -73,6 +73,8 @@ struct StoredEvent {
   absl::string_view kind;
   absl::string_view agent;  // the event's own agent field ("" when unset)
   absl::string_view body;   // a serialized v1::TraceEvent
+  // Stored before schema v3: its strings may need ParseStored's repair.
+  bool legacy = false;
 };
 
 struct EventPage {

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "google/protobuf/map.h"
@@ -96,12 +97,16 @@ std::string ErrorTypeOf(const v1::ErrorStatus& error);
 // call the answer does not have.
 bool Expand(const TraceRecord& record, const v1::Exchange* exchange, v1::TraceEvent* out);
 
-// An exchange as readers of compact rows use it: parsed once, its request
-// and response serialized once.
+// An exchange as readers of compact rows use it: parsed once, and what
+// rows derive from it serialized once (map entries of
+// v1::TraceEvent.attributes, and the request and response fields' bytes).
 struct ExchangeParts {
   v1::Exchange exchange;
   std::string request_bytes;
   std::string response_bytes;
+  std::string request_attributes;               // AddRequestAttributes
+  std::string answer_attributes;                // AddAnswerAttributes, seq = exchange.seq()
+  std::vector<std::string> tool_call_attributes;  // AddToolCallAttributes, per call
 };
 void MakeExchangeParts(v1::Exchange exchange, ExchangeParts* out);
 

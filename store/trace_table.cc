@@ -373,7 +373,7 @@ absl::Status TraceTable::Scan(sql::Database& db, const TraceScan& scan,
   if (agent.has_value()) absl::StrAppend(&where, " AND agent = ?3");
   if (tool.has_value()) absl::StrAppend(&where, " AND (tool = ?4 OR tool IS NULL)");
   auto prepare = [&](std::optional<int64_t> kind) -> absl::StatusOr<sql::Statement> {
-    std::string sql = absl::StrCat("SELECT key, kind, agent, ", rest, " FROM trace_events",
+    std::string sql = absl::StrCat("SELECT key, kind, agent, ", rest, ", tool IS NULL FROM trace_events",
                                    kind.has_value() ? " INDEXED BY trace_events_by_kind" : "",
                                    " WHERE ", where, kind.has_value() ? " AND kind = ?5" : "",
                                    " ORDER BY key");
@@ -415,6 +415,7 @@ absl::Status TraceTable::Scan(sql::Database& db, const TraceScan& scan,
     row.seq = next->key & (kSeqLimit - 1);
     US_ASSIGN_OR_RETURN(row.kind, NameOf(db, s.ColumnInt64(1)));
     US_ASSIGN_OR_RETURN(row.agent, NameOf(db, s.ColumnInt64(2)));
+    row.legacy = s.ColumnInt64(7) != 0;
     if (!s.ColumnIsNull(6)) {
       const int64_t ref_session = s.ColumnIsNull(3) ? 0 : s.ColumnInt64(3);
       const int64_t ref_seq = s.ColumnIsNull(4) ? 0 : s.ColumnInt64(4);

@@ -62,6 +62,10 @@ struct TraceRow {
   absl::string_view kind;
   absl::string_view agent;
   absl::string_view body;  // a serialized, complete v1::TraceEvent
+  // Written before schema v3 (when entry points did not yet check UTF-8):
+  // parse it with ParseStored, which repairs what needs it, before handing
+  // its bytes on.
+  bool legacy = false;
 };
 
 class TraceTable {

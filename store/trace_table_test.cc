@@ -197,6 +197,41 @@ TEST_F(TraceTableTest, ExpandInMemoryAgreesWithTheStoredBytes) {
   EXPECT_FALSE(Expand(beyond, &exchange_, &expanded));
 }
 
+TEST_F(TraceTableTest, StoredBytesAgreeWithTheInMemoryExpansion) {
+  ExchangeParts parts;
+  MakeExchangeParts(exchange_, &parts);
+  std::vector<TraceRecord> records = {
+      CompactExchangeRecord("r", 1, session_row_, exchange_),
+      CompactToolCallRecord("r", 2, session_row_, exchange_, 0),
+      CompactToolCallRecord("r", 3, session_row_, exchange_, 1)};
+  records.push_back(CompactExchangeRecord("r", 4, session_row_, exchange_));
+  records.back().ref.derive = kDeriveStreamed | kDeriveRepeat | kDeriveResponse |
+                              kDeriveAnswerAttributes;
+  (*records.back().event.mutable_attributes())["understudy.rule"] = "r1";
+  *records.back().event.mutable_request() = exchange_.request();
+  for (const TraceRecord& record : records) {
+    v1::TraceEvent in_memory;
+    ASSERT_TRUE(Expand(record, &exchange_, &in_memory));
+    v1::TraceEvent compact = record.event;
+    compact.clear_run();
+    compact.clear_seq();
+    compact.clear_kind();
+    compact.clear_agent();
+    std::string bytes;
+    ASSERT_TRUE(ExpandedBytes(compact.SerializeAsString(), "r", record.event.seq(),
+                              record.event.kind(), record.event.agent(), record.ref.derive,
+                              record.ref.seq, &parts, &bytes));
+    v1::TraceEvent from_bytes;
+    ASSERT_TRUE(from_bytes.ParseFromString(bytes));
+    EXPECT_TRUE(MessageDifferencer::Equals(from_bytes, in_memory))
+        << from_bytes.DebugString() << "\nvs\n" << in_memory.DebugString();
+  }
+  // The wrong exchange for the row is refused, not misread.
+  std::string bytes;
+  EXPECT_FALSE(ExpandedBytes("", "r", 1, "exchange", "planner", kDeriveResponse, 7, &parts,
+                             &bytes));
+}
+
 TEST_F(TraceTableTest, FiltersByKindAgentToolAndSeq) {
   AppendReplays(3);
   auto seqs = [](const std::vector<v1::TraceEvent>& events) {
