@@ -71,13 +71,17 @@ struct Cursor {
 
 // --- Writer side ---------------------------------------------------------------
 
-absl::StatusOr<int64_t> TraceTable::WriterName(sql::Database& db, absl::string_view name) {
-  if (name.empty()) return 0;
-  auto it = writer_names_.find(name);
-  if (it != writer_names_.end()) return it->second;
-  US_ASSIGN_OR_RETURN(sql::Statement * find,
-                      db.GetCachedStatement("SELECT num FROM trace_names WHERE name = ?1"));
-  US_RETURN_IF_ERROR(find->BindText(1, name));
+namespace {
+
+// The number of `text` in a (num, text) table, inserted when absent (the
+// writer's find-or-insert, for names and runs alike), remembered in `cache`.
+absl::StatusOr<int64_t> FindOrInsert(sql::Database& db, absl::string_view find_sql,
+                                     absl::string_view insert_sql, absl::string_view text,
+                                     absl::flat_hash_map<std::string, int64_t>& cache) {
+  auto it = cache.find(text);
+  if (it != cache.end()) return it->second;
+  US_ASSIGN_OR_RETURN(sql::Statement * find, db.GetCachedStatement(find_sql));
+  US_RETURN_IF_ERROR(find->BindText(1, text));
   US_ASSIGN_OR_RETURN(bool found, find->Step());
   int64_t num = 0;
   if (found) {
@@ -85,38 +89,28 @@ absl::StatusOr<int64_t> TraceTable::WriterName(sql::Database& db, absl::string_v
     US_RETURN_IF_ERROR(find->Reset());
   } else {
     US_RETURN_IF_ERROR(find->Reset());
-    US_ASSIGN_OR_RETURN(sql::Statement * insert,
-                        db.GetCachedStatement("INSERT INTO trace_names (name) VALUES (?1)"));
-    US_RETURN_IF_ERROR(insert->BindText(1, name));
+    US_ASSIGN_OR_RETURN(sql::Statement * insert, db.GetCachedStatement(insert_sql));
+    US_RETURN_IF_ERROR(insert->BindText(1, text));
     US_RETURN_IF_ERROR(insert->Run());
     num = db.LastInsertRowId();
   }
-  writer_names_.emplace(std::string(name), num);
+  cache.emplace(std::string(text), num);
   return num;
 }
 
+}  // namespace
+
+absl::StatusOr<int64_t> TraceTable::WriterName(sql::Database& db, absl::string_view name) {
+  if (name.empty()) return 0;
+  return FindOrInsert(db, "SELECT num FROM trace_names WHERE name = ?1",
+                      "INSERT INTO trace_names (name) VALUES (?1)", name, writer_names_);
+}
+
 absl::StatusOr<int64_t> TraceTable::WriterRun(sql::Database& db, absl::string_view id) {
-  auto it = writer_runs_.find(id);
-  if (it != writer_runs_.end()) return it->second;
-  US_ASSIGN_OR_RETURN(sql::Statement * find,
-                      db.GetCachedStatement("SELECT num FROM trace_runs WHERE id = ?1"));
-  US_RETURN_IF_ERROR(find->BindText(1, id));
-  US_ASSIGN_OR_RETURN(bool found, find->Step());
-  int64_t num = 0;
-  if (found) {
-    num = find->ColumnInt64(0);
-    US_RETURN_IF_ERROR(find->Reset());
-  } else {
-    US_RETURN_IF_ERROR(find->Reset());
-    // AUTOINCREMENT: a deleted run's number is never handed out again.
-    US_ASSIGN_OR_RETURN(sql::Statement * insert,
-                        db.GetCachedStatement("INSERT INTO trace_runs (id) VALUES (?1)"));
-    US_RETURN_IF_ERROR(insert->BindText(1, id));
-    US_RETURN_IF_ERROR(insert->Run());
-    num = db.LastInsertRowId();
-  }
-  writer_runs_.emplace(std::string(id), num);
-  return num;
+  // trace_runs is AUTOINCREMENT: a deleted run's number is never handed out
+  // again.
+  return FindOrInsert(db, "SELECT num FROM trace_runs WHERE id = ?1",
+                      "INSERT INTO trace_runs (id) VALUES (?1)", id, writer_runs_);
 }
 
 void TraceTable::ForgetUncommitted() {
