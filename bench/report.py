@@ -39,6 +39,12 @@ def main(path):
         else:
             row(case, ours, base, f"{r:.2f}x", f">= {minimum:.2f}x", r >= minimum)
 
+    def spread(key, scale=1.0, fmt="{:.2f}"):
+        """" (lo–hi)": the key's range over the rounds, when there were several."""
+        if not have(f"{key}_lo", f"{key}_hi") or f[f"{key}_lo"] == f[f"{key}_hi"]:
+            return ""
+        return f" ({fmt.format(f[key + '_lo'] * scale)}–{fmt.format(f[key + '_hi'] * scale)})"
+
     if have("grpc_rps", "echo_rps"):
         ratio_row("gRPC replay (unary)", f"{f['grpc_rps']:,.0f} req/s, p99 {f['grpc_p99'] / 1000:.1f} ms",
                   f"echo {f['echo_rps']:,.0f} req/s", f["grpc_rps"] / f["echo_rps"], 0.7)
@@ -57,6 +63,15 @@ def main(path):
             f"httplib {f['httplib_rps']:,.0f} req/s, p99 {f['httplib_p99'] / 1000:.2f} ms{unserved('httplib')}",
             f"{r:.2f}x",
             ">= 0.70x, p99 <= 2 ms", r >= 0.7 and f["http_p99"] <= 2000)
+    if have("http_rate", "http_rate_p99", "httplib_rate_p99"):
+        # Open loop at half the bare handler's closed-loop rate of the same
+        # round: latency below saturation, from each request's due time.
+        row(f"HTTP replay at {f['http_rate']:,.0f} req/s (open loop, 50%)",
+            f"p50 {f['http_rate_p50'] / 1000:.2f} p99 {f['http_rate_p99'] / 1000:.2f}"
+            f"{spread('http_rate_p99', 1 / 1000)} ms",
+            f"httplib p50 {f['httplib_rate_p50'] / 1000:.2f} p99 {f['httplib_rate_p99'] / 1000:.2f}"
+            f"{spread('httplib_rate_p99', 1 / 1000)} ms",
+            f"{f['http_rate_p99'] / f['httplib_rate_p99']:.2f}x p99", "(informational)", None)
     for peer, name, target in (("aimock", "aimock", 2.5), ("wiremock", "WireMock", 2.0)):
         if have("http_rps", f"{peer}_rps"):
             ratio_row(f"HTTP replay vs {name}", f"{f['http_rps']:,.0f} req/s",
@@ -72,6 +87,22 @@ def main(path):
             ratio_row(f"SSE replay vs {name}", f"{f['sse_chunks']:,.0f} chunks/s",
                       f"{name} {f[peer + '_sse']:,.0f} chunks/s, first {f[peer + '_sse_ttfc'] / 1000:.2f} ms",
                       f["sse_chunks"] / f[f"{peer}_sse"], target)
+    if have("sse_short", "httplib_sse_short"):
+        ratio_row("SSE replay, 11 events",
+                  f"{f['sse_short']:,.0f} events/s, first {f['sse_short_ttfc'] / 1000:.2f} ms",
+                  f"httplib {f['httplib_sse_short']:,.0f} events/s, first "
+                  f"{f['httplib_sse_short_ttfc'] / 1000:.2f} ms{unserved('httplib_sse_short')}",
+                  f["sse_short"] / f["httplib_sse_short"])
+    if have("sse_short", "aimock_sse_short"):
+        # The ratio is the median of each round's, with its range.
+        r = f.get("sse_short_aimock_ratio", f["sse_short"] / f["aimock_sse_short"])
+        row("SSE replay, 11 events, vs aimock", f"{f['sse_short']:,.0f} events/s",
+            f"aimock {f['aimock_sse_short']:,.0f} events/s, first {f['aimock_sse_short_ttfc'] / 1000:.2f} ms",
+            f"{r:.2f}x{spread('sse_short_aimock_ratio')}", ">= 2.50x", r >= 2.5)
+    if have("sse_short", "wiremock_sse_short"):
+        ratio_row("SSE replay, 11 events, vs WireMock", f"{f['sse_short']:,.0f} events/s",
+                  f"WireMock {f['wiremock_sse_short']:,.0f} events/s, first "
+                  f"{f['wiremock_sse_short_ttfc'] / 1000:.2f} ms", f["sse_short"] / f["wiremock_sse_short"])
     if have("resp_rps", "httplib_resp_rps"):
         ratio_row("HTTP replay /v1/responses",
                   f"{f['resp_rps']:,.0f} req/s, p50 {f['resp_p50'] / 1000:.2f} p99 {f['resp_p99'] / 1000:.2f} ms",
@@ -90,12 +121,6 @@ def main(path):
         ratio_row("Responses stream replay vs aimock", f"{f['resp_sse']:,.0f} events/s",
                   f"aimock {f['aimock_resp_sse']:,.0f} events/s, first {f['aimock_resp_sse_ttfc'] / 1000:.2f} ms",
                   f["resp_sse"] / f["aimock_resp_sse"], 2.5)
-    def spread(key, scale=1.0, fmt="{:.2f}"):
-        """" (lo–hi)": the key's range over the rounds, when there were several."""
-        if not have(f"{key}_lo", f"{key}_hi") or f[f"{key}_lo"] == f[f"{key}_hi"]:
-            return ""
-        return f" ({fmt.format(f[key + '_lo'] * scale)}–{fmt.format(f[key + '_hi'] * scale)})"
-
     if have("mcp_rps", "mcp_bare_rps", "mcp_ratio"):
         # The ratio is the median of each round's (replay and bare server
         # measured one after the other), with its range.
@@ -150,14 +175,26 @@ def main(path):
                   f"raw SQLite {f['raw_per_s']:,.0f} rows/s", f["ingest1_per_s"] / f["raw_per_s"])
     if have("assert0", "assert1"):
         a0, a1 = f["assert0"], f["assert1"]
+        fill = f" (fill {f['fill_s']:.0f} s)" if have("fill_s") else ""
         row(f"Assert on a {int(f['big_events']):,}-event run", f"{a0:.1f} ms -> {a1:.1f} ms",
-            f"with 0 -> {int(f['other_events']):,} other events", f"{a1 / a0:.2f}x", "< 50 ms, within 20%",
-            max(a0, a1) < 50 and abs(a1 / a0 - 1) <= 0.2)
+            f"with {int(f.get('other_events0', 0)):,} -> {int(f['other_events']):,} other events{fill}",
+            f"{a1 / a0:.2f}x",
+            "< 50 ms, within 20%", max(a0, a1) < 50 and abs(a1 / a0 - 1) <= 0.2)
         q0, q1 = f["query0"], f["query1"]
         row("Query its tool_call events", f"{q0:.1f} ms -> {q1:.1f} ms", "", f"{q1 / q0:.2f}x" if q0 else "",
             "(informational)", None)
+    if have("trace_bytes_per_call"):
+        b = f["trace_bytes_per_call"]
+        per = f" ({f['trace_events_per_call']:.1f} events)" if have("trace_events_per_call") else ""
+        row(f"trace bytes per replayed call, over {int(f['rss_large']):,} replays", f"{b:,.0f} B{per}",
+            "store used bytes after - before, WAL checkpointed", "", "<= 150 B", b <= 150)
     if have("startup_ms"):
-        row(f"start-up to serving ({int(f['store_mb']):,} MB store)", f"{f['startup_ms']:.0f} ms", "", "",
+        how = ""
+        if have("fill_store_mb") and f["fill_store_mb"] < f["store_mb"]:
+            how = f"{int(f['fill_store_mb']):,} MB filled, padded with a recorded session"
+        if f.get("pad_skipped"):
+            how = "not padded to 5 GB: too little free disk"
+        row(f"start-up to serving ({int(f['store_mb']):,} MB store)", f"{f['startup_ms']:.0f} ms", how, "",
             "< 200 ms", f["startup_ms"] < 200)
 
     head = ("case", "understudy", "baseline", "ratio", "target", "")

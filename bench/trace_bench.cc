@@ -10,12 +10,22 @@
 //       passes: a fast error is not a result.
 //
 //   trace_bench ingest --target HOST:PORT --session NAME --count N [--batch 1000]
-//                      [--streams 1]
+//                      [--streams 1] [--pad BYTES]
 //       Streams N exchanges (bench_data's request and answer) through
 //       Recorder.RecordExchanges, --batch per call (each call commits), from
 //       --streams clients at once (each into its own session NAME-k when
 //       more than one), and prints "RESULT label=ingest streams=S
-//       exchanges=N seconds=.. per_s=..".
+//       exchanges=N seconds=.. per_s=..". --pad makes each answer's text
+//       BYTES longer (a session of large answers, to grow a store).
+//
+//   trace_bench store --db PATH [--run ID]
+//       Reads a store no server has open: its runs (Store::ListRuns), the
+//       trace events of each (Store::CountEvents, whatever the schema
+//       stores per row), then checkpoints its WAL into the file
+//       (wal_checkpoint(TRUNCATE)) and sizes it. Prints "RESULT label=store
+//       runs=N events=E run_events=R other_events=O file_bytes=F
+//       used_bytes=U": R the events of run ID (0 without --run), O = E - R,
+//       F = page_count * page_size, U = F - freelist_count * page_size.
 //
 //   trace_bench raw --db PATH --count N [--batch 1000]
 //       The baseline: the same exchange rows inserted straight into SQLite
@@ -28,6 +38,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -39,8 +50,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "bench/bench_data.h"
 #include "grpcpp/grpcpp.h"
+#include "store/store.h"
 #include "understudy/v1/understudy.grpc.pb.h"
 
 namespace understudy {
@@ -69,6 +82,7 @@ struct Flags {
   int64_t count = 0;
   int batch = 1000;
   int streams = 1;
+  int64_t pad = 0;
 };
 
 int Assert(const Flags& f) {
@@ -123,11 +137,24 @@ int Assert(const Flags& f) {
   return 0;
 }
 
-v1::Exchange BenchExchange(int64_t i) {
+// `pad` more bytes of answer text (prose-like, so that nothing on the way
+// sees a run of one byte).
+v1::Exchange BenchExchange(int64_t i, int64_t pad = 0) {
   v1::Exchange e;
   e.set_agent("executor");
   *e.mutable_request() = BenchRequest(absl::StrCat("Step ", i, ": plan the next step."));
   *e.mutable_response() = BenchResponse();
+  if (pad > 0) {
+    static constexpr absl::string_view kProse =
+        "The executor reads the failing test, finds the off-by-one in the parser's loop, "
+        "fixes it, reruns the suite and reports what changed and why. ";
+    std::string* text = e.mutable_response()->mutable_message()->mutable_content();
+    const size_t want = text->size() + static_cast<size_t>(pad);
+    absl::StrAppend(text, " [", i, "] ");
+    while (text->size() < want) {
+      text->append(kProse.data(), std::min(kProse.size(), want - text->size()));
+    }
+  }
   e.set_latency_micros(800);
   return e;
 }
@@ -145,7 +172,7 @@ std::string IngestRange(const Flags& f, v1::Recorder::Stub* recorder, const std:
     for (int64_t i = start; i < stop; ++i) {
       v1::RecordExchangesRequest message;
       if (i == start) message.set_session(session);
-      *message.mutable_exchange() = BenchExchange(i);
+      *message.mutable_exchange() = BenchExchange(i, f.pad);
       if (i == stop - 1) message.set_commit(true);
       if (!stream->Write(message)) break;
     }
@@ -184,6 +211,56 @@ int Ingest(const Flags& f) {
   if (total != f.count) return Fail(absl::StrCat("committed ", total, " of ", f.count));
   std::printf("RESULT label=ingest streams=%d exchanges=%lld seconds=%.3f per_s=%.0f\n", f.streams,
               static_cast<long long>(total), seconds, total / seconds);
+  return 0;
+}
+
+int StoreStats(const Flags& f) {
+  int64_t runs = 0, events = 0, run_events = 0;
+  {
+    store::StoreOptions options;
+    options.path = f.db;
+    options.create_if_missing = false;
+    absl::StatusOr<std::unique_ptr<store::Store>> opened = store::Store::Open(options);
+    if (!opened.ok()) return Fail(absl::StrCat(f.db, ": ", opened.status().ToString()));
+    absl::StatusOr<std::vector<v1::Run>> all = (*opened)->ListRuns();
+    if (!all.ok()) return Fail(absl::StrCat("ListRuns: ", all.status().ToString()));
+    for (const v1::Run& run : *all) {
+      absl::StatusOr<int64_t> n = (*opened)->CountEvents(run.id());
+      if (!n.ok()) return Fail(absl::StrCat("CountEvents: ", n.status().ToString()));
+      ++runs;
+      events += *n;
+      if (run.id() == f.run) run_events = *n;
+    }
+  }  // Closed: everything is committed.
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(f.db.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr) != SQLITE_OK) {
+    sqlite3_close(db);
+    return Fail("cannot open " + f.db);
+  }
+  auto pragma = [&](const char* sql) -> int64_t {
+    sqlite3_stmt* s = nullptr;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, nullptr) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW) {
+      v = sqlite3_column_int64(s, 0);
+    }
+    sqlite3_finalize(s);
+    return v;
+  };
+  // Row 0 of wal_checkpoint is 0 unless it was blocked (SQLITE_BUSY).
+  const int64_t busy = pragma("PRAGMA wal_checkpoint(TRUNCATE)");
+  const int64_t page_size = pragma("PRAGMA page_size");
+  const int64_t pages = pragma("PRAGMA page_count");
+  const int64_t free_pages = pragma("PRAGMA freelist_count");
+  sqlite3_close(db);
+  if (busy != 0 || page_size <= 0 || pages < 0 || free_pages < 0) {
+    return Fail(absl::StrCat(f.db, ": checkpoint or size pragmas failed (is a server using it?)"));
+  }
+  std::printf("RESULT label=store runs=%lld events=%lld run_events=%lld other_events=%lld "
+              "file_bytes=%lld used_bytes=%lld\n",
+              static_cast<long long>(runs), static_cast<long long>(events),
+              static_cast<long long>(run_events), static_cast<long long>(events - run_events),
+              static_cast<long long>(pages * page_size),
+              static_cast<long long>((pages - free_pages) * page_size));
   return 0;
 }
 
@@ -240,7 +317,8 @@ int Usage(const std::string& why) {
                "trace_bench: %s\n"
                "usage: trace_bench assert --target HOST:PORT --run ID [--repeat N] [--queries N]\n"
                "       trace_bench ingest --target HOST:PORT --session NAME --count N [--batch N] "
-               "[--streams N]\n"
+               "[--streams N] [--pad BYTES]\n"
+               "       trace_bench store --db PATH [--run ID]\n"
                "       trace_bench raw --db PATH --count N [--batch N]\n",
                why.c_str());
   return 2;
@@ -276,6 +354,8 @@ int main(int argc, char** argv) {
       ok = absl::SimpleAtoi(v, &f.count) && f.count >= 1;
     } else if (flag == "--streams") {
       ok = absl::SimpleAtoi(v, &f.streams) && f.streams >= 1 && f.streams <= 64;
+    } else if (flag == "--pad") {
+      ok = absl::SimpleAtoi(v, &f.pad) && f.pad >= 0 && f.pad <= (64 << 20);
     } else if (flag == "--batch") {
       ok = absl::SimpleAtoi(v, &f.batch) && f.batch >= 1 && f.batch <= 100000;
     } else {
@@ -283,7 +363,7 @@ int main(int argc, char** argv) {
     }
     if (!ok) return Usage("bad value for " + flag + ": " + v);
   }
-  if (f.mode != "raw" && !absl::StartsWith(f.target, "127.")) {
+  if (f.mode != "raw" && f.mode != "store" && !absl::StartsWith(f.target, "127.")) {
     return Usage("--target: a 127.x.x.x address is required");
   }
   if (f.mode == "assert") {
@@ -294,6 +374,10 @@ int main(int argc, char** argv) {
   if (f.mode == "ingest") {
     if (f.session.empty() || f.count == 0) return Usage("--session and --count are required");
     return understudy::bench::Ingest(f);
+  }
+  if (f.mode == "store") {
+    if (f.db.empty()) return Usage("--db is required");
+    return understudy::bench::StoreStats(f);
   }
   if (f.mode == "raw") {
     if (f.db.empty() || f.count == 0) return Usage("--db and --count are required");

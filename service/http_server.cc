@@ -3,9 +3,19 @@
 // to compile, and the header must not leak Boost types.
 //
 // Design (see bench/http_choice/RESULTS.md for the pitfalls this answers):
-//   * One io_context, run by options.threads threads. Each accepted socket
-//     gets its own strand; every member of a Connection except the few
-//     marked otherwise is touched only on that strand, so it needs no lock.
+//   * One io_context per I/O thread (options.threads of them), each run by
+//     its thread alone; accepted sockets go to them in turn. A connection
+//     lives on one thread: every member of a Connection except the few
+//     marked otherwise is touched only there (its "strand": the executor of
+//     a one-thread io_context), so it needs no lock, and a request is read,
+//     answered and written without waking another thread. One io_context
+//     run by both threads, with a strand per connection, handed work
+//     between them: off-CPU stacks of a replay under 16 connections showed
+//     the threads sleeping on the scheduler's condition variable (21 times
+//     per 1,000 requests) and on asio's per-socket and scheduler locks (8
+//     and 0.3), all gone with one io_context per thread, and 25% less
+//     server CPU per request at 8k req/s (docs/PERFORMANCE.md). The
+//     price: a connection waits for its own thread, never the other.
 //   * A Connection reads with its own loop (async_read_some into a small
 //     buffer, appended to `buffer_`, fed to a fresh request_parser per
 //     request), so exactly one read is pending at all times. While a request
@@ -15,6 +25,14 @@
 //   * Everything written goes through one queue of Pieces (one write pending
 //     per socket); a Piece may carry a not_before, which a steady_timer on
 //     the strand waits for.
+//   * What the handler answers before it returns (a replay answers at once)
+//     runs at once, on the thread that called it (Dispatch), and goes out in
+//     one write after the handler returns: a recorded stream's head, events
+//     and end in one sendmsg instead of one post and one write each (an
+//     11-event SSE replay: time to first event -28%, events/s +19%). Any
+//     other call (another thread, or after the handler returned) is posted,
+//     and once one call of a responder has been posted all its later ones
+//     are too, so they reach the connection in the order they were made.
 //   * The server keeps a strong reference to every open Connection (dropped
 //     in Connection::Close). A Responder holds only a weak one, and reaches
 //     the connection's strand through the server's Gate, which Shutdown
@@ -32,7 +50,6 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
@@ -178,6 +195,11 @@ class Gate {
 
 class ServerImpl;
 class Responder;
+class Connection;
+
+// The connection whose Dispatch is calling the handler on this thread, or
+// null.
+thread_local const Connection* t_dispatching = nullptr;
 
 // One accepted connection. Lives while the server's registry holds it (until
 // Close) or one of its operations is pending. All methods run on its strand
@@ -218,6 +240,20 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   void DoAbort(uint64_t id);
   // The responder was dropped without answering.
   void DoAbandon(uint64_t id);
+
+  // True while Dispatch is calling the handler (then t_dispatching is this
+  // connection on the thread that calls it): the responder may call its
+  // Do* at once, with RunInline.
+  bool dispatching() const { return dispatching_; }
+  // Runs fn(*this) now, for a responder call made while dispatching. A
+  // close it causes reports the client gone by a post, not from inside the
+  // caller's own call.
+  template <typename F>
+  void RunInline(F& fn) {
+    in_responder_call_ = true;
+    fn(*this);
+    in_responder_call_ = false;
+  }
 
  private:
   enum class State {
@@ -282,6 +318,8 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   net::steady_timer pace_timer_;
 
   State state_ = State::kNew;
+  bool dispatching_ = false;        // Dispatch is calling the handler.
+  bool in_responder_call_ = false;  // RunInline is running.
   bool stopping_ = false;   // The server is shutting down.
   bool counted_ = false;    // This connection's request is in in_flight.
   bool peer_eof_ = false;   // The client finished sending (kClosing).
@@ -347,10 +385,18 @@ class Responder final : public HttpResponder {
   enum class Phase { kFresh, kStreaming, kEnding, kDone };
 
   // Runs fn(Connection&) on the connection's strand, if the server still
-  // runs and the connection is open. Called under mu_ (except from the
-  // destructor) so that calls reach the strand in the order they were made.
+  // runs and the connection is open. Called under mu_ so that calls reach
+  // the strand in the order they were made.
   template <typename F>
-  void Post(F fn);
+  void Post(F fn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The connection, when fn may run on it at once instead (its handler is
+  // being called on this thread and nothing of this responder was posted
+  // before); else null, and fn is posted. Called under mu_; the caller runs
+  // it with RunInline after releasing mu_ (a close it causes reaches
+  // MarkClientGone, which takes mu_). Nothing can run on the strand in
+  // between: this thread holds it.
+  template <typename F>
+  Connection* InlineOrPost(F& fn) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::weak_ptr<Connection> connection_;
   const uint64_t id_;
@@ -361,6 +407,7 @@ class Responder final : public HttpResponder {
   bool client_gone_ ABSL_GUARDED_BY(mu_) = false;
   bool aborted_ ABSL_GUARDED_BY(mu_) = false;
   std::function<void()> on_cancel_ ABSL_GUARDED_BY(mu_);
+  bool posted_ ABSL_GUARDED_BY(mu_) = false;  // A call went by Post.
 };
 
 class ServerImpl final : public HttpServer {
@@ -418,10 +465,12 @@ class ServerImpl final : public HttpServer {
   std::string address_;
 
   // Destroyed explicitly, in this order reversed, at the end of Shutdown.
-  std::unique_ptr<net::io_context> ioc_;
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
-  std::unique_ptr<tcp::acceptor> acceptor_;            // On its own strand.
-  std::unique_ptr<net::steady_timer> accept_backoff_;  // Same strand.
+  // One io_context per thread; the acceptor lives on the first.
+  std::vector<std::unique_ptr<net::io_context>> iocs_;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> work_;
+  std::unique_ptr<tcp::acceptor> acceptor_;            // On iocs_[0].
+  std::unique_ptr<net::steady_timer> accept_backoff_;  // Same.
+  size_t next_ioc_ = 0;  // The next accepted socket's; acceptor's thread only.
   std::vector<std::thread> threads_;
 
   std::atomic<size_t> queued_total_{0};
@@ -629,7 +678,15 @@ void Connection::Dispatch() {
   auto responder = std::make_shared<Responder>(weak_from_this(), answer_id_, server_->gate());
   responder_ = responder;
   StartRead();  // Watches for a hang-up while the handler answers.
+  // What the handler answers before it returns is queued at once and sent
+  // in one write below (see the design notes at the top).
+  const Connection* const outer = t_dispatching;
+  t_dispatching = this;
+  dispatching_ = true;
   server_->handler()(std::move(request), std::move(responder));
+  dispatching_ = false;
+  t_dispatching = outer;
+  Pump();
 }
 
 void Connection::Reject(int status, absl::string_view message) {
@@ -769,7 +826,7 @@ void Connection::DoWriteShared(
     piece.keepalive = keepalive;
     Queue(std::move(piece), /*pump=*/false);
   }
-  Pump();
+  if (!dispatching_) Pump();  // Else Dispatch pumps once the handler returns.
 }
 
 void Connection::DoEnd(uint64_t id) {
@@ -808,7 +865,8 @@ void Connection::Queue(Piece piece, bool pump) {
   owned_queued_ += owned;
   server_->queued_total().fetch_add(owned, std::memory_order_relaxed);
   out_.push_back(std::move(piece));
-  if (pump) Pump();
+  // While the handler runs, Dispatch pumps once it returns.
+  if (pump && !dispatching_) Pump();
 }
 
 void Connection::Pump() {
@@ -914,7 +972,15 @@ void Connection::Close() {
   std::shared_ptr<Responder> responder = responder_.lock();
   responder_.reset();
   answer_id_ = 0;
-  if (responder) responder->MarkClientGone();
+  if (responder) {
+    if (in_responder_call_) {
+      // Not from inside the responder call that closed it: its OnCancel
+      // callback would run in the caller's Write or Abort.
+      net::post(executor_, [responder] { responder->MarkClientGone(); });
+    } else {
+      responder->MarkClientGone();
+    }
+  }
   server_->Forget(this);
 }
 
@@ -968,6 +1034,7 @@ void Connection::CountInFlight(bool counted) {
 
 template <typename F>
 void Responder::Post(F fn) {
+  posted_ = true;
   gate_->IfOpen([&] {
     // Destroyed before the gate's lock is released: if it is the last
     // reference, the connection dies while the io_context is alive.
@@ -978,74 +1045,121 @@ void Responder::Post(F fn) {
   });
 }
 
-Responder::~Responder() {
-  bool abandoned;
-  {
-    absl::MutexLock lock(&mu_);
-    abandoned =
-        !client_gone_ && !aborted_ && (phase_ == Phase::kFresh || phase_ == Phase::kStreaming);
+template <typename F>
+Connection* Responder::InlineOrPost(F& fn) {
+  if (!posted_ && t_dispatching != nullptr) {
+    // Locked, not compared by address: a connection that died may have left
+    // its address to the one being dispatched.
+    std::shared_ptr<Connection> connection = connection_.lock();
+    // Alive after this reference goes: Dispatch's caller holds another.
+    if (connection.get() == t_dispatching && connection->dispatching()) return connection.get();
   }
+  Post(std::move(fn));
+  return nullptr;
+}
+
+Responder::~Responder() {
+  absl::MutexLock lock(&mu_);
+  const bool abandoned =
+      !client_gone_ && !aborted_ && (phase_ == Phase::kFresh || phase_ == Phase::kStreaming);
   if (!abandoned) return;
   const uint64_t id = id_;
   Post([id](Connection& c) { c.DoAbandon(id); });
 }
 
+// Each call below decides under mu_ and, when the handler is calling it
+// from Dispatch, runs on the connection after releasing mu_ (InlineOrPost).
+
 void Responder::Respond(int status, HttpHeaders headers, std::string body) {
-  absl::MutexLock lock(&mu_);
-  if (phase_ != Phase::kFresh || client_gone_ || aborted_) return;
-  phase_ = Phase::kEnding;
-  Post([id = id_, status, headers = std::move(headers),
-        body = std::move(body)](Connection& c) mutable {
+  auto call = [id = id_, status, headers = std::move(headers),
+               body = std::move(body)](Connection& c) mutable {
     c.DoRespond(id, status, std::move(headers), std::move(body));
-  });
+  };
+  Connection* now;
+  {
+    absl::MutexLock lock(&mu_);
+    if (phase_ != Phase::kFresh || client_gone_ || aborted_) return;
+    phase_ = Phase::kEnding;
+    now = InlineOrPost(call);
+  }
+  if (now != nullptr) now->RunInline(call);
 }
 
 void Responder::StartStream(int status, HttpHeaders headers) {
-  absl::MutexLock lock(&mu_);
-  if (phase_ != Phase::kFresh || client_gone_ || aborted_) return;
-  phase_ = Phase::kStreaming;
-  Post([id = id_, status, headers = std::move(headers)](Connection& c) mutable {
+  auto call = [id = id_, status, headers = std::move(headers)](Connection& c) mutable {
     c.DoStartStream(id, status, std::move(headers));
-  });
+  };
+  Connection* now;
+  {
+    absl::MutexLock lock(&mu_);
+    if (phase_ != Phase::kFresh || client_gone_ || aborted_) return;
+    phase_ = Phase::kStreaming;
+    now = InlineOrPost(call);
+  }
+  if (now != nullptr) now->RunInline(call);
 }
 
 void Responder::Write(std::string data, absl::Time not_before) {
   const SteadyClock::time_point when = ToSteady(not_before);
-  absl::MutexLock lock(&mu_);
-  if (phase_ != Phase::kStreaming || client_gone_ || aborted_) return;
-  Post([id = id_, data = std::move(data), when](Connection& c) mutable {
+  auto call = [id = id_, data = std::move(data), when](Connection& c) mutable {
     c.DoWrite(id, std::move(data), when);
-  });
+  };
+  Connection* now;
+  {
+    absl::MutexLock lock(&mu_);
+    if (phase_ != Phase::kStreaming || client_gone_ || aborted_) return;
+    now = InlineOrPost(call);
+  }
+  if (now != nullptr) now->RunInline(call);
 }
 
 void Responder::WriteShared(std::shared_ptr<const void> keepalive,
                             std::vector<HttpSlice> slices) {
-  absl::MutexLock lock(&mu_);
-  if (phase_ != Phase::kStreaming || client_gone_ || aborted_ || slices.empty()) return;
+  if (slices.empty()) return;
   std::vector<std::pair<absl::string_view, SteadyClock::time_point>> when;
   when.reserve(slices.size());
   for (const HttpSlice& slice : slices) when.emplace_back(slice.data, ToSteady(slice.not_before));
-  // One post for the lot: a post per piece cost a strand hop and a closure
+  // One call for the lot: a post per piece cost a strand hop and a closure
   // each (a 200-event SSE replay, bench/run).
-  Post([id = id_, keepalive = std::move(keepalive), when = std::move(when)](Connection& c) mutable {
+  auto call = [id = id_, keepalive = std::move(keepalive),
+               when = std::move(when)](Connection& c) mutable {
     c.DoWriteShared(id, std::move(keepalive), std::move(when));
-  });
+  };
+  Connection* now;
+  {
+    absl::MutexLock lock(&mu_);
+    if (phase_ != Phase::kStreaming || client_gone_ || aborted_) return;
+    now = InlineOrPost(call);
+  }
+  if (now != nullptr) now->RunInline(call);
 }
 
 void Responder::End() {
-  absl::MutexLock lock(&mu_);
-  if (phase_ != Phase::kStreaming || client_gone_ || aborted_) return;
-  phase_ = Phase::kEnding;
-  Post([id = id_](Connection& c) { c.DoEnd(id); });
+  auto call = [id = id_](Connection& c) { c.DoEnd(id); };
+  Connection* now;
+  {
+    absl::MutexLock lock(&mu_);
+    if (phase_ != Phase::kStreaming || client_gone_ || aborted_) return;
+    phase_ = Phase::kEnding;
+    now = InlineOrPost(call);
+  }
+  if (now != nullptr) now->RunInline(call);
 }
 
 void Responder::Abort() {
-  absl::MutexLock lock(&mu_);
-  if (phase_ == Phase::kDone || client_gone_ || aborted_) return;
-  aborted_ = true;
-  phase_ = Phase::kDone;
-  on_cancel_ = nullptr;
-  Post([id = id_](Connection& c) { c.DoAbort(id); });
+  auto call = [id = id_](Connection& c) { c.DoAbort(id); };
+  std::function<void()> dropped;  // Released outside the lock.
+  Connection* now;
+  {
+    absl::MutexLock lock(&mu_);
+    if (phase_ == Phase::kDone || client_gone_ || aborted_) return;
+    aborted_ = true;
+    phase_ = Phase::kDone;
+    dropped = std::move(on_cancel_);
+    on_cancel_ = nullptr;
+    now = InlineOrPost(call);
+  }
+  if (now != nullptr) now->RunInline(call);
 }
 
 bool Responder::cancelled() const {
@@ -1108,8 +1222,9 @@ absl::Status ServerImpl::ConfigureTls() {
 }
 
 absl::Status ServerImpl::Listen(const tcp::endpoint& endpoint, int threads) {
-  ioc_ = std::make_unique<net::io_context>(threads);
-  acceptor_ = std::make_unique<tcp::acceptor>(net::make_strand(*ioc_));
+  iocs_.reserve(static_cast<size_t>(threads));
+  for (int i = 0; i < threads; ++i) iocs_.push_back(std::make_unique<net::io_context>(1));
+  acceptor_ = std::make_unique<tcp::acceptor>(iocs_[0]->get_executor());
   accept_backoff_ = std::make_unique<net::steady_timer>(acceptor_->get_executor());
   beast::error_code ec;
   acceptor_->open(endpoint.protocol(), ec);
@@ -1125,25 +1240,27 @@ absl::Status ServerImpl::Listen(const tcp::endpoint& endpoint, int threads) {
             : absl::StrCat(endpoint.address().to_string(), ":", endpoint.port());
     acceptor_.reset();
     accept_backoff_.reset();
-    ioc_.reset();
+    iocs_.clear();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": ", ec.message()));
   }
   port_ = bound.port();
   address_ = bound.address().is_v6() ? absl::StrCat("[", bound.address().to_string(), "]:", port_)
                                      : absl::StrCat(bound.address().to_string(), ":", port_);
-  work_.emplace(ioc_->get_executor());
+  for (const auto& ioc : iocs_) work_.push_back(net::make_work_guard(*ioc));
   net::post(acceptor_->get_executor(), [this] { Accept(); });
   threads_.reserve(threads);
-  for (int i = 0; i < threads; ++i) {
-    threads_.emplace_back([ioc = ioc_.get()] { ioc->run(); });
+  for (const auto& ioc : iocs_) {
+    threads_.emplace_back([ioc = ioc.get()] { ioc->run(); });
   }
   return absl::OkStatus();
 }
 
 void ServerImpl::Accept() {
   if (!acceptor_->is_open()) return;
+  // Round robin over the threads.
+  net::io_context& ioc = *iocs_[next_ioc_++ % iocs_.size()];
   acceptor_->async_accept(
-      net::make_strand(*ioc_),
+      ioc.get_executor(),
       [this](beast::error_code ec, tcp::socket socket) { OnAccept(ec, std::move(socket)); });
 }
 
@@ -1199,7 +1316,7 @@ void ServerImpl::Shutdown(absl::Time deadline) {
       return;
     }
     stopping_ = true;
-    if (ioc_ == nullptr) {  // Never listened.
+    if (iocs_.empty()) {  // Never listened.
       shutdown_done_ = true;
       return;
     }
@@ -1231,8 +1348,8 @@ void ServerImpl::Shutdown(absl::Time deadline) {
                               &connections_),
                           absl::Now() + kCloseGrace);
   }
-  work_.reset();
-  ioc_->stop();
+  work_.clear();
+  for (const auto& ioc : iocs_) ioc->stop();
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();
   std::unordered_map<Connection*, std::shared_ptr<Connection>> leftover;
@@ -1243,7 +1360,9 @@ void ServerImpl::Shutdown(absl::Time deadline) {
   leftover.clear();
   accept_backoff_.reset();
   acceptor_.reset();
-  ioc_.reset();  // Destroys unrun handlers and the connections they hold.
+  // Destroys unrun handlers and the connections they hold (each
+  // connection's handlers are on its own io_context only).
+  iocs_.clear();
   absl::MutexLock lock(&mu_);
   shutdown_done_ = true;
 }

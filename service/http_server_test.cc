@@ -709,6 +709,57 @@ TEST(HttpServerTest, WriteSharedSendsEachSliceAsItsOwnChunkInOrder) {
   }
 }
 
+// The handler's own calls run at once (no strand hop); one made from
+// another thread while the handler runs is posted, and then the handler's
+// later calls must not overtake it.
+TEST(HttpServerTest, HandlerCallsAfterACallFromAnotherThreadKeepTheirOrder) {
+  std::unique_ptr<HttpServer> server =
+      StartServer({}, [&](HttpRequest, std::shared_ptr<HttpResponder> out) {
+        std::thread other([out] { out->StartStream(200, {{"content-type", "text/plain"}}); });
+        other.join();  // posted, not yet run: this thread holds the strand
+        out->Write("one");
+        out->Write("two");
+        out->End();
+      });
+  ASSERT_NE(server, nullptr);
+  TestClient client(server->port());
+  for (int request = 0; request < 2; ++request) {
+    client.Send(Get("/ordered"));
+    std::optional<TestClient::Response> response = client.ReadResponse();
+    ASSERT_TRUE(response.has_value());
+    EXPECT_EQ(response->head.status, 200);
+    EXPECT_EQ(response->body, "onetwo");
+  }
+}
+
+// A close caused by the handler's own call (here: one write over the
+// connection's bound) reports the client gone afterwards, not from inside
+// that call, where the OnCancel callback could meet the caller's locks.
+TEST(HttpServerTest, ACloseCausedByTheHandlersOwnWriteRunsOnCancelAfterTheCall) {
+  HttpServerOptions options;
+  options.max_queued_bytes_per_connection = 1024;
+  std::atomic<bool> inside_write{false};
+  std::atomic<int> cancels{0};
+  std::atomic<int> cancels_inside{0};
+  std::unique_ptr<HttpServer> server =
+      StartServer(options, [&](HttpRequest, std::shared_ptr<HttpResponder> out) {
+        out->OnCancel([&] {
+          if (inside_write.load()) ++cancels_inside;
+          ++cancels;
+        });
+        out->StartStream(200, {});
+        inside_write = true;
+        out->Write(std::string(4096, 'x'));
+        inside_write = false;
+      });
+  ASSERT_NE(server, nullptr);
+  TestClient client(server->port());
+  client.Send(Get("/too-much"));
+  EXPECT_TRUE(client.WaitForClose());
+  ASSERT_TRUE(Eventually([&] { return cancels.load() == 1; }));
+  EXPECT_EQ(cancels_inside.load(), 0);
+}
+
 TEST(HttpServerTest, AbortClosesTheConnectionWithoutTheLastChunk) {
   ResponderQueue queue;
   std::unique_ptr<HttpServer> server = StartServer({}, queue.Handler());

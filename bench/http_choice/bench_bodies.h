@@ -26,6 +26,20 @@
 //     "assistant"; event 198 carries finish_reason "stop", the others null),
 //     and event 199 is "data: [DONE]\n\n". The answer is sent at once, with
 //     no pacing, so it measures the streaming path and not a timer.
+//   * kChatShortStreamRequestBody: the request body of the short streaming
+//     case; it contains "stream":true and the phrase "short answer", which
+//     is how the servers tell it from kChatStreamRequestBody (a substring
+//     check, as above).
+//   * SseShortEvent(i) for i in [0, kSseShortEventCount): the i-th event of
+//     the short streaming answer to it, each a complete "data: ...\n\n"
+//     frame, the shape of a short real chat completion stream: event 0 is
+//     the role chunk (delta {"role":"assistant","content":"","refusal":
+//     null}), events 1..8 carry the content pieces ShortStreamPiece(0..7)
+//     (they join to "Sure! Here is the short answer for the SSE
+//     benchmark."), event 9 the finish chunk (delta {}, finish_reason
+//     "stop"), event 10 "data: [DONE]\n\n": 11 events, sent at once. The
+//     last piece, " SSE benchmark.", is kShortStreamMarker: a load client
+//     finds it in the raw bytes of this answer and of no other.
 //   * kResponsesPath, kResponsesRequestBody, kResponsesStreamRequestBody: the
 //     OpenAI Responses API route and its two request bodies (a plain `input`
 //     string; the stream one contains "stream":true, as above).
@@ -110,6 +124,46 @@ inline std::string SseChatEvent(int i) {
                      R"("choices":[{"index":0,"delta":{)") +
          role + R"("content":"tok)" + std::to_string(i) +
          R"( "},"logprobs":null,"finish_reason":)" + finish + "}]}\n\n";
+}
+
+inline constexpr std::string_view kChatShortStreamRequestBody =
+    R"({"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user",)"
+    R"("content":"Stream a short answer for the SSE benchmark."}]})";
+
+inline constexpr int kShortStreamPieceCount = 8;
+inline constexpr int kSseShortEventCount = kShortStreamPieceCount + 3;
+inline constexpr std::string_view kShortStreamMarker = " SSE benchmark.";
+
+// The i-th content piece of the short stream. Precondition:
+// 0 <= i < kShortStreamPieceCount.
+inline std::string_view ShortStreamPiece(int i) {
+  static constexpr std::string_view kPieces[kShortStreamPieceCount] = {
+      "Sure",   "!",       " Here is", " the",
+      " short", " answer", " for the", kShortStreamMarker};
+  return kPieces[i];
+}
+
+// Returns the i-th SSE frame of the short streaming chat answer (see
+// contract above). Precondition: 0 <= i < kSseShortEventCount.
+inline std::string SseShortEvent(int i) {
+  if (i == kSseShortEventCount - 1) return "data: [DONE]\n\n";
+  std::string delta;
+  std::string finish = "null";
+  if (i == 0) {
+    delta = R"({"role":"assistant","content":"","refusal":null})";
+  } else if (i <= kShortStreamPieceCount) {
+    delta = std::string(R"({"content":")") +
+            std::string(ShortStreamPiece(i - 1)) + R"("})";
+  } else {
+    delta = "{}";
+    finish = R"("stop")";
+  }
+  return std::string(R"(data: {"id":"chatcmpl-understudy-bench-0003",)"
+                     R"("object":"chat.completion.chunk","created":1718000000,)"
+                     R"("model":"gpt-4o-mini-2024-07-18",)"
+                     R"("system_fingerprint":"fp_bench0001",)"
+                     R"("choices":[{"index":0,"delta":)") +
+         delta + R"(,"logprobs":null,"finish_reason":)" + finish + "}]}\n\n";
 }
 
 inline constexpr std::string_view kResponsesPath = "/v1/responses";

@@ -12,6 +12,9 @@
 //     bench::kChatStreamRequestBody and not bench::kChatRequestBody) -> 200,
 //     text/event-stream, chunked; bench::SseChatEvent(0..199), all at once,
 //     one chunk per event, as fast as the socket takes them.
+//     When the body also contains "short answer" (bench::
+//     kChatShortStreamRequestBody): bench::SseShortEvent(0..10) instead, the
+//     same way.
 //   * Any other POST /v1/chat/completions -> 200, application/json,
 //     bench::kChatCompletionBody.
 //   * POST /v1/responses, told apart the same way (bench::
@@ -120,6 +123,12 @@ int main(int argc, char** argv) {
       events.push_back(bench::SseChatEvent(i));
     return events;
   }();
+  static const std::vector<std::string> short_chat_events = [] {
+    std::vector<std::string> events;
+    for (int i = 0; i < bench::kSseShortEventCount; ++i)
+      events.push_back(bench::SseShortEvent(i));
+    return events;
+  }();
   static const std::vector<std::string> responses_events = [] {
     std::vector<std::string> events;
     for (int i = 0; i < bench::kResponsesEventCount; ++i)
@@ -127,53 +136,59 @@ int main(int argc, char** argv) {
     return events;
   }();
   // The handler of one route: `body` as JSON, or for a body that asks for a
-  // stream, `events` all at once, one chunk each. Both outlive the server.
+  // stream, `events` all at once, one chunk each (`short_events` instead
+  // when the body asks for the short answer and the route has one). All
+  // outlive the server.
   auto answer = [](std::string_view body,
-                   const std::vector<std::string>& events) {
-    return
-        [body, &events](const httplib::Request& req, httplib::Response& res) {
-          if (req.body.find(R"("stream":true)") == std::string::npos) {
-            res.set_content(body.data(), body.size(), "application/json");
-            return;
-          }
-          res.set_header("Cache-Control", "no-cache");
-          res.set_chunked_content_provider(
-              "text/event-stream",
-              [&events](size_t /*offset*/, httplib::DataSink& sink) {
-                for (const std::string& event : events) {
-                  if (!sink.write(event.data(), event.size())) return false;
-                }
-                sink.done();
-                return true;
-              });
-        };
+                   const std::vector<std::string>& events,
+                   const std::vector<std::string>* short_events = nullptr) {
+    return [body, &events, short_events](const httplib::Request& req,
+                                         httplib::Response& res) {
+      if (req.body.find(R"("stream":true)") == std::string::npos) {
+        res.set_content(body.data(), body.size(), "application/json");
+        return;
+      }
+      const std::vector<std::string>& stream =
+          short_events != nullptr &&
+                  req.body.find("short answer") != std::string::npos
+              ? *short_events
+              : events;
+      res.set_header("Cache-Control", "no-cache");
+      res.set_chunked_content_provider(
+          "text/event-stream",
+          [&stream](size_t /*offset*/, httplib::DataSink& sink) {
+            for (const std::string& event : stream) {
+              if (!sink.write(event.data(), event.size())) return false;
+            }
+            sink.done();
+            return true;
+          });
+    };
   };
-  server.Post(std::string(bench::kChatCompletionPath),
-              answer(bench::kChatCompletionBody, chat_events));
+  server.Post(
+      std::string(bench::kChatCompletionPath),
+      answer(bench::kChatCompletionBody, chat_events, &short_chat_events));
   server.Post(std::string(bench::kResponsesPath),
               answer(bench::kResponseObjectBody, responses_events));
 
-  server.Get(std::string(bench::kStreamPath),
-             [](const httplib::Request&, httplib::Response& res) {
-               res.set_header("Cache-Control", "no-cache");
-               res.set_chunked_content_provider(
-                   "text/event-stream",
-                   [next = 0](size_t /*offset*/,
-                              httplib::DataSink& sink) mutable {
-                     if (next > 0)
-                       std::this_thread::sleep_for(bench::kSseEventInterval);
-                     const std::string event = bench::SseEvent(next);
-                     if (!sink.write(event.data(), event.size())) return false;
-                     if (++next == bench::kSseEventCount) sink.done();
-                     return true;
-                   });
-             });
+  server.Get(std::string(bench::kStreamPath), [](const httplib::Request&,
+                                                 httplib::Response& res) {
+    res.set_header("Cache-Control", "no-cache");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [next = 0](size_t /*offset*/, httplib::DataSink& sink) mutable {
+          if (next > 0) std::this_thread::sleep_for(bench::kSseEventInterval);
+          const std::string event = bench::SseEvent(next);
+          if (!sink.write(event.data(), event.size())) return false;
+          if (++next == bench::kSseEventCount) sink.done();
+          return true;
+        });
+  });
 
-  const int port = flags.port == 0
-                       ? server.bind_to_any_port("127.0.0.1")
-                       : (server.bind_to_port("127.0.0.1", flags.port)
-                              ? flags.port
-                              : -1);
+  const int port =
+      flags.port == 0
+          ? server.bind_to_any_port("127.0.0.1")
+          : (server.bind_to_port("127.0.0.1", flags.port) ? flags.port : -1);
   if (port < 0) {
     std::fprintf(stderr, "bind to 127.0.0.1:%d failed\n", flags.port);
     return 1;
