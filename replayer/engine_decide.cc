@@ -194,10 +194,10 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
     }
   }
   TraceAttributes attrs;
-  attrs.emplace_back("understudy.iteration", absl::StrCat(selection.overall_iteration));
-  attrs.emplace_back("understudy.agent.iteration", absl::StrCat(selection.agent_iteration));
+  attrs.emplace_back(store::kIterationAttribute, absl::StrCat(selection.overall_iteration));
+  attrs.emplace_back(store::kAgentIterationAttribute, absl::StrCat(selection.agent_iteration));
   if (selection.previous_agent.has_value()) {
-    attrs.emplace_back("understudy.previous_agent", *selection.previous_agent);
+    attrs.emplace_back(store::kPreviousAgentAttribute, *selection.previous_agent);
   }
   if (!selection.phase.empty()) attrs.emplace_back("understudy.phase", selection.phase);
 

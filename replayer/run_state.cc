@@ -410,9 +410,9 @@ void RunState::TraceRequest(const std::string& agent, const v1::CompletionReques
     event.set_agent(agent);
     auto& attrs = *event.mutable_attributes();
     if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-    attrs["understudy.agent.iteration"] = absl::StrCat(selection.agent_iteration);
+    attrs[store::kAgentIterationAttribute] = absl::StrCat(selection.agent_iteration);
     if (selection.previous_agent.has_value()) {
-      attrs["understudy.previous_agent"] = *selection.previous_agent;
+      attrs[store::kPreviousAgentAttribute] = *selection.previous_agent;
     }
     if (!selection.phase.empty()) attrs["understudy.phase"] = selection.phase;
     EmitLocked(std::move(event));

@@ -3,19 +3,9 @@
 // to compile, and the header must not leak Boost types.
 //
 // Design (see bench/http_choice/RESULTS.md for the pitfalls this answers):
-//   * One io_context per I/O thread (options.threads of them), each run by
-//     its thread alone; accepted sockets go to them in turn. A connection
-//     lives on one thread: every member of a Connection except the few
-//     marked otherwise is touched only there (its "strand": the executor of
-//     a one-thread io_context), so it needs no lock, and a request is read,
-//     answered and written without waking another thread. One io_context
-//     run by both threads, with a strand per connection, handed work
-//     between them: off-CPU stacks of a replay under 16 connections showed
-//     the threads sleeping on the scheduler's condition variable (21 times
-//     per 1,000 requests) and on asio's per-socket and scheduler locks (8
-//     and 0.3), all gone with one io_context per thread, and 25% less
-//     server CPU per request at 8k req/s (docs/PERFORMANCE.md). The
-//     price: a connection waits for its own thread, never the other.
+//   * One io_context, run by options.threads threads. Each accepted socket
+//     gets its own strand; every member of a Connection except the few
+//     marked otherwise is touched only on that strand, so it needs no lock.
 //   * A Connection reads with its own loop (async_read_some into a small
 //     buffer, appended to `buffer_`, fed to a fresh request_parser per
 //     request), so exactly one read is pending at all times. While a request
@@ -26,13 +16,21 @@
 //     per socket); a Piece may carry a not_before, which a steady_timer on
 //     the strand waits for.
 //   * What the handler answers before it returns (a replay answers at once)
-//     runs at once, on the thread that called it (Dispatch), and goes out in
-//     one write after the handler returns: a recorded stream's head, events
-//     and end in one sendmsg instead of one post and one write each (an
-//     11-event SSE replay: time to first event -28%, events/s +19%). Any
-//     other call (another thread, or after the handler returned) is posted,
-//     and once one call of a responder has been posted all its later ones
-//     are too, so they reach the connection in the order they were made.
+//     runs at once, on the strand that called it (Dispatch), and goes out in
+//     one write after the handler returns. Posted, each call went to the
+//     strand's waiting queue, which re-posts itself to the io_context once
+//     the handler returns (often to the other thread), and a stream's head,
+//     events and end went out in up to three writes; now one sendmsg (an
+//     11-event SSE replay: +24% events/s, time to first event -38%; a chat
+//     completion +5% req/s; docs/PERFORMANCE.md). Any other call (another
+//     thread, or after the handler returned) is posted, and once one call
+//     of a responder has been posted all its later ones are too, so they
+//     reach the connection in the order they were made.
+//   * Not one io_context per thread: that removed the threads' hand-offs
+//     and lock waits (25% less CPU per request at 8k req/s) but made p99
+//     worse (x1.6 at 16 connections): a connection then waits for its own
+//     thread while the trace writer holds that core, where a shared
+//     io_context lets the other thread serve it.
 //   * The server keeps a strong reference to every open Connection (dropped
 //     in Connection::Close). A Responder holds only a weak one, and reaches
 //     the connection's strand through the server's Gate, which Shutdown
@@ -50,6 +48,7 @@
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/string.hpp>
@@ -465,12 +464,10 @@ class ServerImpl final : public HttpServer {
   std::string address_;
 
   // Destroyed explicitly, in this order reversed, at the end of Shutdown.
-  // One io_context per thread; the acceptor lives on the first.
-  std::vector<std::unique_ptr<net::io_context>> iocs_;
-  std::vector<net::executor_work_guard<net::io_context::executor_type>> work_;
-  std::unique_ptr<tcp::acceptor> acceptor_;            // On iocs_[0].
-  std::unique_ptr<net::steady_timer> accept_backoff_;  // Same.
-  size_t next_ioc_ = 0;  // The next accepted socket's; acceptor's thread only.
+  std::unique_ptr<net::io_context> ioc_;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work_;
+  std::unique_ptr<tcp::acceptor> acceptor_;            // On its own strand.
+  std::unique_ptr<net::steady_timer> accept_backoff_;  // Same strand.
   std::vector<std::thread> threads_;
 
   std::atomic<size_t> queued_total_{0};
@@ -1222,9 +1219,8 @@ absl::Status ServerImpl::ConfigureTls() {
 }
 
 absl::Status ServerImpl::Listen(const tcp::endpoint& endpoint, int threads) {
-  iocs_.reserve(static_cast<size_t>(threads));
-  for (int i = 0; i < threads; ++i) iocs_.push_back(std::make_unique<net::io_context>(1));
-  acceptor_ = std::make_unique<tcp::acceptor>(iocs_[0]->get_executor());
+  ioc_ = std::make_unique<net::io_context>(threads);
+  acceptor_ = std::make_unique<tcp::acceptor>(net::make_strand(*ioc_));
   accept_backoff_ = std::make_unique<net::steady_timer>(acceptor_->get_executor());
   beast::error_code ec;
   acceptor_->open(endpoint.protocol(), ec);
@@ -1240,27 +1236,25 @@ absl::Status ServerImpl::Listen(const tcp::endpoint& endpoint, int threads) {
             : absl::StrCat(endpoint.address().to_string(), ":", endpoint.port());
     acceptor_.reset();
     accept_backoff_.reset();
-    iocs_.clear();
+    ioc_.reset();
     return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": ", ec.message()));
   }
   port_ = bound.port();
   address_ = bound.address().is_v6() ? absl::StrCat("[", bound.address().to_string(), "]:", port_)
                                      : absl::StrCat(bound.address().to_string(), ":", port_);
-  for (const auto& ioc : iocs_) work_.push_back(net::make_work_guard(*ioc));
+  work_.emplace(ioc_->get_executor());
   net::post(acceptor_->get_executor(), [this] { Accept(); });
   threads_.reserve(threads);
-  for (const auto& ioc : iocs_) {
-    threads_.emplace_back([ioc = ioc.get()] { ioc->run(); });
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([ioc = ioc_.get()] { ioc->run(); });
   }
   return absl::OkStatus();
 }
 
 void ServerImpl::Accept() {
   if (!acceptor_->is_open()) return;
-  // Round robin over the threads.
-  net::io_context& ioc = *iocs_[next_ioc_++ % iocs_.size()];
   acceptor_->async_accept(
-      ioc.get_executor(),
+      net::make_strand(*ioc_),
       [this](beast::error_code ec, tcp::socket socket) { OnAccept(ec, std::move(socket)); });
 }
 
@@ -1316,7 +1310,7 @@ void ServerImpl::Shutdown(absl::Time deadline) {
       return;
     }
     stopping_ = true;
-    if (iocs_.empty()) {  // Never listened.
+    if (ioc_ == nullptr) {  // Never listened.
       shutdown_done_ = true;
       return;
     }
@@ -1348,8 +1342,8 @@ void ServerImpl::Shutdown(absl::Time deadline) {
                               &connections_),
                           absl::Now() + kCloseGrace);
   }
-  work_.clear();
-  for (const auto& ioc : iocs_) ioc->stop();
+  work_.reset();
+  ioc_->stop();
   for (std::thread& thread : threads_) thread.join();
   threads_.clear();
   std::unordered_map<Connection*, std::shared_ptr<Connection>> leftover;
@@ -1360,9 +1354,7 @@ void ServerImpl::Shutdown(absl::Time deadline) {
   leftover.clear();
   accept_backoff_.reset();
   acceptor_.reset();
-  // Destroys unrun handlers and the connections they hold (each
-  // connection's handlers are on its own io_context only).
-  iocs_.clear();
+  ioc_.reset();  // Destroys unrun handlers and the connections they hold.
   absl::MutexLock lock(&mu_);
   shutdown_done_ = true;
 }

@@ -13,8 +13,10 @@
 //   });
 //   (*server)->port();
 //
-// The handler runs on a server thread and must not block: it answers through
-// the responder, now or later from any thread.
+// The handler runs on a server thread and must not block (it would take that
+// thread from every other connection): it answers through the responder, now
+// or later from any thread. Answering before it returns is cheapest: those
+// calls take effect at once and the answer goes out in one write.
 #ifndef UNDERSTUDY_SERVICE_HTTP_SERVER_H_
 #define UNDERSTUDY_SERVICE_HTTP_SERVER_H_
 

@@ -96,11 +96,21 @@ DROP TABLE events;
 CREATE INDEX trace_events_by_kind ON trace_events (kind, key, agent, tool);
 )sql";
 
+// The run context of an event (understudy.iteration, .agent.iteration and
+// .previous_agent: trace_codec.h ContextAttributes) in integer columns, not
+// as text in the body: a replayed call's exchange row 116 -> ~20 B of body.
+// Rows written before keep theirs in the body (NULL columns).
+constexpr char kSchemaV4[] = R"sql(
+ALTER TABLE trace_events ADD COLUMN iter INTEGER;
+ALTER TABLE trace_events ADD COLUMN agent_iter INTEGER;
+ALTER TABLE trace_events ADD COLUMN prev_agent INTEGER;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& Migrations() {
   static const std::vector<Migration>* const migrations =
-      new std::vector<Migration>{{1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}};
+      new std::vector<Migration>{{1, kSchemaV1}, {2, kSchemaV2}, {3, kSchemaV3}, {4, kSchemaV4}};
   return *migrations;
 }
 

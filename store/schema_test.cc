@@ -46,7 +46,7 @@ TEST_F(SchemaTest, FreshDatabaseGetsTheCurrentVersionAndTables) {
   EXPECT_THAT(SchemaVersion(*db), IsOkAndHolds(0));
   ASSERT_THAT(Migrate(*db), IsOk());
   EXPECT_THAT(SchemaVersion(*db), IsOkAndHolds(CurrentSchemaVersion()));
-  EXPECT_EQ(CurrentSchemaVersion(), 3);
+  EXPECT_EQ(CurrentSchemaVersion(), 4);
   for (const char* table : {"sessions", "exchanges", "runs", "exchanges_by_agent", "trace_runs",
                             "trace_names", "trace_events", "trace_refs",
                             "trace_events_by_kind"}) {

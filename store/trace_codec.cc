@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
@@ -152,6 +153,38 @@ std::string ErrorTypeOf(const v1::ErrorStatus& error) {
     return absl::StatusCodeToString(absl::StatusCode::kUnknown);
   }
   return absl::StatusCodeToString(static_cast<absl::StatusCode>(error.code()));
+}
+
+ContextAttributes TakeContextAttributes(AttributeMap* attributes) {
+  ContextAttributes context;
+  auto take_int = [attributes](const char* key, std::optional<int64_t>* out) {
+    auto it = attributes->find(key);
+    int64_t value = 0;
+    if (it == attributes->end() || !absl::SimpleAtoi(it->second, &value) ||
+        absl::StrCat(value) != it->second) {
+      return;
+    }
+    *out = value;
+    attributes->erase(it);
+  };
+  take_int(kIterationAttribute, &context.iteration);
+  take_int(kAgentIterationAttribute, &context.agent_iteration);
+  auto previous = attributes->find(kPreviousAgentAttribute);
+  if (previous != attributes->end()) {
+    context.previous_agent = std::move(previous->second);
+    attributes->erase(previous);
+  }
+  return context;
+}
+
+void AppendContextAttributes(std::optional<int64_t> iteration,
+                             std::optional<int64_t> agent_iteration,
+                             std::optional<absl::string_view> previous_agent, std::string* out) {
+  if (iteration.has_value()) AppendEntry(kIterationAttribute, absl::StrCat(*iteration), out);
+  if (agent_iteration.has_value()) {
+    AppendEntry(kAgentIterationAttribute, absl::StrCat(*agent_iteration), out);
+  }
+  if (previous_agent.has_value()) AppendEntry(kPreviousAgentAttribute, *previous_agent, out);
 }
 
 bool Expand(const TraceRecord& record, const v1::Exchange* exchange, v1::TraceEvent* out) {

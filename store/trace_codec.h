@@ -17,6 +17,7 @@
 #define UNDERSTUDY_STORE_TRACE_CODEC_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,27 @@ void AddToolCallAttributes(const v1::ToolCall& call, AttributeMap* attributes);
 // (code 0). Codes outside gRPC's (an MCP server's JSON-RPC codes) are
 // UNKNOWN.
 std::string ErrorTypeOf(const v1::ErrorStatus& error);
+
+// The run context the engine puts on exchange and agent_execution events.
+// The store keeps it in integer columns (TraceTable) instead of the body,
+// where its keys and numbers as text took ~100 bytes of every replayed
+// call's row.
+inline constexpr char kIterationAttribute[] = "understudy.iteration";
+inline constexpr char kAgentIterationAttribute[] = "understudy.agent.iteration";
+inline constexpr char kPreviousAgentAttribute[] = "understudy.previous_agent";
+struct ContextAttributes {
+  std::optional<int64_t> iteration;
+  std::optional<int64_t> agent_iteration;
+  std::optional<std::string> previous_agent;
+};
+// Moves the context attributes out of `attributes`. An iteration stays
+// where it is unless its text is exactly what absl::StrCat makes of the
+// int64 it spells (so that it reads back byte for byte).
+ContextAttributes TakeContextAttributes(AttributeMap* attributes);
+// Appends the map entries (v1::TraceEvent.attributes) of what is set.
+void AppendContextAttributes(std::optional<int64_t> iteration,
+                             std::optional<int64_t> agent_iteration,
+                             std::optional<absl::string_view> previous_agent, std::string* out);
 
 // The full event of `record` (whose event has its run, seq, kind and agent
 // set), given the exchange it refers to (null when it refers to none).

@@ -138,6 +138,11 @@ absl::Status TraceTable::Insert(sql::Database& db, TraceRecord& record, std::str
     US_RETURN_IF_ERROR(refs->Run());
     writer_refs_.emplace(ref.session_id, run);
   }
+  ContextAttributes context = TakeContextAttributes(event.mutable_attributes());
+  std::optional<int64_t> previous_agent;
+  if (context.previous_agent.has_value()) {
+    US_ASSIGN_OR_RETURN(previous_agent, WriterName(db, *context.previous_agent));
+  }
   const int64_t key = KeyOf(run, event.seq());
   event.clear_run();
   event.clear_seq();
@@ -148,8 +153,9 @@ absl::Status TraceTable::Insert(sql::Database& db, TraceRecord& record, std::str
   US_ASSIGN_OR_RETURN(
       sql::Statement * s,
       db.GetCachedStatement("INSERT INTO trace_events "
-                            "(key, kind, agent, tool, ref_session, ref_seq, derive, body) "
-                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+                            "(key, kind, agent, tool, ref_session, ref_seq, derive, body, "
+                            "iter, agent_iter, prev_agent) "
+                            "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"));
   US_RETURN_IF_ERROR(s->BindInt64(1, key));
   US_RETURN_IF_ERROR(s->BindInt64(2, kind));
   US_RETURN_IF_ERROR(s->BindInt64(3, agent));
@@ -160,6 +166,11 @@ absl::Status TraceTable::Insert(sql::Database& db, TraceRecord& record, std::str
   }
   if (ref.derive != 0) US_RETURN_IF_ERROR(s->BindInt64(7, ref.derive));
   US_RETURN_IF_ERROR(s->BindBlob(8, *scratch));
+  if (context.iteration.has_value()) US_RETURN_IF_ERROR(s->BindInt64(9, *context.iteration));
+  if (context.agent_iteration.has_value()) {
+    US_RETURN_IF_ERROR(s->BindInt64(10, *context.agent_iteration));
+  }
+  if (previous_agent.has_value()) US_RETURN_IF_ERROR(s->BindInt64(11, *previous_agent));
   return s->Run();
 }
 
@@ -361,8 +372,11 @@ absl::Status TraceTable::Scan(sql::Database& db, const TraceScan& scan,
                                ? "CASE WHEN agent = 0 THEN ref_session END, "
                                  "CASE WHEN agent = 0 THEN ref_seq END, "
                                  "CASE WHEN agent = 0 THEN derive END, "
-                                 "CASE WHEN agent = 0 THEN body END"
-                               : "ref_session, ref_seq, derive, body";
+                                 "CASE WHEN agent = 0 THEN body END, "
+                                 "CASE WHEN agent = 0 THEN iter END, "
+                                 "CASE WHEN agent = 0 THEN agent_iter END, "
+                                 "CASE WHEN agent = 0 THEN prev_agent END"
+                               : "ref_session, ref_seq, derive, body, iter, agent_iter, prev_agent";
   std::string where = "key > ?1 AND key < ?2";
   if (agent.has_value()) absl::StrAppend(&where, " AND agent = ?3");
   if (tool.has_value()) absl::StrAppend(&where, " AND (tool = ?4 OR tool IS NULL)");
@@ -409,7 +423,7 @@ absl::Status TraceTable::Scan(sql::Database& db, const TraceScan& scan,
     row.seq = next->key & (kSeqLimit - 1);
     US_ASSIGN_OR_RETURN(row.kind, NameOf(db, s.ColumnInt64(1)));
     US_ASSIGN_OR_RETURN(row.agent, NameOf(db, s.ColumnInt64(2)));
-    row.legacy = s.ColumnInt64(7) != 0;
+    row.legacy = s.ColumnInt64(10) != 0;
     if (!s.ColumnIsNull(6)) {
       const int64_t ref_session = s.ColumnIsNull(3) ? 0 : s.ColumnInt64(3);
       const int64_t ref_seq = s.ColumnIsNull(4) ? 0 : s.ColumnInt64(4);
@@ -428,6 +442,14 @@ absl::Status TraceTable::Scan(sql::Database& db, const TraceScan& scan,
         return absl::DataLossError(absl::StrCat("run \"", scan.run, "\": event seq ", row.seq,
                                                 " refers to what its exchange does not hold"));
       }
+      auto column = [&s](int i) {
+        return s.ColumnIsNull(i) ? std::nullopt : std::optional<int64_t>(s.ColumnInt64(i));
+      };
+      std::optional<absl::string_view> previous_agent;
+      if (std::optional<int64_t> num = column(9); num.has_value()) {
+        US_ASSIGN_OR_RETURN(previous_agent, NameOf(db, *num));
+      }
+      AppendContextAttributes(column(7), column(8), previous_agent, &body);
       row.body = body;
     }
     ++returned;

@@ -4,13 +4,16 @@
 //   trace_runs   (num, id)             a run's number, given on its first event
 //   trace_names  (num, name)           kinds, agents and tool names by number;
 //                                      0 is ""
-//   trace_events (key, kind, agent, tool, ref_session, ref_seq, derive, body)
+//   trace_events (key, kind, agent, tool, ref_session, ref_seq, derive, body,
+//                 iter, agent_iter, prev_agent)
 //       key = run num << 32 | seq: a run's events are one range of the
 //       table's own B-tree, in seq order, with no index of their own;
 //       kind, agent, tool: name numbers (tool NULL in rows written before
 //       v3, whose tool is unknown to the row); ref_*/derive: the exchange a
 //       compact event refers to (store/trace_codec.h); body: the event
-//       without run, seq, kind, agent and what it derives.
+//       without run, seq, kind, agent, what it derives and its run
+//       context; iter, agent_iter, prev_agent (a name number): the run
+//       context (ContextAttributes; schema v4), NULL where not carried.
 //   trace_events_by_kind (kind, key, agent, tool): a run's events of one
 //       kind, in seq order, with the columns filters read, so that
 //       header-only readers never touch the table.

@@ -4,6 +4,7 @@
 #include "store/trace_table.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -279,6 +280,65 @@ TEST_F(TraceTableTest, PagesDoNotSkipOrRepeat) {
   }
   EXPECT_EQ(seen.size(), 15u);
   for (size_t i = 1; i < seen.size(); ++i) EXPECT_LT(seen[i - 1], seen[i]);
+}
+
+TEST_F(TraceTableTest, RunContextReadsBackAsTheAttributesItWas) {
+  // The engine's context attributes go to integer columns when they read
+  // back byte for byte; anything else stays in the body. Either way the
+  // reader gets the attributes the writer gave.
+  struct Case {
+    std::map<std::string, std::string> context;
+  };
+  const std::vector<Case> cases = {
+      {{{kIterationAttribute, "12"}, {kAgentIterationAttribute, "3"},
+        {kPreviousAgentAttribute, "reviewer"}}},
+      {{{kIterationAttribute, "1"}, {kAgentIterationAttribute, "1"}}},
+      {{{kIterationAttribute, "007"}, {kAgentIterationAttribute, "+4"},
+        {kPreviousAgentAttribute, ""}}},
+      {{{kIterationAttribute, "-9223372036854775808"}, {kAgentIterationAttribute, " 5"},
+        {kPreviousAgentAttribute, "\xc3\xa9t\xc3\xa9"}}},
+      {{{kAgentIterationAttribute, "99999999999999999999"}}},
+  };
+  std::vector<TraceRecord> records;
+  std::vector<v1::TraceEvent> expected;
+  int64_t seq = 0;
+  for (const Case& c : cases) {
+    TraceRecord record = CompactExchangeRecord("r", ++seq, session_row_, exchange_);
+    v1::TraceEvent want = InlineExchangeEvent("r", seq, exchange_);
+    for (const auto& [key, value] : c.context) {
+      (*record.event.mutable_attributes())[key] = value;
+      (*want.mutable_attributes())[key] = value;
+    }
+    records.push_back(std::move(record));
+    expected.push_back(std::move(want));
+    v1::TraceEvent execution;
+    execution.set_run("r");
+    execution.set_seq(++seq);
+    execution.set_kind("agent_execution");
+    for (const auto& [key, value] : c.context) (*execution.mutable_attributes())[key] = value;
+    expected.push_back(execution);
+    records.push_back(InlineRecord(std::move(execution)));
+  }
+  store_->AppendRecords(std::move(records));
+  ASSERT_THAT(store_->Flush(), IsOk());
+  EventQuery query;
+  query.run = "r";
+  std::vector<v1::TraceEvent> events = Query(query);
+  ASSERT_EQ(events.size(), expected.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    EXPECT_TRUE(MessageDifferencer::Equals(events[i], expected[i]))
+        << "event " << i << ":\n" << events[i].DebugString() << "want:\n" << expected[i].DebugString();
+  }
+  // The first case's context is in columns, not in the body.
+  auto db = sql::Database::Open(dir_.File("t.db"), sql::DatabaseOptions());
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto s = (*db)->Prepare(
+      "SELECT iter, agent_iter, length(body) < 40 FROM trace_events ORDER BY key LIMIT 1");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_THAT(s->Step(), IsOkAndHolds(true));
+  EXPECT_EQ(s->ColumnInt64(0), 12);
+  EXPECT_EQ(s->ColumnInt64(1), 3);
+  EXPECT_EQ(s->ColumnInt64(2), 1);
 }
 
 TEST_F(TraceTableTest, HeaderOnlyScansGiveNoBodyToEventsWithAnAgent) {
