@@ -211,9 +211,13 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
   if (options.create_if_missing) {
     flags |= SQLITE_OPEN_CREATE;
     // SQLite would create it 0644 (the umask permitting); created first here
-    // with 0600 instead. O_EXCL: an existing file keeps its mode.
-    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd >= 0) ::close(fd);
+    // with 0600 instead. O_EXCL: an existing file keeps its mode. Names
+    // SQLite gives a meaning of its own (":memory:", "" for a temporary
+    // database) are not files to create.
+    if (!path.empty() && path != ":memory:") {
+      const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      if (fd >= 0) ::close(fd);
+    }
   }
   sqlite3* handle = nullptr;
   int rc = sqlite3_open_v2(path.c_str(), &handle, flags, nullptr);

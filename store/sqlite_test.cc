@@ -1,5 +1,7 @@
 #include "store/sqlite.h"
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <fstream>
 #include <limits>
@@ -276,6 +278,9 @@ TEST(SqliteOpenTest, MissingFileWithoutCreateIsUnavailable) {
 TEST(SqliteOpenTest, InMemoryDatabaseCannotUseWal) {
   EXPECT_THAT(Database::Open(":memory:", DatabaseOptions()),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("WAL")));
+  // And leaves no file of that name behind in the working directory.
+  struct stat st;
+  EXPECT_NE(::stat(":memory:", &st), 0);
 }
 
 TEST(SqliteStatusTest, MapsResultCodesToAbslCodes) {
