@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
@@ -245,10 +246,25 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
                  "understudy replay --session golden -- npm test\n";
     return 2;
   }
+  absl::StatusOr<WrapResult> result = RunWrapped(flags, command);
+  if (!result.ok()) return FailWrapped(result.status());
+  // The command passed but the scenario's script was not followed.
+  if (result->exit_code == 0 && result->summary.run().state() == v1::RUN_STATE_FAILED) return 1;
+  return result->exit_code;
+}
+
+int FailWrapped(const absl::Status& status) {
+  return service::StartStageOf(status).has_value() ? FailStart(status) : Fail(status);
+}
+
+absl::StatusOr<WrapResult> RunWrapped(const ServeFlags& flags,
+                                      const std::vector<std::string>& command,
+                                      const WrapOptions& wrap) {
+  if (command.empty()) return absl::InvalidArgumentError("no command to run");
   service::ServerOptions options = flags.server;
   absl::Status mode = ApplyMode(flags.mode, &options);
   if (mode.ok()) mode = ApplyTraceFlags(flags, &options);
-  if (!mode.ok()) return FailStart(service::Tagged(mode, service::StartStage::kOptions));
+  if (!mode.ok()) return service::Tagged(mode, service::StartStage::kOptions);
   options.listen = "127.0.0.1:0";
   options.http_listen = "127.0.0.1:0";
   options.drain_timeout = absl::Seconds(flags.drain_timeout_seconds);
@@ -264,25 +280,35 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
-  absl::StatusOr<std::unique_ptr<service::Server>> server = service::Server::Start(options);
-  if (!server.ok()) return FailStart(server.status());
-  const std::string run = (*server)->default_run();
-  const std::string http = absl::StrCat("http://", (*server)->http_address());
+  absl::StatusOr<std::unique_ptr<service::Server>> started = service::Server::Start(options);
+  if (!started.ok()) {
+    // A failure that names no stage is the store's (exit 3), as for serve.
+    if (service::StartStageOf(started.status()).has_value()) return started.status();
+    return service::Tagged(started.status(), service::StartStage::kStore);
+  }
+  std::unique_ptr<service::Server> server = *std::move(started);
+  const std::string run = server->default_run();
+  const std::string http = absl::StrCat("http://", server->http_address());
+  std::vector<std::string> base;
+  if (wrap.env.has_value()) {
+    base = *wrap.env;
+  } else {
+    for (char** e = environ; *e != nullptr; ++e) base.emplace_back(*e);
+  }
   std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    absl::string_view kv(*e);
+  for (const std::string& kv : base) {
     if (absl::StartsWith(kv, "OPENAI_BASE_URL=") || absl::StartsWith(kv, "ANTHROPIC_BASE_URL=") ||
         absl::StartsWith(kv, "GOOGLE_GEMINI_BASE_URL=") ||
         absl::StartsWith(kv, "UNDERSTUDY_ADDR=") || absl::StartsWith(kv, "UNDERSTUDY_RUN=") ||
         absl::StartsWith(kv, "UNDERSTUDY_HTTP=")) {
       continue;
     }
-    env.emplace_back(kv);
+    env.push_back(kv);
   }
   env.push_back(absl::StrCat("OPENAI_BASE_URL=", http, "/run/", run, "/v1"));
   env.push_back(absl::StrCat("ANTHROPIC_BASE_URL=", http, "/run/", run));
   env.push_back(absl::StrCat("GOOGLE_GEMINI_BASE_URL=", http, "/run/", run));
-  env.push_back(absl::StrCat("UNDERSTUDY_ADDR=", (*server)->grpc_address()));
+  env.push_back(absl::StrCat("UNDERSTUDY_ADDR=", server->grpc_address()));
   env.push_back(absl::StrCat("UNDERSTUDY_HTTP=", http));
   env.push_back(absl::StrCat("UNDERSTUDY_RUN=", run));
   std::vector<char*> envp;
@@ -299,16 +325,25 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
   sigemptyset(&none);
   posix_spawnattr_setsigmask(&attr, &none);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  if (!wrap.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, wrap.cwd.c_str());
+  if (!wrap.stderr_path.empty()) {
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, wrap.stderr_path.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  }
   pid_t pid = 0;
-  int spawned = posix_spawnp(&pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+  int spawned = posix_spawnp(&pid, argv[0], &actions, &attr, argv.data(), envp.data());
+  posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (spawned != 0) {
-    (*server)->Shutdown().IgnoreError();
-    return Fail(absl::NotFoundError(
-        absl::StrCat("cannot run ", command[0], ": ", std::strerror(spawned))));
+    server->Shutdown().IgnoreError();
+    std::string where = wrap.cwd.empty() ? "" : absl::StrCat(" in ", wrap.cwd);
+    return absl::NotFoundError(
+        absl::StrCat("cannot run ", command[0], where, ": ", std::strerror(spawned)));
   }
   Log(LogLevel::kInfo, "command_started", {{"pid", absl::StrCat(pid)}, {"run", run}});
-  int exit_code = 0;
+  WrapResult result;
   while (true) {
     int received = 0;
     sigwait(&signals, &received);
@@ -319,18 +354,17 @@ int Wrap(const ServeFlags& flags, const std::vector<std::string>& command) {
     int status = 0;
     pid_t done = waitpid(pid, &status, WNOHANG);
     if (done == pid) {
-      exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       break;
     }
   }
-  absl::StatusOr<v1::RunSummary> summary = (*server)->EndRun(run);
-  absl::Status stopped = (*server)->Shutdown();
-  if (!summary.ok()) return Fail(summary.status());
+  absl::StatusOr<v1::RunSummary> summary = server->EndRun(run);
+  absl::Status stopped = server->Shutdown();
+  US_RETURN_IF_ERROR(summary.status());
   PrintSummary(*summary);
-  if (!stopped.ok()) return Fail(stopped);
-  // The command passed but the scenario's script was not followed.
-  if (exit_code == 0 && summary->run().state() == v1::RUN_STATE_FAILED) return 1;
-  return exit_code;
+  US_RETURN_IF_ERROR(stopped);
+  result.summary = *std::move(summary);
+  return result;
 }
 
 int SessionsList(const DbFlags& db, const std::string& prefix) {
@@ -689,15 +723,14 @@ absl::StatusOr<v1::AssertResponse> AssertFromServer(const std::string& addr, con
 
 }  // namespace
 
-int Assert(const DbFlags& db, const std::string& addr, const std::string& run,
-           const std::vector<std::string>& spec_files) {
+absl::StatusOr<std::vector<v1::Assertion>> LoadSpecs(const std::vector<std::string>& spec_files) {
   std::vector<v1::Assertion> assertions;
   bool invalid = false;
   for (const std::string& file : spec_files) {
     absl::StatusOr<std::string> text = ReadSpecFile(file);
     if (!text.ok()) {
       std::cerr << "understudy: " << text.status().message() << std::endl;
-      if (!absl::IsInvalidArgument(text.status())) return 3;
+      if (!absl::IsInvalidArgument(text.status())) return text.status();
       invalid = true;
       continue;
     }
@@ -709,13 +742,17 @@ int Assert(const DbFlags& db, const std::string& addr, const std::string& run,
     }
     for (v1::Assertion& a : *parsed) assertions.push_back(std::move(a));
   }
-  if (invalid) return 2;
+  if (invalid) return absl::InvalidArgumentError("invalid spec");
   if (assertions.empty()) {
     std::cerr << "understudy: " << absl::StrJoin(spec_files, ", ")
               << ": no assertions; list them under `assertions:`" << std::endl;
-    return 2;
+    return absl::InvalidArgumentError("no assertions");
   }
+  return assertions;
+}
 
+int CheckRun(const DbFlags& db, const std::string& addr, const std::string& run,
+             const std::vector<v1::Assertion>& assertions) {
   absl::StatusOr<v1::AssertResponse> verdict = addr.empty()
                                                    ? AssertFromStore(db, run, assertions)
                                                    : AssertFromServer(addr, run, assertions);
@@ -734,6 +771,13 @@ int Assert(const DbFlags& db, const std::string& addr, const std::string& run,
     std::cout << passed << " of " << Plural(verdict->results_size(), "check") << " passed\n";
   }
   return verdict->passed() ? 0 : 1;
+}
+
+int Assert(const DbFlags& db, const std::string& addr, const std::string& run,
+           const std::vector<std::string>& spec_files) {
+  absl::StatusOr<std::vector<v1::Assertion>> assertions = LoadSpecs(spec_files);
+  if (!assertions.ok()) return absl::IsInvalidArgument(assertions.status()) ? 2 : 3;
+  return CheckRun(db, addr, run, *assertions);
 }
 
 }  // namespace cli

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,46 @@ int Serve(const ServeFlags& flags);
 // stderr and returns CMD's exit code (128 + N when a signal N ended it).
 int Wrap(const ServeFlags& serve, const std::vector<std::string>& command);
 
+// Where and how RunWrapped runs the command; the defaults are Wrap's.
+struct WrapOptions {
+  // The command's working directory; "" keeps this process's.
+  std::string cwd;
+  // The command's environment ("NAME=value" entries) before understudy's
+  // variables are set (any OPENAI_BASE_URL, UNDERSTUDY_RUN, … in it is
+  // replaced); nullopt: this process's.
+  std::optional<std::vector<std::string>> env;
+  // A file that takes the command's stderr (created or truncated, mode
+  // 0600); "": the command inherits this process's stderr.
+  std::string stderr_path;
+};
+
+// What a wrapped command did.
+struct WrapResult {
+  // The command's exit code, 128 + N when signal N ended it.
+  int exit_code = 0;
+  // The ended run: its id, state and counts, misses and unused recordings.
+  v1::RunSummary summary;
+};
+
+// Wrap's work, for commands that run something under a record or replay
+// and go on (verify-install): serves, runs `command` (argv[0] looked up in
+// this process's PATH) with `options`, forwards SIGINT/SIGTERM to it, waits
+// for it, ends the run, stops the server and prints the run's summary on
+// stderr. The run is then in `serve.server.db_path`. Errors: the server's
+// start failure (tagged with its service::StartStage); NOT_FOUND naming
+// the command when it cannot be run; the store's error when the run cannot
+// be ended or the server cannot stop cleanly. Blocks SIGINT, SIGTERM and
+// SIGCHLD in the calling thread (it takes them with sigwait); call it from
+// the main thread before other threads start.
+absl::StatusOr<WrapResult> RunWrapped(const ServeFlags& serve,
+                                      const std::vector<std::string>& command,
+                                      const WrapOptions& options = {});
+
+// Prints "understudy: <message>" for a RunWrapped error and returns its
+// exit code: a start failure by its stage (2 options, 1 a session or
+// scenario it names, 3 store or listen), anything else as Fail does.
+int FailWrapped(const absl::Status& status);
+
 struct DbFlags {
   std::string db = "understudy.db";
   bool json = false;
@@ -128,6 +169,22 @@ int Validate(const std::vector<std::string>& files, bool json);
 // cannot be read, or the run is unknown.
 int Assert(const DbFlags& db, const std::string& addr, const std::string& run,
            const std::vector<std::string>& spec_files);
+
+// Assert's two halves, for commands that check a run they made
+// (verify-install) and so want the specs validated before they start.
+//
+// LoadSpecs reads and validates every spec file, printing each problem on
+// stderr as Assert does. Returns the assertions of all files in order; on
+// failure every problem has been printed and the status says only which
+// exit code applies: INVALID_ARGUMENT (2) for an invalid or oversized spec
+// or none listing an assertion, any other code (3) for one that cannot be
+// read.
+absl::StatusOr<std::vector<v1::Assertion>> LoadSpecs(const std::vector<std::string>& spec_files);
+// CheckRun evaluates `assertions` against `run` (from the database, or the
+// server at `addr` when it is set) and prints the verdicts as Assert does;
+// returns Assert's exit code.
+int CheckRun(const DbFlags& db, const std::string& addr, const std::string& run,
+             const std::vector<v1::Assertion>& assertions);
 
 }  // namespace cli
 }  // namespace understudy

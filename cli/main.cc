@@ -31,6 +31,7 @@
 #include "cli/mcp_serve.h"
 #include "cli/runs.h"
 #include "cli/schema_command.h"
+#include "cli/verify_install.h"
 #include "provider/anthropic.h"
 #include "provider/embeddings.h"
 #include "provider/gemini.h"
@@ -105,7 +106,8 @@ int SplitWrappedCommand(int argc, char** argv, std::vector<std::string>* command
   bool wrapper = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "record" || arg == "replay" || arg == "mcp-proxy" || arg == "gen-test") {
+    if (arg == "record" || arg == "replay" || arg == "mcp-proxy" || arg == "gen-test" ||
+        arg == "verify-install") {
       wrapper = true;
     }
     if (arg == "--") {
@@ -651,6 +653,41 @@ int main(int argc, char** argv) {
       "Example:\n"
       "  understudy gen-test golden.spec.yaml --framework pytest -o test_golden.py -- node agent.js");
 
+  // verify-install: pack the agent's package, install it in a sandbox, run
+  // it there under a replay, check specs (cli/verify_install.h).
+  understudy::cli::VerifyInstallFlags verify;
+  std::string verify_mode = "none";
+  std::string verify_session;
+  CLI::App* verify_cmd = app.add_subcommand(
+      "verify-install",
+      "Pack an agent's npm or Python package, install it in a sandbox, run it there under a "
+      "replay and check assertion specs.");
+  add_serve_options(verify_cmd, /*with_addresses=*/false);
+  verify_cmd->add_option("--session", verify_session,
+                         "Golden session to replay (NAME[@N])")
+      ->required();
+  verify_cmd->add_option("--spec", verify.spec_files, "Assertion spec file (repeatable)")
+      ->required();
+  verify_cmd->add_option("--package", verify.package_dir,
+                         "Folder of the agent's package (package.json or pyproject.toml)");
+  verify_cmd->add_flag("--keep", verify.keep, "Keep the sandbox and print its path");
+  verify_cmd->add_option("--python", verify.python,
+                         "Interpreter that builds the wheel and the venv (Python packages)");
+  verify_cmd->add_option("--mode", verify_mode, "none (strict), replay, or new")
+      ->check(CLI::IsMember({"none", "replay", "new"}));
+  verify_cmd->footer(
+      "npm: `npm pack`, then `npm install <tgz>` in an empty project; ENTRY is a bin of the\n"
+      "package or a file in it. Python: `pip wheel --no-deps --no-build-isolation`, then a\n"
+      "`venv --system-site-packages` that installs the wheel with --no-index (dependencies come\n"
+      "from the system site); ENTRY is a console script. ENTRY runs in the sandbox as under\n"
+      "`understudy replay`, with no path of the package's folder or repository in its\n"
+      "environment; then the specs are checked as by `understudy assert`.\n"
+      "Exit: 0 the agent exited 0 and every check passed; 1 packing, installing, ENTRY, the agent\n"
+      "or a check failed, or the session is unknown; 2 usage or an invalid spec; 3 unreadable\n"
+      "spec or database, npm or Python cannot run.\n"
+      "Example:\n"
+      "  understudy verify-install --session golden --spec golden.spec.yaml -- my-agent");
+
   // Listed in --help only: `sim` is dispatched before parsing (above).
   app.add_subcommand("sim",
                      "A simulated terminal coding agent for orchestrator tests, driven through "
@@ -679,6 +716,17 @@ int main(int argc, char** argv) {
       return 2;
     }
     gen_test.command = std::move(separated);
+    has_separator = false;
+  }
+  if (*verify_cmd) {
+    if (!has_separator || separated.empty()) {
+      std::cerr << "understudy: give the agent's entry point after --, e.g. understudy "
+                   "verify-install --session golden --spec golden.spec.yaml -- my-agent (see "
+                   "`understudy verify-install --help`)"
+                << std::endl;
+      return 2;
+    }
+    verify.command = std::move(separated);
     has_separator = false;
   }
   if (*mcp_cmd) {
@@ -762,6 +810,12 @@ int main(int argc, char** argv) {
     return understudy::cli::RunMcpProxy(mcp);
   }
   if (*assert_cmd) return understudy::cli::Assert(db, assert_addr, assert_run, spec_files);
+  if (*verify_cmd) {
+    verify.serve = serve;
+    verify.serve.mode = verify_mode;
+    verify.serve.server.default_session = verify_session;
+    return understudy::cli::VerifyInstall(verify);
+  }
   if (*mcp_serve_cmd) return understudy::cli::McpServe(mcp_serve, UNDERSTUDY_VERSION);
   if (*schema_cmd) return understudy::cli::Schema(schema_kind);
   if (*gen_spec_cmd) {

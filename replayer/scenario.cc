@@ -1125,10 +1125,22 @@ absl::StatusOr<std::string> ReadScenarioFile(const std::string& path) {
 }
 
 std::vector<std::string> ScenarioSearchPath() {
+  namespace fs = std::filesystem;
   std::vector<std::string> dirs;
   const char* env = std::getenv("UNDERSTUDY_SCENARIOS");
   if (env != nullptr && *env != '\0') dirs.push_back(env);
-  dirs.push_back(UNDERSTUDY_SCENARIO_DIR);
+  // An installed program (PREFIX/bin/understudy) has its packs in
+  // PREFIX/share/understudy/scenarios, wherever PREFIX is: /usr for the
+  // .deb, any folder it was unpacked into. A program in its build tree has
+  // none there and reads the source tree's, compiled in.
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  const fs::path installed = exe.parent_path().parent_path() / "share" / "understudy" / "scenarios";
+  if (!ec && fs::is_directory(installed, ec)) {
+    dirs.push_back(installed.string());
+  } else {
+    dirs.push_back(UNDERSTUDY_SCENARIO_DIR);
+  }
   return dirs;
 }
 

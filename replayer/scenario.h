@@ -290,8 +290,10 @@ absl::StatusOr<Scenario> LoadScenario(absl::string_view text, absl::string_view 
 absl::StatusOr<std::string> ReadScenarioFile(const std::string& path);
 
 // The directories searched for named packs, in order: $UNDERSTUDY_SCENARIOS
-// (when set), then the packs shipped with the project (compiled in as
-// UNDERSTUDY_SCENARIO_DIR).
+// (when set), then the packs shipped with the project: those installed
+// beside the program (PREFIX/share/understudy/scenarios for
+// PREFIX/bin/understudy) when there are any, else the source tree's
+// (compiled in as UNDERSTUDY_SCENARIO_DIR).
 std::vector<std::string> ScenarioSearchPath();
 
 // Which scenario files a caller may have read. The command line (serve

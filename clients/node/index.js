@@ -1,6 +1,7 @@
 // A thin Node client for understudy (proto/understudy/v1): runs, the trace
 // of a run (query, wait, watch, custom events) and trace assertions, over
-// gRPC; plus a way to start the `understudy` binary and a per-test helper.
+// gRPC; plus a way to start the `understudy` binary, a per-test helper and
+// verifyInstall() for a user's own agent package.
 //
 //   import { connect } from '@understudy/client';
 //   const us = connect('127.0.0.1:7140');
@@ -29,12 +30,22 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 
+const PACKAGE_NAME = '@understudy/client';
 const PACKAGE_DIR = path.dirname(fileURLToPath(import.meta.url));
+// The package's own copy of the .proto files. In the repository its
+// understudy/v1 is a symlink to the repository's proto/understudy/v1;
+// scripts/pack.sh puts the files themselves in the tarball. Nothing outside
+// the package is read.
+const PACKAGE_PROTO_DIR = path.join(PACKAGE_DIR, 'proto');
+
+// The .proto files the client loads, relative to the proto directory:
+// understudy.proto and every file it imports (no google/protobuf types).
+export const PROTO_FILES = Object.freeze(['understudy/v1/understudy.proto', 'understudy/v1/completion.proto']);
 
 // Where the .proto files are read from: $UNDERSTUDY_PROTO_DIR, else the
-// repository's proto/ two levels above this package (clients/node).
+// package's own proto/.
 export function protoDir() {
-  return process.env.UNDERSTUDY_PROTO_DIR || path.resolve(PACKAGE_DIR, '..', '..', 'proto');
+  return process.env.UNDERSTUDY_PROTO_DIR || PACKAGE_PROTO_DIR;
 }
 
 const LOADER_OPTIONS = {
@@ -49,16 +60,30 @@ const LOADER_OPTIONS = {
 
 const loaded = new Map();
 
+// Why `rel` is not in `dir`, naming where `dir` came from.
+function missingProto(dir, rel, file) {
+  const where = `understudy proto not found at ${file}`;
+  if (path.resolve(dir) === PACKAGE_PROTO_DIR) {
+    return `${where}: proto file ${rel} missing from the ${PACKAGE_NAME} package at ${PACKAGE_DIR} ` +
+      `(its package.json "files" must list proto/; or set UNDERSTUDY_PROTO_DIR to a directory holding understudy/v1/*.proto)`;
+  }
+  if (dir === process.env.UNDERSTUDY_PROTO_DIR) {
+    return `${where}: UNDERSTUDY_PROTO_DIR=${dir} has no ${rel} ` +
+      `(unset it to use the copy inside the ${PACKAGE_NAME} package at ${PACKAGE_DIR})`;
+  }
+  return `${where}: the protoDir given (${dir}) has no ${rel}`;
+}
+
 // The understudy.v1 package (grpc-js service constructors), loaded once per
-// directory at run time.
+// directory at run time. Throws an Error naming the missing file and where
+// the directory came from when one of PROTO_FILES is not there.
 export function loadProtos(dir = protoDir()) {
   if (loaded.has(dir)) return loaded.get(dir);
-  const file = path.join(dir, 'understudy', 'v1', 'understudy.proto');
-  if (!fs.existsSync(file)) {
-    throw new Error(
-      `understudy proto not found at ${file}: set UNDERSTUDY_PROTO_DIR to the repository's proto/ directory`,
-    );
+  for (const rel of PROTO_FILES) {
+    const at = path.join(dir, ...rel.split('/'));
+    if (!fs.existsSync(at)) throw new Error(missingProto(dir, rel, at));
   }
+  const file = path.join(dir, ...PROTO_FILES[0].split('/'));
   const definition = protoLoader.loadSync(file, { ...LOADER_OPTIONS, includeDirs: [dir] });
   const v1 = grpc.loadPackageDefinition(definition).understudy.v1;
   loaded.set(dir, v1);
@@ -535,6 +560,10 @@ export async function startServer({ binary, db, args = [], env = process.env, ti
   server.run = m[4] || '';
   return server;
 }
+
+// `understudy verify-install` from Node: the user's own agent package,
+// packed, installed in a sandbox and checked there (verify_install.js).
+export { VerifyInstallResult, verifyInstall } from './verify_install.js';
 
 // ---------------------------------------------------------------------------
 // The per-test helper

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { Client, UnderstudyError, assertions, connect, startServer, useUnderstudy } from '../index.js';
+import { Client, PROTO_FILES, UnderstudyError, assertions, connect, startServer, useUnderstudy } from '../index.js';
 import { BIN, cleanEnv, requireBinary, serve } from '../test_support/env.js';
 
 const SCENARIO = `schema: understudy.scenario/v1
@@ -206,17 +206,70 @@ test('assertion builders make the proto\'s messages', () => {
   assert.throws(() => assertions.toolCalls([{ name: 'x', arguments: [1] }]), /calls\[0\]\.arguments/);
 });
 
-test('the protos load from UNDERSTUDY_PROTO_DIR', () => {
-  const here = path.dirname(fileURLToPath(import.meta.url));
-  const script = `import('${path.join(here, '..', 'index.js')}').then((m) => {
-    try { m.connect('127.0.0.1:1'); console.log('loaded'); } catch (e) { console.log(e.message); }
+// Runs `connect('127.0.0.1:1')` from the index.js at `index` in a new node
+// process with `env`; its stdout is 'loaded' or the error's message.
+function connectIn(index, env) {
+  const script = `import(${JSON.stringify(index)}).then((m) => {
+    try { m.connect('127.0.0.1:1').close(); console.log('loaded'); } catch (e) { console.log(e.message); }
   });`;
-  const bad = spawnSync(process.execPath, ['-e', script], {
-    env: { ...process.env, UNDERSTUDY_PROTO_DIR: '/nonexistent/proto' }, encoding: 'utf8', timeout: 20000,
-  });
-  assert.match(bad.stdout, /understudy proto not found at \/nonexistent\/proto\/understudy\/v1\/understudy\.proto/);
-  const good = spawnSync(process.execPath, ['-e', script], {
-    env: { ...process.env, UNDERSTUDY_PROTO_DIR: path.resolve(here, '..', '..', '..', 'proto') }, encoding: 'utf8', timeout: 20000,
-  });
+  return spawnSync(process.execPath, ['-e', script], { env, encoding: 'utf8', timeout: 20000 });
+}
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const PACKAGE_DIR = path.resolve(HERE, '..');
+
+function envWithoutProtoDir() {
+  const env = { ...process.env };
+  delete env.UNDERSTUDY_PROTO_DIR;
+  return env;
+}
+
+test('the protos load from UNDERSTUDY_PROTO_DIR', () => {
+  const index = path.join(PACKAGE_DIR, 'index.js');
+  const bad = connectIn(index, { ...process.env, UNDERSTUDY_PROTO_DIR: '/nonexistent/proto' });
+  assert.match(
+    bad.stdout,
+    /understudy proto not found at \/nonexistent\/proto\/understudy\/v1\/understudy\.proto: UNDERSTUDY_PROTO_DIR=\/nonexistent\/proto has no understudy\/v1\/understudy\.proto/,
+  );
+  const good = connectIn(index, { ...process.env, UNDERSTUDY_PROTO_DIR: path.resolve(PACKAGE_DIR, '..', '..', 'proto') });
   assert.equal(good.stdout.trim(), 'loaded', good.stderr);
+});
+
+test('by default the protos are read from the package\'s own proto/', () => {
+  const script = `import(${JSON.stringify(path.join(PACKAGE_DIR, 'index.js'))}).then((m) => console.log(m.protoDir()));`;
+  const out = spawnSync(process.execPath, ['-e', script], { env: envWithoutProtoDir(), encoding: 'utf8', timeout: 20000 });
+  assert.equal(out.stdout.trim(), path.join(PACKAGE_DIR, 'proto'), out.stderr);
+  for (const rel of PROTO_FILES) {
+    assert.ok(fs.existsSync(path.join(PACKAGE_DIR, 'proto', rel)), `${rel} is not in ${PACKAGE_DIR}/proto`);
+  }
+  assert.equal(connectIn(path.join(PACKAGE_DIR, 'index.js'), envWithoutProtoDir()).stdout.trim(), 'loaded');
+});
+
+test('a package without its protos names itself and the missing file', (t) => {
+  // The package as npm would install it with proto/ left out of "files".
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'understudy-client-noproto-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const manifest = JSON.parse(fs.readFileSync(path.join(PACKAGE_DIR, 'package.json'), 'utf8'));
+  for (const f of ['package.json', ...manifest.files.filter((f) => !f.startsWith('proto/'))]) {
+    fs.copyFileSync(path.join(PACKAGE_DIR, f), path.join(dir, f));
+  }
+  fs.symlinkSync(path.join(PACKAGE_DIR, 'node_modules'), path.join(dir, 'node_modules'));
+  const out = connectIn(path.join(dir, 'index.js'), envWithoutProtoDir());
+  assert.equal(
+    out.stdout.trim(),
+    `understudy proto not found at ${path.join(dir, 'proto', 'understudy', 'v1', 'understudy.proto')}: ` +
+      `proto file understudy/v1/understudy.proto missing from the @understudy/client package at ${dir} ` +
+      '(its package.json "files" must list proto/; or set UNDERSTUDY_PROTO_DIR to a directory holding understudy/v1/*.proto)',
+    out.stderr,
+  );
+  // One of the files understudy.proto imports, missing from a protoDir given.
+  fs.mkdirSync(path.join(dir, 'given', 'understudy', 'v1'), { recursive: true });
+  fs.copyFileSync(
+    path.join(PACKAGE_DIR, 'proto', 'understudy', 'v1', 'understudy.proto'),
+    path.join(dir, 'given', 'understudy', 'v1', 'understudy.proto'),
+  );
+  assert.throws(
+    () => new Client('127.0.0.1:1', { protoDir: path.join(dir, 'given') }),
+    new RegExp(`the protoDir given \\(${path.join(dir, 'given')}\\) has no understudy/v1/completion\\.proto`),
+  );
 });

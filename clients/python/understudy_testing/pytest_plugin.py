@@ -1,7 +1,10 @@
 """pytest fixtures for testing agents against understudy.
 
-Load it with `pytest -p understudy_testing.pytest_plugin`, or in the
-top-level conftest.py: `pytest_plugins = ["understudy_testing.pytest_plugin"]`.
+Installed from the wheel, pytest loads it by itself (the pytest11 entry
+point `understudy_testing.pytest_plugin`). From a checkout, load it with
+`pytest -p understudy_testing.pytest_plugin`, or in the top-level
+conftest.py: `pytest_plugins = ["understudy_testing.pytest_plugin"]` (with
+the wheel installed too, both find it loaded and do nothing more).
 
 Fixtures:
   understudy_server       session: a server to talk to. Attaches to

@@ -1,0 +1,1 @@
+"""A two-step tool loop against an OpenAI-compatible endpoint."""
