@@ -1,6 +1,7 @@
 #include "store/sqlite.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdint>
 #include <fstream>
@@ -276,11 +277,16 @@ TEST(SqliteOpenTest, MissingFileWithoutCreateIsUnavailable) {
 }
 
 TEST(SqliteOpenTest, InMemoryDatabaseCannotUseWal) {
+  // Run in an empty directory: opening must leave no file named ":memory:".
+  ScopedTempDir dir;
+  char previous[4096];
+  ASSERT_NE(::getcwd(previous, sizeof(previous)), nullptr);
+  ASSERT_EQ(::chdir(dir.path().c_str()), 0);
   EXPECT_THAT(Database::Open(":memory:", DatabaseOptions()),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("WAL")));
-  // And leaves no file of that name behind in the working directory.
   struct stat st;
   EXPECT_NE(::stat(":memory:", &st), 0);
+  ASSERT_EQ(::chdir(previous), 0);
 }
 
 TEST(SqliteStatusTest, MapsResultCodesToAbslCodes) {
