@@ -243,6 +243,9 @@ int main(int argc, char** argv) {
       option("tls-key", serve.server.tls_key, "PEM private key of --tls-cert");
       list("allow-host", serve.server.allow_hosts,
            "Another name the HTTP listener answers to (Host header); * for any (repeatable)");
+      option("ui", serve.server.ui,
+             "Serve the web UI at /ui and its JSON API at /api/v1 on the HTTP listener "
+             "(docs/ui.md); false: both are 404");
     }
     list("upstream", serve.server.upstreams,
          "Upstream model for record/passthrough: grpc://HOST:PORT, openai=URL, anthropic=URL or "

@@ -23,5 +23,10 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()), message);
 }
 
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
 }  // namespace service
 }  // namespace understudy

@@ -1,4 +1,4 @@
-// The one place where absl::Status becomes grpc::Status.
+// The one place where absl::Status becomes grpc::Status, and back.
 #ifndef UNDERSTUDY_SERVICE_GRPC_STATUS_H_
 #define UNDERSTUDY_SERVICE_GRPC_STATUS_H_
 
@@ -12,6 +12,10 @@ namespace service {
 // clients refuse past 8 KiB by default, so longer ones are cut at a
 // character boundary with a note saying where the whole text is.
 grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// The reverse, for a service method called in-process (service/ui_api.h):
+// same code, same message.
+absl::Status FromGrpcStatus(const grpc::Status& status);
 
 }  // namespace service
 }  // namespace understudy

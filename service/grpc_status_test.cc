@@ -21,6 +21,14 @@ TEST(GrpcStatusTest, LongMessagesAreCutWithANote) {
   EXPECT_NE(s.error_message().find("cut;"), std::string::npos);
 }
 
+TEST(GrpcStatusTest, FromGrpcStatusKeepsCodeAndMessage) {
+  absl::Status s = FromGrpcStatus(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "ended"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(), "ended");
+  EXPECT_TRUE(FromGrpcStatus(grpc::Status::OK).ok());
+  EXPECT_EQ(FromGrpcStatus(ToGrpcStatus(absl::NotFoundError("x"))), absl::NotFoundError("x"));
+}
+
 }  // namespace
 }  // namespace service
 }  // namespace understudy

@@ -164,6 +164,9 @@ HttpApi::HttpApi(HttpApiOptions options) : options_(std::move(options)) {
 
 std::string HttpApi::ServerErrorBody(int status, absl::string_view message,
                                      absl::string_view target) {
+  if (UiApi::Serves(target)) {
+    return UiApi::ErrorBody(absl::Status(StatusCodeForHttp(status), message));
+  }
   Route route;
   std::string model;
   std::string method;
@@ -241,6 +244,10 @@ bool HandlerSlot::Call(HttpRequest& request, std::shared_ptr<HttpResponder>& out
 }
 
 void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
+  if (UiApi::Serves(request.target)) {
+    if (options_.ui == nullptr) return UiApi::RespondOff(*out);
+    return options_.ui->Handle(std::move(request), std::move(out));
+  }
   Route route;
   const bool anthropic_client = !request.Header("anthropic-version").empty();
   if (!ParseRoute(request.target, &route)) {

@@ -14,6 +14,8 @@
 //   POST|DELETE /mcp/{name}     an MCP tool server (service/mcp_api.h)
 //   POST /mcp                   understudy's own tools for coding agents
 //                               (mcpserver/http_endpoint.h; not under /run)
+//   GET  /ui, /api/v1/...       the web UI and its JSON API
+//                               (service/ui_api.h; not under /run)
 //
 // Each path may be prefixed with /run/{run} and /run/{run}/agent/{agent},
 // so a base URL can carry both; otherwise headers X-Understudy-Run and
@@ -46,6 +48,7 @@
 #include "service/access.h"
 #include "service/http_server.h"
 #include "service/mcp_api.h"
+#include "service/ui_api.h"
 
 namespace understudy {
 namespace service {
@@ -80,6 +83,8 @@ struct HttpApiOptions {
   McpApi* mcp = nullptr;
   // understudy's own MCP endpoint at /mcp, or null (404). Not owned.
   HandlerSlot* own_mcp = nullptr;
+  // The web UI at /ui and /api/v1, or null (404: serve --ui=false). Not owned.
+  UiApi* ui = nullptr;
 };
 
 class HttpApi {
@@ -91,7 +96,7 @@ class HttpApi {
 
   // The error body for the server's own errors (413, 400) to a request for
   // `target` ("" when unknown): the shape of the API the target names
-  // (Anthropic's, Gemini's), else OpenAI's.
+  // (Anthropic's, Gemini's, the web UI's), else OpenAI's.
   static std::string ServerErrorBody(int status, absl::string_view message,
                                      absl::string_view target);
 

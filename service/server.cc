@@ -31,6 +31,7 @@
 #include "service/admin_services.h"
 #include "service/model_service.h"
 #include "service/traces_service.h"
+#include "service/ui_api.h"
 #include "store/retention.h"
 #include "store/store.h"
 
@@ -58,6 +59,9 @@ struct Server::Parts {
   std::unique_ptr<HttpApi> http_api;
   std::map<std::string, std::unique_ptr<recorder::HttpUpstream>> mcp_upstreams;
   std::unique_ptr<McpApi> mcp_api;
+  // After the store and engine, which it uses; before http_server, which
+  // calls it. Null with --ui=false or no HTTP listener.
+  std::unique_ptr<UiApi> ui_api;
   std::unique_ptr<HttpServer> http_server;
   std::string http_address;
   CallTracker tracker;
@@ -276,6 +280,14 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
     parts->mcp_api = std::make_unique<McpApi>(mcp_options);
     api_options.mcp = parts->mcp_api.get();
     if (options.own_mcp != nullptr) api_options.own_mcp = &parts->own_mcp;
+    if (options.ui) {
+      UiApiOptions ui_options;
+      ui_options.engine = parts->engine.get();
+      ui_options.store = parts->store.get();
+      ui_options.access = parts->access;
+      parts->ui_api = std::make_unique<UiApi>(ui_options);
+      api_options.ui = parts->ui_api.get();
+    }
     parts->http_api = std::make_unique<HttpApi>(api_options);
     HttpServerOptions http_options;
     http_options.listen = options.http_listen;
@@ -346,6 +358,10 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
        {"upstreams", options.upstreams.empty() ? "none" : absl::StrJoin(options.upstreams, ",")},
        {"mcp_upstreams",
         options.mcp_upstreams.empty() ? "none" : absl::StrJoin(options.mcp_upstreams, ",")},
+       {"ui", parts->ui_api == nullptr
+                  ? "off"
+                  : absl::StrCat(parts->tls_cert_pem.empty() ? "http://" : "https://",
+                                 parts->http_address, "/ui/")},
        {"default_run", parts->default_run}});
   return std::unique_ptr<Server>(new Server(std::move(parts)));
 }
@@ -532,6 +548,9 @@ absl::Status Server::Shutdown() {
   // Calls held by `hang` actions would otherwise hold the drain open.
   parts_->engine->ReleaseHangs();
   const absl::Time deadline = absl::Now() + parts_->options.drain_timeout;
+  // Its watches would otherwise hold the listener's drain open until the
+  // deadline.
+  if (parts_->ui_api != nullptr) parts_->ui_api->Shutdown();
   if (parts_->http_server != nullptr) parts_->http_server->Shutdown(deadline);
   const bool drained = parts_->tracker.Drain(deadline);
   if (!drained) Log(LogLevel::kWarning, "drain_timeout", {{"action", "cancelling calls still in flight"}});

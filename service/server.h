@@ -91,6 +91,10 @@ struct ServerOptions {
   // "*" for any.
   std::vector<std::string> allow_hosts;
 
+  // The web UI at /ui and its JSON API at /api/v1 on the HTTP listener
+  // (service/ui_api.h, docs/ui.md); false: both are 404.
+  bool ui = true;
+
   // understudy's own MCP tools at /mcp on the HTTP listener
   // (mcpserver/http_endpoint.h), made once both listeners are bound, from
   // their addresses (host:port); null for none.

@@ -19,6 +19,7 @@
 #include "google/protobuf/arena.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "replayer/engine.h"
+#include "service/event_feed.h"
 #include "service/grpc_status.h"
 #include "store/proto_utf8.h"
 #include "trace/assertions.h"
@@ -194,15 +195,11 @@ absl::Status ValidateCustomKind(absl::string_view kind) {
   return absl::OkStatus();
 }
 
-// A live feed into a queue, for WaitFor and Watch.
+// A live feed into a queue, for WaitFor (which keeps at most one event).
 struct Feed {
   absl::Mutex mu;
   std::deque<v1::TraceEvent> events ABSL_GUARDED_BY(mu);
   bool ended ABSL_GUARDED_BY(mu) = false;
-  // Watch: serialized bytes of `events`, and whether the backlog passed a
-  // bound (then it was dropped and the watch ends).
-  size_t bytes ABSL_GUARDED_BY(mu) = 0;
-  bool overflowed ABSL_GUARDED_BY(mu) = false;
 };
 
 }  // namespace
@@ -512,46 +509,21 @@ grpc::Status TracesService::Watch(grpc::ServerContext* context, const v1::WatchR
   }
   absl::StatusOr<trace::EventFilter> filter = trace::EventFilter::Create(request->filter(), "filter");
   if (!filter.ok()) return ToGrpcStatus(filter.status());
-  auto feed = std::make_shared<Feed>();
-  const trace::EventFilter* match = &*filter;
-  // Events wait here while the client reads the ones before: a client that
-  // stops reading must not make the server hold the whole run (20 such
-  // watches held 325 MiB for 15 MiB of events). Past a bound per watch, or
-  // over every watch together, the backlog is dropped and the watch ends
-  // with RESOURCE_EXHAUSTED saying where to resume.
-  std::atomic<size_t>* backlog = &watch_backlog_bytes_;
-  const size_t max_watch = max_watch_backlog_bytes_;
-  const size_t max_total = max_total_watch_backlog_bytes_;
-  auto drop = [feed, backlog]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(feed->mu) {
-    backlog->fetch_sub(feed->bytes, std::memory_order_relaxed);
-    feed->bytes = 0;
-    feed->events.clear();
-  };
-  absl::StatusOr<std::unique_ptr<replayer::EventSubscription>> subscription = engine_->Subscribe(
-      request->run(),
-      [feed, match, backlog, max_watch, max_total, drop](const v1::TraceEvent& e) {
-        if (!match->Matches(e)) return;
-        const size_t size = e.ByteSizeLong();
-        absl::MutexLock lock(&feed->mu);
-        if (feed->overflowed) return;
-        if (feed->bytes + size > max_watch ||
-            backlog->load(std::memory_order_relaxed) + size > max_total) {
-          feed->overflowed = true;
-          drop();
-          return;
-        }
-        feed->bytes += size;
-        backlog->fetch_add(size, std::memory_order_relaxed);
-        feed->events.push_back(e);
-      },
-      [feed] {
-        absl::MutexLock lock(&feed->mu);
-        feed->ended = true;
-      });
-  if (!subscription.ok() && !absl::IsFailedPrecondition(subscription.status())) {
-    return ToGrpcStatus(subscription.status());
+  // Events wait in the feed while the client reads the ones before, within
+  // bounds per watch and over every watch together (service/event_feed.h);
+  // past either, the watch ends with RESOURCE_EXHAUSTED saying where to
+  // resume.
+  EventFeed::Options feed_options;
+  feed_options.filter = &*filter;
+  feed_options.max_bytes = max_watch_backlog_bytes_;
+  feed_options.total_bytes = &watch_backlog_bytes_;
+  feed_options.max_total_bytes = max_total_watch_backlog_bytes_;
+  absl::StatusOr<std::unique_ptr<EventFeed>> feed =
+      EventFeed::Subscribe(engine_, request->run(), feed_options);
+  if (!feed.ok() && !absl::IsFailedPrecondition(feed.status())) {
+    return ToGrpcStatus(feed.status());
   }
-  const int64_t before = subscription.ok() ? (*subscription)->first_seq() : 0;
+  const int64_t before = feed.ok() ? (*feed)->first_seq() : 0;
   absl::Status flushed = store_->Flush();
   if (!flushed.ok()) return ToGrpcStatus(flushed);
   bool broken = false;
@@ -563,57 +535,27 @@ grpc::Status TracesService::Watch(grpc::ServerContext* context, const v1::WatchR
   if (!read.ok()) return ToGrpcStatus(read);
   if (broken) return ToGrpcStatus(absl::CancelledError("the client went away"));
   // An ended run's trace is complete in the store.
-  if (!subscription.ok()) return grpc::Status::OK;
-  // Whatever happens, what this watch still holds leaves the server's total.
-  struct Release {
-    std::shared_ptr<Feed> feed;
-    std::atomic<size_t>* backlog;
-    ~Release() {
-      absl::MutexLock lock(&feed->mu);
-      backlog->fetch_sub(feed->bytes, std::memory_order_relaxed);
-      feed->bytes = 0;
-    }
-  } release{feed, backlog};
+  if (!feed.ok()) return grpc::Status::OK;
   int64_t last_sent = std::max(before - 1, request->after_seq());
   while (true) {
-    std::deque<v1::TraceEvent> batch;
-    bool ended = false;
-    bool overflowed = false;
-    size_t taken = 0;
-    {
-      absl::MutexLock lock(&feed->mu);
-      auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(feed->mu) {
-        return !feed->events.empty() || feed->ended || feed->overflowed;
-      };
-      feed->mu.AwaitWithTimeout(absl::Condition(&ready), kTick);
-      batch.swap(feed->events);
-      taken = feed->bytes;
-      feed->bytes = 0;
-      ended = feed->ended;
-      overflowed = feed->overflowed;
-    }
-    // Counted until written: a batch is part of the backlog too.
-    struct Taken {
-      std::atomic<size_t>* backlog;
-      size_t bytes;
-      ~Taken() { backlog->fetch_sub(bytes, std::memory_order_relaxed); }
-    } taken_bytes{backlog, taken};
-    for (v1::TraceEvent& e : batch) {
+    // Counted against the bounds until written: a batch is backlog too.
+    EventFeed::Batch batch = (*feed)->Wait(kTick);
+    for (v1::TraceEvent& e : batch.events()) {
       if (e.seq() <= request->after_seq()) continue;
       if (context->IsCancelled() || !writer->Write(e)) {
         return ToGrpcStatus(absl::CancelledError("the client went away"));
       }
       last_sent = e.seq();
     }
-    if (overflowed) {
+    if (batch.overflowed()) {
       return ToGrpcStatus(absl::ResourceExhaustedError(absl::StrCat(
-          "watch: the client fell more than ", max_watch,
+          "watch: the client fell more than ", max_watch_backlog_bytes_,
           " bytes of events behind (it does not read fast enough), or every watch together "
           "more than ",
-          max_total, "; the last event it was sent is #", last_sent,
+          max_total_watch_backlog_bytes_, "; the last event it was sent is #", last_sent,
           ": resume with Watch{after_seq: ", last_sent, "}")));
     }
-    if (ended) return grpc::Status::OK;
+    if (batch.ended()) return grpc::Status::OK;
     if (context->IsCancelled()) return ToGrpcStatus(absl::CancelledError("the client went away"));
     if (tracker_->draining()) return ShuttingDown();
   }

@@ -13,6 +13,7 @@
 #include <system_error>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -247,6 +248,19 @@ absl::StatusOr<std::string> SendRaw(const std::string& address, const std::strin
   }
   ::close(fd);
   return got;
+}
+
+int64_t RssMiB(pid_t pid) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    if (absl::StartsWith(line, "VmRSS:")) {
+      int64_t kib = 0;
+      std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (fields.size() >= 2 && absl::SimpleAtoi(fields[1], &kib)) return kib / 1024;
+    }
+  }
+  return -1;
 }
 
 bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout) {

@@ -126,6 +126,9 @@ absl::StatusOr<int> ConnectTcp(const std::string& address);
 absl::StatusOr<std::string> SendRaw(const std::string& address, const std::string& bytes,
                                     absl::Duration timeout = absl::Seconds(2));
 
+// Resident memory of process `pid` in MiB (VmRSS), or -1 when unknown.
+int64_t RssMiB(pid_t pid);
+
 // Evaluates `condition` every few milliseconds until it holds (true) or
 // `timeout` passes (false). For outside state with no event to wait on,
 // such as a file another process writes.

@@ -500,20 +500,6 @@ TEST_F(HardeningTest, AWatchThatFallsFarBehindEndsWithWhereToResume) {
   ExpectServing(c);
 }
 
-// Resident memory of process `pid`, in MiB.
-int64_t RssMiB(pid_t pid) {
-  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(status, line)) {
-    if (absl::StartsWith(line, "VmRSS:")) {
-      int64_t kib = 0;
-      std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipEmpty());
-      if (fields.size() >= 2 && absl::SimpleAtoi(fields[1], &kib)) return kib / 1024;
-    }
-  }
-  return -1;
-}
-
 TEST_F(HardeningTest, HttpClientsThatNeverReadABigRecordedStreamCostNoCopyOfIt) {
   // A recorded OpenAI stream of 1,000 events of 4 KB (4 MB).
   std::string native_chunks;
