@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "replayer/engine.h"
 #include "store/store.h"
-#include "store/test_util.h"
+#include "service/run_fixture_test_util.h"
 
 namespace understudy {
 namespace service {
@@ -18,27 +18,8 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::Property;
 
-class EventFeedTest : public ::testing::Test {
+class EventFeedTest : public RunFixture {
  protected:
-  void SetUp() override {
-    store::StoreOptions so;
-    so.path = dir_.File("test.db");
-    absl::StatusOr<std::unique_ptr<store::Store>> s = store::Store::Open(so);
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = *std::move(s);
-    replayer::EngineOptions eo;
-    eo.store = store_.get();
-    absl::StatusOr<std::unique_ptr<replayer::Engine>> e = replayer::Engine::Create(std::move(eo));
-    ASSERT_TRUE(e.ok()) << e.status();
-    engine_ = *std::move(e);
-    v1::StartRunRequest start;
-    start.set_mode(v1::RUN_MODE_REPLAY);
-    start.set_scenario_text("schema: understudy.scenario/v1\ndefault: {respond: {content: ok}}\n");
-    absl::StatusOr<v1::Run> run = engine_->StartRun(start);
-    ASSERT_TRUE(run.ok()) << run.status();
-    run_ = run->id();
-  }
-
   EventFeed::Options Bounded(size_t max_bytes) {
     EventFeed::Options options;
     options.max_bytes = max_bytes;
@@ -58,10 +39,6 @@ class EventFeedTest : public ::testing::Test {
   }
 
   std::atomic<size_t> total_{0};
-  store::ScopedTempDir dir_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<replayer::Engine> engine_;
-  std::string run_;
 };
 
 TEST_F(EventFeedTest, DeliversTheRunsEventsInOrderFromFirstSeqThenTheEnd) {

@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "replayer/engine.h"
 #include "store/store.h"
-#include "store/test_util.h"
+#include "service/run_fixture_test_util.h"
 
 namespace understudy {
 namespace service {
@@ -83,27 +83,8 @@ class RecordingResponder : public HttpResponder {
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-class UiApiTest : public ::testing::Test {
+class UiApiTest : public RunFixture {
  protected:
-  void SetUp() override {
-    store::StoreOptions so;
-    so.path = dir_.File("test.db");
-    absl::StatusOr<std::unique_ptr<store::Store>> s = store::Store::Open(so);
-    ASSERT_TRUE(s.ok()) << s.status();
-    store_ = *std::move(s);
-    replayer::EngineOptions eo;
-    eo.store = store_.get();
-    absl::StatusOr<std::unique_ptr<replayer::Engine>> e = replayer::Engine::Create(std::move(eo));
-    ASSERT_TRUE(e.ok()) << e.status();
-    engine_ = *std::move(e);
-    v1::StartRunRequest start;
-    start.set_mode(v1::RUN_MODE_REPLAY);
-    start.set_scenario_text("schema: understudy.scenario/v1\ndefault: {respond: {content: ok}}\n");
-    absl::StatusOr<v1::Run> run = engine_->StartRun(start);
-    ASSERT_TRUE(run.ok()) << run.status();
-    run_ = run->id();
-  }
-
   std::unique_ptr<UiApi> MakeApi(absl::Duration keepalive) {
     UiApiOptions options;
     options.engine = engine_.get();
@@ -121,10 +102,6 @@ class UiApiTest : public ::testing::Test {
     return out;
   }
 
-  store::ScopedTempDir dir_;
-  std::unique_ptr<store::Store> store_;
-  std::unique_ptr<replayer::Engine> engine_;
-  std::string run_;
 };
 
 TEST_F(UiApiTest, AQuietWatchGetsKeepaliveComments) {
