@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { within } from '../../../clients/node/test_support/env.js';
+
 export const UI_TEST_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const REPO = path.resolve(UI_TEST_DIR, '..', '..');
 
@@ -38,18 +40,8 @@ process.on('exit', () => {
   }
 });
 
-// `promise`, or a rejection naming `what` after `ms`.
-export async function within(ms, what, promise) {
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms: ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
+// `promise`, or a rejection naming `what` after `ms` (the clients' tests' own).
+export { within };
 
 export class Browser {
   static async launch() {
