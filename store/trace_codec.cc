@@ -51,7 +51,7 @@ void AppendLengthDelimited(int field, absl::string_view bytes, std::string* out)
   google::protobuf::io::CodedOutputStream coded(&stream);
   coded.WriteTag(static_cast<uint32_t>(field << 3 | 2));
   coded.WriteVarint32(static_cast<uint32_t>(bytes.size()));
-  coded.WriteRaw(bytes.data(), static_cast<int>(bytes.size()));
+  if (!bytes.empty()) coded.WriteRaw(bytes.data(), static_cast<int>(bytes.size()));
 }
 
 // The serialized attributes field (map entries) of `attributes`.
@@ -80,12 +80,15 @@ void AppendEntry(absl::string_view key, absl::string_view value, std::string* ou
   CodedOutputStream coded(&stream);
   coded.WriteTag(6 << 3 | 2);
   coded.WriteVarint32(static_cast<uint32_t>(key_size + value_size));
-  coded.WriteTag(1 << 3 | 2);
-  coded.WriteVarint32(static_cast<uint32_t>(key.size()));
-  coded.WriteRaw(key.data(), static_cast<int>(key.size()));
-  coded.WriteTag(2 << 3 | 2);
-  coded.WriteVarint32(static_cast<uint32_t>(value.size()));
-  coded.WriteRaw(value.data(), static_cast<int>(value.size()));
+  // An empty view may have no data at all (a name number 0 reads back as
+  // absl::string_view()): WriteRaw would pass memcpy a null pointer.
+  auto bytes = [&coded](int field, absl::string_view text) {
+    coded.WriteTag(static_cast<uint32_t>(field << 3 | 2));
+    coded.WriteVarint32(static_cast<uint32_t>(text.size()));
+    if (!text.empty()) coded.WriteRaw(text.data(), static_cast<int>(text.size()));
+  };
+  bytes(1, key);
+  bytes(2, value);
 }
 
 // The serialized header fields (run, seq, kind, agent) of an event.
