@@ -163,16 +163,12 @@ absl::StatusOr<v1::QueryResponse> Materialized(const v1::QueryResponse& response
 }
 
 UiWatchOptions WatchOptions(const UiApiOptions& api, TracesService* traces, WorkerPool* pool) {
-  UiWatchOptions options;
+  UiWatchOptions options = api.watch;
   options.engine = api.engine;
   options.traces = traces;
   options.pool = pool;
   // Room in the pool's queue beyond the API requests' for one task per watch.
-  options.max_queued = api.max_waiting + api.max_watches;
-  options.max_watches = api.max_watches;
-  options.max_backlog_bytes = api.max_watch_backlog_bytes;
-  options.max_total_backlog_bytes = api.max_total_watch_backlog_bytes;
-  options.keepalive = api.keepalive;
+  options.max_queued = api.max_waiting + api.watch.max_watches;
   return options;
 }
 

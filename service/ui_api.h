@@ -88,14 +88,10 @@ struct UiApiOptions {
   // beyond them (503 past that).
   int threads = 4;
   int max_waiting = 64;
-  // Watches open at once (503 past that).
-  int max_watches = 256;
-  // Live events one watch may hold before they are sent, and all watches
-  // together (service/ui_watch.h).
-  size_t max_watch_backlog_bytes = 4 << 20;
-  size_t max_total_watch_backlog_bytes = 64 << 20;
-  // Between `: keepalive` comments on a watch.
-  absl::Duration keepalive = absl::Seconds(15);
+  // The watches' bounds and keepalive (service/ui_watch.h: max_watches,
+  // 503 past it; backlog bytes per watch and in all; keepalive). Its
+  // engine, traces, pool and max_queued are set by UiApi.
+  UiWatchOptions watch;
 };
 
 class UiApi {

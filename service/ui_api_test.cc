@@ -89,7 +89,7 @@ class UiApiTest : public RunFixture {
     UiApiOptions options;
     options.engine = engine_.get();
     options.store = store_.get();
-    options.keepalive = keepalive;
+    options.watch.keepalive = keepalive;
     return std::make_unique<UiApi>(options);
   }
 
