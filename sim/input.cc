@@ -42,18 +42,26 @@ std::string DescribeEvent(const InputEvent& event) {
 
 InputDecoder::InputDecoder(InputOptions options) : options_(options) {}
 
-void InputDecoder::Feed(absl::string_view bytes, std::vector<InputEvent>* events) {
-  for (char c : bytes) Byte(static_cast<unsigned char>(c), events);
-  FlushText(events);
+void InputDecoder::Feed(absl::string_view bytes, Sink sink) {
+  for (char c : bytes) Byte(static_cast<unsigned char>(c), sink);
+  FlushText(sink);
 }
 
-void InputDecoder::Flush(std::vector<InputEvent>* events) {
+void InputDecoder::Feed(absl::string_view bytes, std::vector<InputEvent>* events) {
+  Feed(bytes, [events](InputEvent event) { events->push_back(std::move(event)); });
+}
+
+void InputDecoder::Flush(Sink sink) {
   if (state_ != State::kEscape) return;
   state_ = State::kGround;
   InputEvent escape;
   escape.kind = InputEvent::Kind::kInterrupt;
   escape.key = InputEvent::Key::kEscape;
-  Emit(std::move(escape), events);
+  Emit(std::move(escape), sink);
+}
+
+void InputDecoder::Flush(std::vector<InputEvent>* events) {
+  Flush([events](InputEvent event) { events->push_back(std::move(event)); });
 }
 
 void InputDecoder::ClearLine() {
@@ -67,13 +75,13 @@ void InputDecoder::SetLine(std::string line) {
   line_ = std::move(line);
 }
 
-void InputDecoder::Byte(unsigned char c, std::vector<InputEvent>* events) {
+void InputDecoder::Byte(unsigned char c, Sink sink) {
   switch (state_) {
     case State::kGround:
-      GroundByte(c, events);
+      GroundByte(c, sink);
       return;
     case State::kPaste:
-      PasteByte(c, events);
+      PasteByte(c);
       return;
     case State::kEscape:
       if (c == '[') {
@@ -87,8 +95,8 @@ void InputDecoder::Byte(unsigned char c, std::vector<InputEvent>* events) {
       }
       // ESC then anything else: the Escape key, then that byte on its own.
       state_ = State::kEscape;
-      Flush(events);
-      GroundByte(c, events);
+      Flush(sink);
+      GroundByte(c, sink);
       return;
     case State::kCsi:
       if (c >= 0x20 && c <= 0x3f) {  // parameter and intermediate bytes
@@ -100,11 +108,11 @@ void InputDecoder::Byte(unsigned char c, std::vector<InputEvent>* events) {
         return;
       }
       state_ = State::kGround;  // a broken sequence: the byte counts on its own
-      GroundByte(c, events);
+      GroundByte(c, sink);
       return;
     case State::kSs3:
       state_ = State::kGround;
-      if (c < 0x20) GroundByte(c, events);  // a control byte is not SS3's final
+      if (c < 0x20) GroundByte(c, sink);  // a control byte is not SS3's final
       return;
   }
 }
@@ -118,7 +126,7 @@ void InputDecoder::CsiEnd(unsigned char final_byte) {
   }
 }
 
-void InputDecoder::GroundByte(unsigned char c, std::vector<InputEvent>* events) {
+void InputDecoder::GroundByte(unsigned char c, Sink sink) {
   const bool was_cr = after_cr_;
   after_cr_ = false;
   switch (c) {
@@ -140,29 +148,29 @@ void InputDecoder::GroundByte(unsigned char c, std::vector<InputEvent>* events) 
           InputEvent erase;
           erase.kind = InputEvent::Kind::kErase;
           erase.text = "\\";
-          Emit(std::move(erase), events);
+          Emit(std::move(erase), sink);
         }
         Append("\n");
         return;
       }
-      Submit(events);
+      Submit(sink);
       return;
     case 0x7f:
     case 0x08:
-      Backspace(events);
+      Backspace(sink);
       return;
     case 0x03: {
       InputEvent interrupt;
       interrupt.kind = InputEvent::Kind::kInterrupt;
       interrupt.key = InputEvent::Key::kCtrlC;
-      Emit(std::move(interrupt), events);
+      Emit(std::move(interrupt), sink);
       return;
     }
     case 0x04:
       if (line_.empty() && overflow_bytes_ == 0) {
         InputEvent end;
         end.kind = InputEvent::Kind::kEndOfInput;
-        Emit(std::move(end), events);
+        Emit(std::move(end), sink);
       }
       return;
     case 0x1b:
@@ -178,7 +186,7 @@ void InputDecoder::GroundByte(unsigned char c, std::vector<InputEvent>* events) 
   }
 }
 
-void InputDecoder::PasteByte(unsigned char c, std::vector<InputEvent>* events) {
+void InputDecoder::PasteByte(unsigned char c) {
   if (paste_end_matched_ > 0 || c == 0x1b) {
     if (c == static_cast<unsigned char>(kPasteEnd[paste_end_matched_])) {
       if (++paste_end_matched_ == kPasteEnd.size()) {
@@ -226,7 +234,7 @@ void InputDecoder::Append(absl::string_view text) {
   pending_text_.append(text.data(), text.size());
 }
 
-void InputDecoder::Backspace(std::vector<InputEvent>* events) {
+void InputDecoder::Backspace(Sink sink) {
   if (overflow_bytes_ > 0 || line_.empty()) return;
   // The last character: a well-formed sequence ending the line, else the
   // last byte alone (invalid UTF-8 goes a byte at a time).
@@ -251,10 +259,10 @@ void InputDecoder::Backspace(std::vector<InputEvent>* events) {
   // erasure is of those; the rest was never reported.
   erase.text.resize(erase.text.size() - pending_text_.size());
   pending_text_.clear();
-  events->push_back(std::move(erase));
+  sink(std::move(erase));
 }
 
-void InputDecoder::Submit(std::vector<InputEvent>* events) {
+void InputDecoder::Submit(Sink sink) {
   InputEvent event;
   if (overflow_bytes_ > 0) {
     event.kind = InputEvent::Kind::kTooLong;
@@ -265,21 +273,21 @@ void InputDecoder::Submit(std::vector<InputEvent>* events) {
     event.text = std::move(line_);
   }
   line_.clear();
-  Emit(std::move(event), events);
+  Emit(std::move(event), sink);
 }
 
-void InputDecoder::FlushText(std::vector<InputEvent>* events) {
+void InputDecoder::FlushText(Sink sink) {
   if (pending_text_.empty()) return;
   InputEvent text;
   text.kind = InputEvent::Kind::kText;
   text.text = std::move(pending_text_);
   pending_text_.clear();
-  events->push_back(std::move(text));
+  sink(std::move(text));
 }
 
-void InputDecoder::Emit(InputEvent event, std::vector<InputEvent>* events) {
-  FlushText(events);
-  events->push_back(std::move(event));
+void InputDecoder::Emit(InputEvent event, Sink sink) {
+  FlushText(sink);
+  sink(std::move(event));
 }
 
 }  // namespace sim

@@ -3,9 +3,15 @@
 // arrow keys) become edits of the prompt line, submits and interrupts.
 //
 //   InputDecoder decoder({.lf_submits = !isatty(fd)});
-//   std::vector<InputEvent> events;
-//   decoder.Feed(bytes, &events);           // any split of the stream
+//   decoder.Feed(bytes, [&](InputEvent e) { Handle(e); });  // any split of the stream
 //   if (decoder.escape_pending()) ...       // 30 ms without input: Flush()
+//
+// Each event is handed over as soon as its byte is read, before the next
+// byte is decoded: what the caller does about it (Ctrl-C clearing the line,
+// an interrupt handing queued prompts back to it) applies to the bytes that
+// follow in the same read. A terminal delivers typing, Ctrl-C and more typing
+// in one read when the reader is slow (a loaded machine); the line they make
+// is the one they made when typed slowly.
 //
 // The rules (docs/sim.md, "Terminal input"), as Claude Code has them:
 //   CR submits the prompt; LF is a newline inside it (LF submits too with
@@ -30,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -69,18 +76,27 @@ struct InputOptions {
 
 class InputDecoder {
  public:
+  // Receives each event as it is decoded (see the top of this file).
+  using Sink = absl::FunctionRef<void(InputEvent)>;
+
   // How long a lone ESC waits for the rest of a sequence before it counts
   // as the Escape key.
   static constexpr absl::Duration kEscapeTimeout = absl::Milliseconds(30);
 
   explicit InputDecoder(InputOptions options = {});
 
-  // Decodes `bytes`, appending what they mean to `*events`.
+  // Decodes `bytes`, handing `sink` each event before the next byte is
+  // decoded; text is handed over in runs (before any other event, and at the
+  // end of `bytes`).
+  void Feed(absl::string_view bytes, Sink sink);
+  // The same, appending the events to `*events`: for callers that do not act
+  // on the line between events (tests, the fuzzer).
   void Feed(absl::string_view bytes, std::vector<InputEvent>* events);
   // True when the stream ends in a lone ESC that may still start a sequence:
   // the caller calls Flush once kEscapeTimeout passes without more bytes.
   bool escape_pending() const { return state_ == State::kEscape; }
   // Ends a pending ESC as the Escape key (no-op otherwise).
+  void Flush(Sink sink);
   void Flush(std::vector<InputEvent>* events);
 
   // The prompt typed so far (not yet submitted).
@@ -94,16 +110,17 @@ class InputDecoder {
  private:
   enum class State { kGround, kEscape, kCsi, kSs3, kPaste };
 
-  void Byte(unsigned char c, std::vector<InputEvent>* events);
-  void GroundByte(unsigned char c, std::vector<InputEvent>* events);
-  void PasteByte(unsigned char c, std::vector<InputEvent>* events);
+  void Byte(unsigned char c, Sink sink);
+  void GroundByte(unsigned char c, Sink sink);
+  void PasteByte(unsigned char c);
   void CsiEnd(unsigned char final_byte);
   void Append(absl::string_view text);
-  void Backspace(std::vector<InputEvent>* events);
-  void Submit(std::vector<InputEvent>* events);
-  // Moves the pending kText into `events`.
-  void FlushText(std::vector<InputEvent>* events);
-  void Emit(InputEvent event, std::vector<InputEvent>* events);
+  void Backspace(Sink sink);
+  void Submit(Sink sink);
+  // Hands the pending kText to `sink`.
+  void FlushText(Sink sink);
+  // Hands the pending text, then `event`, to `sink`.
+  void Emit(InputEvent event, Sink sink);
 
   const InputOptions options_;
   State state_ = State::kGround;

@@ -207,6 +207,33 @@ TEST(InputDecoderTest, ClearAndSetLine) {
   EXPECT_THAT(Submits(events), ::testing::ElementsAre("queued one\nqueued two!"));
 }
 
+// A slow reader gets typing, Ctrl-C and more typing in one read: what the
+// caller does about the Ctrl-C (clear the line) applies to the text after it,
+// as it would have had the bytes come one read each.
+TEST(InputDecoderTest, CallerActsOnAnEventBeforeTheBytesAfterIt) {
+  InputDecoder decoder;
+  std::vector<std::string> seen;
+  decoder.Feed("abandoned\x03ship it\r", [&](InputEvent event) {
+    seen.push_back(DescribeEvent(event));
+    if (event.kind == Kind::kInterrupt) decoder.ClearLine();
+  });
+  EXPECT_THAT(seen, ::testing::ElementsAre("text(\"abandoned\")", "interrupt(ctrl-c)",
+                                           "text(\"ship it\")", "submit(\"ship it\")"));
+}
+
+// Escape then a byte that starts no sequence: the Escape is handed over (and
+// acted on: an interrupt hands queued prompts back to the line) before that
+// byte is typed into the line.
+TEST(InputDecoderTest, ByteAfterALoneEscapeIsTypedIntoTheLineTheCallerSet) {
+  InputDecoder decoder;
+  std::vector<std::string> submits;
+  decoder.Feed("\x1bx\r", [&](InputEvent event) {
+    if (event.kind == Kind::kInterrupt) decoder.SetLine("queued ");
+    if (event.kind == Kind::kSubmit) submits.push_back(event.text);
+  });
+  EXPECT_THAT(submits, ::testing::ElementsAre("queued x"));
+}
+
 // A stream with a bit of everything, fed whole, in two pieces split at every
 // byte, and a byte at a time: the same meaning each way.
 TEST(InputDecoderTest, EverySplitMeansTheSame) {

@@ -194,9 +194,7 @@ void Simulator::PollOnce() {
   absl::Time now = absl::Now();
   if (!done_ && escape_deadline_ <= now) {
     escape_deadline_ = absl::InfiniteFuture();
-    std::vector<InputEvent> events;
-    decoder_->Flush(&events);
-    HandleInput(events);
+    decoder_->Flush([this](InputEvent event) { HandleInput(event); });
   }
   if (!done_ && child_ != nullptr && child_deadline_ <= now) {
     child_->Signal(SIGKILL);
@@ -219,11 +217,12 @@ void Simulator::ReadInput() {
     InputClosed();
     return;
   }
-  std::vector<InputEvent> events;
-  decoder_->Feed(absl::string_view(buffer, static_cast<size_t>(n)), &events);
+  // Each event is acted on before the bytes after it are decoded (a Ctrl-C
+  // clears the line the following text is typed into).
+  decoder_->Feed(absl::string_view(buffer, static_cast<size_t>(n)),
+                 [this](InputEvent event) { HandleInput(event); });
   escape_deadline_ = decoder_->escape_pending() ? absl::Now() + InputDecoder::kEscapeTimeout
                                                 : absl::InfiniteFuture();
-  HandleInput(events);
 }
 
 void Simulator::InputClosed() {
@@ -233,52 +232,48 @@ void Simulator::InputClosed() {
     return;
   }
   // A pipe used up: what it held is still done, then the session ends.
-  std::vector<InputEvent> events;
-  decoder_->Flush(&events);
-  HandleInput(events);
-  if (!decoder_->line().empty()) OnSubmit(decoder_->line());
+  decoder_->Flush([this](InputEvent event) { HandleInput(event); });
+  if (!done_ && !decoder_->line().empty()) OnSubmit(decoder_->line());
   decoder_->ClearLine();
   if ((state_ == SimState::kIdle && queue_.empty()) || state_ == SimState::kAsking) {
     Done("end of input", 0);
   }
 }
 
-void Simulator::HandleInput(const std::vector<InputEvent>& events) {
-  for (const InputEvent& event : events) {
-    if (done_) return;
-    switch (event.kind) {
-      case InputEvent::Kind::kText:
-        if (prompt_shown_) Echo(event.text, false);
-        break;
-      case InputEvent::Kind::kErase:
-        if (!prompt_shown_ || event.text == "\n") break;
-        if (!echo_held_.empty()) {
-          echo_held_.clear();  // a character not shown yet
-        } else {
-          Raw("\b \b");
-        }
-        break;
-      case InputEvent::Kind::kSubmit:
-        OnSubmit(event.text);
-        break;
-      case InputEvent::Kind::kInterrupt:
-        OnInterrupt(event.key);
-        break;
-      case InputEvent::Kind::kEndOfInput:
-        if (state_ == SimState::kIdle || state_ == SimState::kStarting) {
-          Line("Bye.");
-          Done("end of input (Ctrl-D)", 0);
-        }
-        break;
-      case InputEvent::Kind::kTooLong:
-        LogEvent("prompt_refused", {{"bytes", event.bytes}});
-        if (prompt_shown_) {
-          Line(absl::StrCat("Error: prompt too long (", event.bytes, " bytes; at most ",
-                            InputOptions().max_prompt_bytes, ")"));
-          ShowPrompt();
-        }
-        break;
-    }
+void Simulator::HandleInput(const InputEvent& event) {
+  if (done_) return;  // what follows the end (Ctrl-D, Ctrl-C twice) is not read
+  switch (event.kind) {
+    case InputEvent::Kind::kText:
+      if (prompt_shown_) Echo(event.text, false);
+      break;
+    case InputEvent::Kind::kErase:
+      if (!prompt_shown_ || event.text == "\n") break;
+      if (!echo_held_.empty()) {
+        echo_held_.clear();  // a character not shown yet
+      } else {
+        Raw("\b \b");
+      }
+      break;
+    case InputEvent::Kind::kSubmit:
+      OnSubmit(event.text);
+      break;
+    case InputEvent::Kind::kInterrupt:
+      OnInterrupt(event.key);
+      break;
+    case InputEvent::Kind::kEndOfInput:
+      if (state_ == SimState::kIdle || state_ == SimState::kStarting) {
+        Line("Bye.");
+        Done("end of input (Ctrl-D)", 0);
+      }
+      break;
+    case InputEvent::Kind::kTooLong:
+      LogEvent("prompt_refused", {{"bytes", event.bytes}});
+      if (prompt_shown_) {
+        Line(absl::StrCat("Error: prompt too long (", event.bytes, " bytes; at most ",
+                          InputOptions().max_prompt_bytes, ")"));
+        ShowPrompt();
+      }
+      break;
   }
 }
 

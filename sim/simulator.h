@@ -138,7 +138,8 @@ class Simulator {
   void PollOnce();
   void ReadInput();
   void InputClosed();
-  void HandleInput(const std::vector<InputEvent>& events);
+  // Acts on one input event; nothing once the session is done.
+  void HandleInput(const InputEvent& event);
   void OnSubmit(std::string prompt);
   void OnInterrupt(InputEvent::Key key);
   void OnSignal(int signal);

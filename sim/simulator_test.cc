@@ -321,6 +321,21 @@ TEST(SimulatorTest, CtrlCTwiceExits) {
   EXPECT_THAT(session.Log(), HasSubstr("state DONE <- IDLE (Ctrl-C twice)"));
 }
 
+// Typing, Ctrl-C and more typing that reach the agent in one read (a loaded
+// machine, a fast orchestrator): the Ctrl-C still clears what was typed
+// before it, and only what follows is submitted.
+TEST(SimulatorTest, CtrlCClearsTheLineWhenTypingArrivesInOneRead) {
+  auto wrong = NewBehaviour("abandoned", ActionKind::kComplete);
+  wrong->output = {"Submitted the abandoned text."};
+  PtySession session(NewConfig({wrong}));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("abandoned text\x03ship it\r");
+  ASSERT_TRUE(session.WaitForEnd("Done.\n\n> "));
+  EXPECT_THAT(session.Output(), HasSubstr("> ship it\nDone.\n"));
+  EXPECT_THAT(session.Output(), Not(HasSubstr("abandoned text.")));
+  EXPECT_THAT(session.Output(), Not(HasSubstr("Press Ctrl-C again")));
+}
+
 TEST(SimulatorTest, ExitCommandAndCtrlDEnd) {
   {
     PtySession session(NewConfig({}));
