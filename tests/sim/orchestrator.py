@@ -81,7 +81,14 @@ class Ipc:
     """The orchestrator's end of the single-line-JSON IPC: a Unix socket
     server; every line received is parsed and filed under its "agent_id".
     A line that is not a JSON object is filed under "" as {"type": "bad",
-    "raw": ...}, so a test can see it."""
+    "raw": ...}, so a test can see it.
+
+    A sender writes its lines, shuts down its writing side and waits for
+    the answer "ok\n", which comes once its lines are filed: a hook or
+    completion command exits only after its message is filed, so messages
+    are filed in the order the agent ran the commands that sent them.
+    (Connections are served each on its own thread: without the answer, a
+    second hook's message could be filed before the first's.)"""
 
     def __init__(self, path):
         self.path = path
@@ -138,9 +145,13 @@ class Ipc:
                 if not chunk:
                     break
                 data += chunk
-        for line in data.split(b"\n"):
-            if line.strip():
-                self._file(line)
+            for line in data.split(b"\n"):
+                if line.strip():
+                    self._file(line)
+            try:
+                conn.sendall(b"ok\n")
+            except OSError:
+                pass  # a sender that did not wait for the answer
 
     def _file(self, line):
         try:
@@ -358,9 +369,18 @@ class Orchestrator:
         other message before it (messages() keeps them all)."""
         def accept(m):
             return m.get("type") == kind and (event is None or m.get("event") == event)
-        message, index = self.ipc.wait(agent.id, agent.cursor, accept, timeout)
+        message, index = self._wait_message(agent, accept, timeout)
         agent.cursor = index + 1
         return message
+
+    def _wait_message(self, agent, accept, timeout):
+        """ipc.wait for `agent`; a TimeoutError also shows its pane and log,
+        so that a wait that failed under load says where the agent was."""
+        try:
+            return self.ipc.wait(agent.id, agent.cursor, accept, timeout)
+        except TimeoutError as e:
+            raise TimeoutError(f"{e}; the pane shows:\n{self.capture(agent).rstrip()[-2000:]}\n"
+                               f"--- log:\n{read_log(agent)[-3000:]}") from None
 
     def next_turn_end(self, agent, timeout=5.0):
         """The next sign that the agent's turn ended: a completion message or
@@ -368,7 +388,7 @@ class Orchestrator:
         def accept(m):
             return m.get("type") == "completion" or (m.get("type") == "hook"
                                                     and m.get("event") == "Stop")
-        message, index = self.ipc.wait(agent.id, agent.cursor, accept, timeout)
+        message, index = self._wait_message(agent, accept, timeout)
         agent.cursor = index + 1
         return message
 
