@@ -22,13 +22,15 @@ function kv(rows) {
     h('tr', null, h('th', { scope: 'row' }, k), h('td', null, v)))));
 }
 
-// Fills `panel` with one event. `ctx` gives the run (for the session the
-// closest recording of a miss lives in) and a session loader.
+// Fills `panel` with one event. `ctx` gives the run's start (t0), a loader
+// of the session exchange a miss came closest to (loadRecorded), the
+// number of an agent_execution among its agent's turns (turnOf) and what
+// closing the panel does (close).
 export function renderDetail(panel, ev, ctx) {
   const seq = num(ev.seq);
   const agent = agentOf(ev);
   const t = num(ev.timeMicros);
-  const sh = shapeOf(ev);
+  const sh = shapeOf(ev, { turn: ctx.turnOf ? ctx.turnOf(seq) : 0 });
   const body = [];
   body.push(h('header', { class: 'detail-head' },
     h('h3', null, `#${seq} `, h('span', { class: `kind kind-${ev.kind === 'miss' ? 'miss' : 'other'}` }, ev.kind), agent ? h('span', { class: 'agent-chip' }, agent) : null),

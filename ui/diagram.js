@@ -1,33 +1,70 @@
 // The sequence diagram of a run: a lane for the test, each agent, the model
-// and the tools; a row per event, in seq order, drawn as an arrow between
-// two lanes or a mark on one (model.js: shapeOf). And its legend.
+// and the tools; a row per event, in answer order (seq order, but a model
+// call before what its answer caused: model.js, answerPosition), drawn as
+// an arrow between two lanes or a mark on one (model.js: shapeOf). And its
+// legend.
 
 import { h, s } from './dom.js';
 import { clip, isoMicros, num, offset } from './format.js';
-import { agentOf, lanesFor, shapeOf } from './model.js';
+import { agentOf, answerPosition, lanesFor, shapeOf, turnsOf } from './model.js';
 
 const GUTTER = 92;
 const LANE_W = 168;
+const MIN_LANE_W = 90;
+const MAX_LANE_W = 230;
 const HEAD_H = 40;
 const TOP = HEAD_H + 12;
 const CHAR_W = 6.3; // 11.5px system sans-serif, on average
+// Classes that mark a row (select, a failed check, the first divergence);
+// a row drawn again keeps them.
+const ROW_MARKS = ['selected', 'failed-check', 'divergence'];
 
 function rowHeight(sh) {
   if (sh.type === 'call') return sh.back ? 44 : 30;
   return 26;
 }
 
-// A run's diagram in `wrap` (lane heads that stay in view, the rows below);
-// draw() lays it out, append() adds events as they come.
+// The width in pixels of a lane's name as its head shows it (.lane-name:
+// 600 12px in the page's font).
+let measurer = null;
+function nameWidth(text) {
+  if (!measurer) {
+    measurer = document.createElement('canvas').getContext('2d');
+    measurer.font = `600 12px ${getComputedStyle(document.documentElement).fontFamily}`;
+  }
+  return measurer.measureText(text).width;
+}
+
+// `name`, cut with an ellipsis where it is wider than `width` pixels.
+function fitName(name, width) {
+  let n = name.length;
+  while (n > 2 && nameWidth(clip(name, n)) > width) n--;
+  return clip(name, n);
+}
+
+// A run's diagram in `el`: its scroll box `wrap` (lane heads that stay in
+// view, the rows below) and, under it, a count of the rows out of sight
+// below (the box's fold or the window's, whichever is higher) that stays
+// at the window's bottom edge while the box goes on below it, and scrolls
+// the box on when clicked. draw() lays it out, append() adds events as
+// they come.
 export class Diagram {
   // onSelect(ev) is called when an event is clicked or activated by key.
-  // width: the room it has, in pixels; lanes share it (within limits).
-  constructor({ onSelect, width = 0 } = {}) {
+  // width: the room it has, in pixels; lanes share it, each as wide as its
+  // name needs (layoutLanes). signal: aborts when the diagram is gone (it
+  // stops following the window's scrolling then).
+  constructor({ onSelect, width = 0, signal } = {}) {
     this.onSelect = onSelect;
     this.room = width;
-    this.laneW = LANE_W;
-    this.events = [];
-    this.bySeq = new Map();
+    this.laneW = new Map(); // lane → its width
+    this.laneX = new Map(); // lane → the x of its lifeline
+    this.lanesRight = GUTTER;
+    this.events = []; // as drawn, top to bottom
+    this.bySeq = new Map(); // seq → event
+    this.rowOf = new Map(); // seq → { g, start, top, height } (start: above its gap)
+    this.turns = new Map(); // seq of an agent_execution → the agent's turn number
+    this.turnCounts = new Map();
+    this.gaps = new Map();
     this.lanes = [];
     this.y = TOP;
     this.t0 = 0;
@@ -35,6 +72,17 @@ export class Diagram {
     this.svg = s('svg', { 'data-diagram': '', class: 'diagram', role: 'img', 'aria-label': 'sequence diagram of the run' });
     this.heads = s('svg', { class: 'lane-heads', 'aria-hidden': 'true' });
     this.wrap.append(this.heads, this.svg);
+    this.more = h('button', {
+      type: 'button', class: 'more-below', 'data-more-below': '', hidden: true,
+      on: { click: () => { this.wrap.scrollTop += Math.max(40, this.seen() - HEAD_H - 44); } },
+    });
+    this.el = h('div', { class: 'diagram-frame' }, this.wrap, this.more);
+    this.hintPending = false;
+    const hint = () => this.hintSoon();
+    this.wrap.addEventListener('scroll', hint, { passive: true });
+    window.addEventListener('scroll', hint, { passive: true, signal });
+    window.addEventListener('resize', hint, { passive: true, signal });
+    new ResizeObserver(hint).observe(this.wrap);
     const activate = (e) => {
       const g = e.target.closest && e.target.closest('g[data-event-seq]');
       if (!g || !this.svg.contains(g)) return;
@@ -48,19 +96,52 @@ export class Diagram {
   }
 
   x(lane) {
-    return GUTTER + this.laneW / 2 + this.lanes.indexOf(lane) * this.laneW;
+    return this.laneX.get(lane) ?? GUTTER;
   }
 
   width() {
-    return GUTTER + this.lanes.length * this.laneW + 8;
+    return this.lanesRight + 8;
   }
 
-  // Draws `events` from scratch with these lanes (default: their own).
-  draw(events, lanes = lanesFor(events)) {
+  // Lays the lanes out: each at least as wide as its name needs (within
+  // MIN_LANE_W and MAX_LANE_W). They share the room evenly when the widest
+  // name fits in an even share; otherwise each gets its need and an even
+  // part of what is left, and the box scrolls sideways when even that is
+  // too much.
+  layoutLanes(lanes) {
+    const n = lanes.length;
+    const need = lanes.map((l) => Math.min(MAX_LANE_W, Math.max(MIN_LANE_W, Math.ceil(nameWidth(l)) + 20)));
+    const room = this.room ? this.room - GUTTER - 10 : n * LANE_W;
+    let widths;
+    if (Math.max(...need) * n <= room) {
+      widths = need.map(() => Math.min(MAX_LANE_W, room / n));
+    } else {
+      const spare = Math.max(0, room - need.reduce((a, b) => a + b, 0));
+      widths = need.map((w) => Math.min(MAX_LANE_W, w + spare / n));
+    }
+    this.laneW.clear();
+    this.laneX.clear();
+    let left = GUTTER;
+    lanes.forEach((lane, i) => {
+      const w = Math.floor(widths[i]);
+      this.laneW.set(lane, w);
+      this.laneX.set(lane, left + w / 2);
+      left += w;
+    });
+    this.lanesRight = left;
+  }
+
+  // Draws `events` (in seq order) from scratch with these lanes (default:
+  // their own). `gaps` (seq → pixels) leaves room above those events' rows.
+  draw(events, lanes = lanesFor(events), { gaps = new Map() } = {}) {
     this.events = [];
     this.bySeq.clear();
+    this.rowOf.clear();
+    this.turns.clear();
+    this.turnCounts.clear();
+    this.gaps = gaps;
     this.lanes = lanes;
-    if (this.room) this.laneW = Math.floor(Math.min(230, Math.max(90, (this.room - GUTTER - 10) / lanes.length)));
+    this.layoutLanes(lanes);
     this.y = TOP;
     this.t0 = 0;
     this.svg.replaceChildren();
@@ -71,26 +152,48 @@ export class Diagram {
     this.drawLanes();
   }
 
-  // Adds events after those drawn; redraws when one brings a new lane.
+  // Adds events (in seq order) after those drawn; redraws when one brings a
+  // new lane. A model call answered upstream comes after what its answer
+  // caused: those rows are drawn again below it.
   append(events, { relayout = true } = {}) {
     const fresh = events.filter((ev) => !this.bySeq.has(num(ev.seq)));
     if (!fresh.length) return;
     if (relayout) {
       const lanes = lanesFor(this.events, fresh);
       if (lanes.some((l) => !this.lanes.includes(l))) {
-        const all = this.events.concat(fresh);
+        const all = this.events.concat(fresh).sort((p, q) => num(p.seq) - num(q.seq));
         const marks = this.classMarks();
-        this.draw(all, lanes);
+        this.draw(all, lanes, { gaps: this.gaps });
         this.restoreMarks(marks);
         return;
       }
     }
-    const frag = document.createDocumentFragment();
+    // Each event to its place in answer order; those placed above rows
+    // drawn before (the last ones) have those rows drawn again below them.
+    let from = this.events.length;
+    if (!this.t0) this.t0 = num(fresh[0].timeMicros);
+    turnsOf(fresh, this.turnCounts, this.turns);
     for (const ev of fresh) {
-      if (!this.t0) this.t0 = num(ev.timeMicros);
-      this.events.push(ev);
       this.bySeq.set(num(ev.seq), ev);
-      frag.appendChild(this.drawEvent(ev));
+      const at = answerPosition(ev, this.events);
+      this.events.splice(at, 0, ev);
+      from = Math.min(from, at);
+    }
+    const old = new Map();
+    for (let i = from; i < this.events.length; i++) {
+      const seq = num(this.events[i].seq);
+      const row = this.rowOf.get(seq);
+      if (!row) continue;
+      old.set(seq, row.g);
+      row.g.remove();
+      this.y = Math.min(this.y, row.start);
+    }
+    const frag = document.createDocumentFragment();
+    for (let i = from; i < this.events.length; i++) {
+      const g = this.drawEvent(this.events[i]);
+      const was = old.get(num(this.events[i].seq));
+      if (was) for (const cls of ROW_MARKS) g.classList.toggle(cls, was.classList.contains(cls));
+      frag.appendChild(g);
     }
     this.rows.appendChild(frag);
     this.resize();
@@ -98,7 +201,7 @@ export class Diagram {
 
   classMarks() {
     const marks = [];
-    for (const cls of ['selected', 'failed-check', 'divergence']) {
+    for (const cls of ROW_MARKS) {
       for (const g of this.svg.querySelectorAll(`g.${cls}`)) marks.push([g.dataset.eventSeq, cls]);
     }
     return marks;
@@ -114,6 +217,7 @@ export class Diagram {
     this.svg.setAttribute('width', this.width());
     this.svg.setAttribute('height', height);
     for (const line of this.laneGroup.querySelectorAll('line.lifeline')) line.setAttribute('y2', height);
+    this.hintSoon();
   }
 
   drawLanes() {
@@ -124,10 +228,11 @@ export class Diagram {
     this.heads.append(s('rect', { class: 'heads-bg', x: 0, y: 0, width: this.width(), height: HEAD_H }));
     for (const lane of this.lanes) {
       const x = this.x(lane);
+      const w = this.laneW.get(lane);
       const kind = ['test', 'model', 'tools'].includes(lane) ? lane : 'agent';
       const head = () => [
-        s('rect', { class: `lane-head lane-${kind}`, x: x - this.laneW / 2 + 4, y: 6, width: this.laneW - 8, height: HEAD_H - 12, rx: 6 }),
-        s('text', { class: 'lane-name', x, y: HEAD_H / 2 + 4, 'text-anchor': 'middle' }, clip(lane, Math.floor((this.laneW - 12) / 7.4))),
+        s('rect', { class: `lane-head lane-${kind}`, x: x - w / 2 + 4, y: 6, width: w - 8, height: HEAD_H - 12, rx: 6 }),
+        s('text', { class: 'lane-name', x, y: HEAD_H / 2 + 4, 'text-anchor': 'middle' }, fitName(lane, w - 16)),
       ];
       this.laneGroup.append(s('g', { 'data-lane': lane, class: `lane lane-${kind}` },
         s('title', null, lane === 'test' ? 'test: the run itself and your test’s own events'
@@ -142,9 +247,11 @@ export class Diagram {
   }
 
   drawEvent(ev) {
-    const sh = shapeOf(ev);
     const seq = num(ev.seq);
+    const sh = shapeOf(ev, { turn: this.turns.get(seq) });
     const t = num(ev.timeMicros);
+    const start = this.y;
+    this.y += this.gaps.get(seq) || 0;
     const y0 = this.y;
     const hgt = rowHeight(sh);
     this.y += hgt;
@@ -161,6 +268,7 @@ export class Diagram {
       s('text', { class: 'seq', x: 8, y: y0 + 15 }, `#${seq}`, s('tspan', { class: 'time', x: GUTTER - 8, 'text-anchor': 'end' }, offset(t - this.t0))));
     if (sh.type === 'call') this.drawCall(g, sh, y0);
     else this.drawMark(g, sh, y0);
+    this.rowOf.set(seq, { g, start, top: y0, height: hgt });
     return g;
   }
 
@@ -221,26 +329,75 @@ export class Diagram {
 
   // Adds (on) or removes a class on the event with this seq; its element.
   mark(seq, cls, on = true) {
-    const g = this.svg.querySelector(`g[data-event-seq="${num(seq)}"]`);
-    if (g) g.classList.toggle(cls, on);
-    return g;
+    const row = this.rowOf.get(num(seq));
+    if (row) row.g.classList.toggle(cls, on);
+    return row ? row.g : null;
   }
 
   clear(cls) {
     for (const g of this.svg.querySelectorAll(`g.${cls}`)) g.classList.remove(cls);
   }
 
-  // Scrolls the event into the middle of the diagram's box.
+  // Where the event's row starts, in pixels from the diagram's top, or
+  // undefined when it is not drawn.
+  rowTop(seq) {
+    const row = this.rowOf.get(num(seq));
+    return row && row.top;
+  }
+
+  // Scrolls the box so that the event's row and the row above it are in
+  // view below the lane heads (which stay on top and would hide them):
+  // not at all when they are, else the event to the middle.
   reveal(seq) {
-    const g = this.svg.querySelector(`g[data-event-seq="${num(seq)}"]`);
-    if (!g) return;
-    const hit = g.querySelector('rect.hit');
-    const top = Number(hit.getAttribute('y'));
-    this.wrap.scrollTop = Math.max(0, top - this.wrap.clientHeight / 2);
+    const ev = this.bySeq.get(num(seq));
+    const row = this.rowOf.get(num(seq));
+    if (!row) return;
+    const i = this.events.indexOf(ev);
+    const above = i > 0 ? this.rowOf.get(num(this.events[i - 1].seq)) : row;
+    const w = this.wrap;
+    if (above.top >= w.scrollTop + HEAD_H && row.top + row.height <= w.scrollTop + w.clientHeight) return;
+    w.scrollTop = Math.max(0, row.top - w.clientHeight / 2);
   }
 
   atBottom() {
     return this.wrap.scrollTop + this.wrap.clientHeight >= this.wrap.scrollHeight - 40;
+  }
+
+  // Counts the rows out of sight below again (updateHint), once per frame
+  // at most.
+  hintSoon() {
+    if (this.hintPending) return;
+    this.hintPending = true;
+    requestAnimationFrame(() => {
+      this.hintPending = false;
+      this.updateHint();
+    });
+  }
+
+  // How much of the box's height is in the window (from its top).
+  seen() {
+    const top = this.wrap.getBoundingClientRect().top;
+    return Math.max(0, Math.min(top + this.wrap.clientHeight, window.innerHeight) - top);
+  }
+
+  // Shows how many rows are out of sight below the fold (the box's or the
+  // window's), or hides the count when none are.
+  updateHint() {
+    const fold = this.wrap.scrollTop + this.seen();
+    // Rows go down in drawing order: the first not wholly above the fold.
+    let lo = 0;
+    let hi = this.events.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      const row = this.rowOf.get(num(this.events[mid].seq));
+      if (row.top + row.height <= fold + 1) lo = mid + 1;
+      else hi = mid;
+    }
+    const below = this.wrap.clientHeight ? this.events.length - lo : 0;
+    if (this.more.dataset.moreBelow === String(below)) return;
+    this.more.hidden = below === 0;
+    this.more.dataset.moreBelow = String(below);
+    this.more.textContent = `▼ ${below} more event${below === 1 ? '' : 's'} below — scroll the diagram, or click here`;
   }
 }
 

@@ -3,7 +3,7 @@
 // (the compare view).
 
 import { clip, jsonValueText, num } from './format.js';
-import { agentOf, attr } from './model.js';
+import { agentOf, attr, inAnswerOrder } from './model.js';
 
 // A request or an answer as compared: the fields a reader cares about, each
 // present (absent ones as "" or []), in a fixed order.
@@ -83,32 +83,6 @@ function eventDifference(ea, eb) {
   return what.join('; ');
 }
 
-// A run's events in the order two runs are compared in. A recording run
-// traces an answer's tool calls before the exchange that carries them (as
-// they stream by), a replay after it: each tool_call just before the
-// exchange whose answer holds its id is moved after that exchange, so that
-// the two orders line up.
-function comparable(events) {
-  const out = [];
-  let held = [];
-  for (const ev of events) {
-    if (ev.kind === 'tool_call') {
-      held.push(ev);
-      continue;
-    }
-    if (ev.kind === 'exchange' && held.length) {
-      const ids = new Set(((ev.response && ev.response.message && ev.response.message.toolCalls) || []).map((c) => c.id));
-      const mine = held.filter((t) => agentOf(t) === agentOf(ev) && ids.has(attr(t, 'gen_ai.tool.call.id')));
-      out.push(...held.filter((t) => !mine.includes(t)), ev, ...mine);
-    } else {
-      out.push(...held, ev);
-    }
-    held = [];
-  }
-  out.push(...held);
-  return out;
-}
-
 // Two long texts cut to where they start to differ (with a little before).
 function contrast(a, b, width = 60) {
   a = String(a);
@@ -120,11 +94,13 @@ function contrast(a, b, width = 60) {
   return [a && cut(a), b && cut(b)];
 }
 
-// The first place at which two runs differ: { a, b, why } (a or b
+// The first place at which two runs differ, their events taken in answer
+// order (a recording traces an answer's effects before its exchange, a
+// replay after it: model.js, answerPosition): { a, b, why } (a or b
 // undefined when that run has ended), or null when they do not.
 export function firstDivergence(eventsA, eventsB) {
-  const a = comparable(eventsA);
-  const b = comparable(eventsB);
+  const a = inAnswerOrder(eventsA);
+  const b = inAnswerOrder(eventsB);
   const n = Math.max(a.length, b.length);
   for (let i = 0; i < n; i++) {
     if (i >= a.length) return { b: b[i], why: `A ended after ${a.length} events; B goes on with #${num(b[i].seq)} ${b[i].kind}` };

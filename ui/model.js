@@ -49,11 +49,13 @@ function toolCallsText(calls) {
   return (calls || []).map((c) => `${c.name}(${clip(c.arguments, 40)})`).join(', ');
 }
 
+// An answer in a line: its text and its tool calls, whichever it has.
 function answerSummary(ev) {
   if (attr(ev, 'error.type')) return `error: ${attr(ev, 'error.type')}`;
   const m = (ev.response && ev.response.message) || {};
-  if (m.toolCalls && m.toolCalls.length) return `⇢ ${toolCallsText(m.toolCalls)}`;
-  if (m.content) return `“${m.content}”`;
+  const said = m.content ? `“${m.content}”` : '';
+  const calls = m.toolCalls && m.toolCalls.length ? `⇢ ${toolCallsText(m.toolCalls)}` : '';
+  if (said || calls) return [said, calls].filter(Boolean).join(' ');
   const action = attr(ev, 'understudy.action');
   if (action && action !== 'respond') return action;
   return 'answer';
@@ -78,8 +80,11 @@ export function parseMissDiffs(report) {
 }
 
 // What an event draws: an arrow between two lanes (with an optional
-// return arrow), or a mark on one lane. `label` is plain text.
-export function shapeOf(ev) {
+// return arrow), or a mark on one lane. `label` is plain text. `turn`
+// numbers an agent_execution among its agent's turns (1 for its first),
+// which the event itself does not say: its understudy.agent.iteration
+// counts the agent's requests.
+export function shapeOf(ev, { turn = 0 } = {}) {
   const k = ev.kind;
   const agent = laneOfAgent(ev);
   const a = (name) => attr(ev, name);
@@ -123,10 +128,8 @@ export function shapeOf(ev) {
       };
     case 'sim.prompt':
       return { type: 'call', from: 'test', to: agent, cls: 'ui', label: `prompt: ${a('understudy.sim.prompt') || a('understudy.sim.text')}` };
-    case 'agent_execution': {
-      const it = a('understudy.agent.iteration');
-      return { type: 'mark', lane: agent, mark: 'start', label: it ? `${agent} starts turn ${it}` : `${agent} starts a turn` };
-    }
+    case 'agent_execution':
+      return { type: 'mark', lane: agent, mark: 'start', label: turn ? `${agent} starts turn ${turn}` : `${agent} starts a turn` };
     case 'phase_transition':
       return { type: 'mark', lane: agent, mark: 'phase', label: `phase ${a('understudy.phase.from') || '∅'} → ${a('understudy.phase.to')}` };
     case 'routing_decision': {
@@ -154,6 +157,59 @@ export function shapeOf(ev) {
       return { type: 'mark', lane: agentOf(ev) ? agent : 'test', mark: own, label: `${k}${pairs.length ? ` ${pairs.join(' ')}` : ''}` };
     }
   }
+}
+
+// Turns: adds to `into` (seq → n) the number of each agent_execution of
+// `events` (in seq order) among its agent's turns, from 1, counting on
+// from `counts` (lane → turns so far, updated). Events already in `into`
+// are left alone. Returns `into`.
+export function turnsOf(events, counts = new Map(), into = new Map()) {
+  for (const ev of events) {
+    if (ev.kind !== 'agent_execution' || into.has(num(ev.seq))) continue;
+    const n = (counts.get(laneOfAgent(ev)) || 0) + 1;
+    counts.set(laneOfAgent(ev), n);
+    into.set(num(ev.seq), n);
+  }
+  return into;
+}
+
+// Where `ev` goes among the events placed so far (`shown`, in answer
+// order): the index to insert it at. The engine traces what an answer
+// caused (tool_call, routing_decision, phase_transition, workflow_end, in
+// that order) as soon as the answer arrives, but an exchange answered by the
+// upstream (record and passthrough runs) only once it is stored, so there
+// its effects come first; a replay traces the exchange first. An upstream
+// exchange goes before the trailing effects it can have caused: the same
+// agent's; no more tool calls than it has, with its call ids; routing and
+// phase only from JSON-object text or tool calls; a workflow end only from
+// tool calls (the order `understudy timeline` shows, cli/timeline.cc).
+// Any other event goes last.
+export function answerPosition(ev, shown) {
+  let at = shown.length;
+  if (ev.kind !== 'exchange' || attr(ev, 'understudy.answer.source') !== 'upstream' || !ev.response) return at;
+  const m = ev.response.message || {};
+  const calls = m.toolCalls || [];
+  const json = String(m.content || '').trimStart().startsWith('{');
+  const agent = agentOf(ev);
+  const previous = (kind) => at > 0 && shown[at - 1].kind === kind && agentOf(shown[at - 1]) === agent;
+  if (calls.length && previous('workflow_end')) at--;
+  if ((calls.length || json) && previous('phase_transition')) at--;
+  if (json && previous('routing_decision')) at--;
+  const ids = new Set(calls.map((c) => c.id || ''));
+  for (let taken = 0; taken < calls.length && previous('tool_call'); taken++) {
+    const id = attr(shown[at - 1], 'gen_ai.tool.call.id');
+    if (id && !ids.has(id)) break;
+    at--;
+  }
+  return at;
+}
+
+// `events` (in seq order) in answer order: each model call before what its
+// answer caused (answerPosition), as the diagram draws and compares them.
+export function inAnswerOrder(events) {
+  const out = [];
+  for (const ev of events) out.splice(answerPosition(ev, out), 0, ev);
+  return out;
 }
 
 // Lanes: the test first, the agents in order of first appearance, then the

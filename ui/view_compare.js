@@ -1,5 +1,6 @@
 // The compare view (#/compare/A/B): two runs' diagrams side by side on the
-// same lanes, with the first place they differ marked.
+// same lanes, with the first place they differ marked, at one height in
+// both.
 
 import { api, loadEvents } from './api.js';
 import { Diagram, legend } from './diagram.js';
@@ -35,17 +36,33 @@ export async function viewCompare(ctx, idA, idB) {
   }
   if (ctx.signal.aborted) return;
   const lanes = lanesFor(A.events, B.events);
+  const div = firstDivergence(A.events, B.events);
   const panel = h('aside', { class: 'detail', 'data-panel': 'detail', hidden: true });
   const diagrams = {};
-  const side = (label, X) => {
-    const d = new Diagram({ width: (ctx.main.clientWidth - 40 - 14) / 2 - 22, onSelect: (ev) => select(label, num(ev.seq)) });
-    d.draw(X.events, lanes);
+  const runs = { A, B };
+  for (const label of ['A', 'B']) {
+    const d = new Diagram({ width: (ctx.main.clientWidth - 40 - 14) / 2 - 22, signal: ctx.signal, onSelect: (ev) => select(label, num(ev.seq)) });
+    d.draw(runs[label].events, lanes);
     d.svg.dataset.side = label;
     diagrams[label] = d;
+  }
+  // The first divergence at one height in both diagrams: the side with
+  // less above it gets the difference as room above its row.
+  if (div && div.a && div.b) {
+    const ya = diagrams.A.rowTop(div.a.seq);
+    const yb = diagrams.B.rowTop(div.b.seq);
+    if (ya !== yb) {
+      const [label, ev] = ya < yb ? ['A', div.a] : ['B', div.b];
+      diagrams[label].draw(runs[label].events, lanes, { gaps: new Map([[num(ev.seq), Math.abs(ya - yb)]]) });
+    }
+  }
+  const side = (label) => {
+    const X = runs[label];
     return h('section', { class: 'compare-side', 'data-side': label },
-      h('h3', null, h('span', { class: 'side-tag' }, label), ' ', h('a', { class: 'mono', href: runHref(X.run.id) }, X.run.id), ' ', stateBadge(runState(X.run))),
-      h('p', { class: 'muted' }, `${runMode(X.run)}${sessionLabel(X.run) ? ` of ${sessionLabel(X.run)}` : ''} · ${X.events.length} events · ${num(X.run.misses)} misses · ${runDuration(X.run)}`),
-      d.wrap);
+      h('div', { class: 'side-head' },
+        h('h3', null, h('span', { class: 'side-tag' }, label), ' ', h('a', { class: 'mono', href: runHref(X.run.id) }, X.run.id), ' ', stateBadge(runState(X.run))),
+        h('p', { class: 'muted' }, `${runMode(X.run)}${sessionLabel(X.run) ? ` of ${sessionLabel(X.run)}` : ''} · ${X.events.length} events · ${num(X.run.misses)} misses · ${runDuration(X.run)}`)),
+      diagrams[label].el);
   };
   function select(label, seq) {
     const d = diagrams[label];
@@ -53,15 +70,16 @@ export async function viewCompare(ctx, idA, idB) {
     if (!ev) return;
     for (const x of Object.values(diagrams)) x.clear('selected');
     d.mark(seq, 'selected');
+    d.reveal(seq);
     renderDetail(panel, ev, {
       t0: d.t0,
-      loadRecorded: recordedLoader(label === 'A' ? A.run : B.run, ctx.signal),
+      turnOf: (q) => d.turns.get(q),
+      loadRecorded: recordedLoader(runs[label].run, ctx.signal),
       close: () => { panel.hidden = true; for (const x of Object.values(diagrams)) x.clear('selected'); },
     });
     panel.querySelector('h3').prepend(h('span', { class: 'side-tag' }, label), ' ');
   }
-  const sides = h('div', { class: 'compare' }, side('A', A), side('B', B));
-  const div = firstDivergence(A.events, B.events);
+  const sides = h('div', { class: 'compare' }, side('A'), side('B'));
   let line;
   if (div) {
     const ea = div.a;
@@ -81,9 +99,18 @@ export async function viewCompare(ctx, idA, idB) {
       h('p', { class: 'muted' }, 'Events side by side in order; they are compared by kind, agent, tool and, for model calls, request and answer content. ',
         h('a', { href: `#/compare/${encodeURIComponent(idB)}/${encodeURIComponent(idA)}` }, 'Swap sides'))),
     line, legend(), sides, panel));
-  if (div) {
-    if (div.a) diagrams.A.reveal(div.a.seq);
-    if (div.b) diagrams.B.reveal(div.b.seq);
+  // Both boxes as tall as the taller and scrolled alike, so that the
+  // divergence's rows (at one height in both) sit side by side.
+  const [da, db] = [diagrams.A, diagrams.B];
+  const boxH = Math.max(da.wrap.clientHeight, db.wrap.clientHeight);
+  for (const d of [da, db]) d.wrap.style.height = `${boxH}px`;
+  if (div && div.a && div.b) {
+    const top = da.rowTop(div.a.seq);
+    const most = Math.min(da.wrap.scrollHeight, db.wrap.scrollHeight) - boxH;
+    da.wrap.scrollTop = db.wrap.scrollTop = Math.max(0, Math.min(top - boxH / 3, most));
+  } else if (div) {
+    if (div.a) da.reveal(div.a.seq);
+    if (div.b) db.reveal(div.b.seq);
   }
   performance.mark('understudy:diagram-drawn');
 }

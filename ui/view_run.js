@@ -47,35 +47,55 @@ function runHeader(run, events) {
   return { el, update };
 }
 
-const DEFAULT_SPEC = `assertions:
+// What the spec box shows while it is empty, and what Check checks then.
+const EXAMPLE_SPEC = `assertions:
   - no_misses: true
 `;
+
+// The events a check's result points at, and which of them mark the
+// diagram. A sequence check that failed (divergenceIndex ≥ 0) lists the
+// events that matched, then the one at which the run differed, if the run
+// had one there (docs/assertions.md): only that one is marked. Any other
+// failed check marks every event it lists.
+function pointsOf(r) {
+  const seqs = (r.eventSeqs || []).map(num);
+  const at = r.divergenceIndex === undefined ? -1 : num(r.divergenceIndex);
+  if (r.passed) return { seqs, marked: [], label: 'events: ' };
+  if (at < 0) return { seqs, marked: seqs, label: 'points at: ' };
+  const differs = at < seqs.length ? [seqs[at]] : [];
+  return { seqs: seqs.slice(0, at), marked: differs, label: 'matched before it: ', differs };
+}
 
 // A spec box whose checks run against the run (POST .../assert); failed
 // checks mark the events they point at, which select() opens.
 function assertionPanel(runId, diagram, select, signal) {
-  const spec = h('textarea', { 'data-assert-spec': '', rows: 6, spellcheck: 'false', 'aria-label': 'assertion spec (YAML or JSON)' });
-  spec.value = DEFAULT_SPEC;
+  const spec = h('textarea', {
+    'data-assert-spec': '', rows: 6, spellcheck: 'false', 'aria-label': 'assertion spec (YAML or JSON)',
+    placeholder: `# Paste or type a spec here. Left empty, Check checks this one:\n${EXAMPLE_SPEC}`,
+  });
   const results = h('div', { 'data-assert-results': '', 'aria-live': 'polite' });
   const button = h('button', { type: 'button', 'data-action': 'assert', class: 'primary' }, 'Check');
+  const links = (seqs) => seqs.map((q) =>
+    h('button', { type: 'button', class: 'seq-link', 'data-points-to-seq': q, on: { click: () => select(q) } }, `#${q}`));
   button.addEventListener('click', async () => {
     button.disabled = true;
     results.replaceChildren(h('p', { class: 'muted' }, 'Checking…'));
     diagram.clear('failed-check');
+    if (!spec.value.trim()) spec.value = EXAMPLE_SPEC;
     try {
       const resp = await api(`/runs/${encodeURIComponent(runId)}/assert`, { method: 'POST', body: spec.value, signal });
       const list = resp.results || [];
       results.replaceChildren(
         h('p', { class: `verdict ${resp.passed ? 'pass' : 'fail'}` }, resp.passed ? `All ${list.length} checks passed` : `${list.filter((r) => !r.passed).length} of ${list.length} checks failed`),
         h('ul', { class: 'results' }, list.map((r) => {
-          const seqs = (r.eventSeqs || []).map(num);
-          if (!r.passed) for (const q of seqs) diagram.mark(q, 'failed-check');
+          const points = pointsOf(r);
+          for (const q of points.marked) diagram.mark(q, 'failed-check');
           return h('li', { class: r.passed ? 'pass' : 'fail', 'data-check': r.name || '' },
             h('span', { class: `badge ${r.passed ? 'pass' : 'fail'}` }, r.passed ? 'PASS' : 'FAIL'), ' ',
             h('strong', null, r.name || 'check'),
             h('p', { class: 'explanation' }, r.explanation || ''),
-            seqs.length ? h('p', { class: 'points' }, r.passed ? 'events: ' : 'points at: ', seqs.map((q) =>
-              h('button', { type: 'button', class: 'seq-link', 'data-points-to-seq': q, on: { click: () => select(q) } }, `#${q}`))) : null);
+            points.differs && points.differs.length ? h('p', { class: 'points', 'data-differs-at': points.differs[0] }, 'differs at: ', links(points.differs)) : null,
+            points.seqs.length ? h('p', { class: 'points' }, points.label, links(points.seqs)) : null);
         })));
     } catch (e) {
       if (e.name === 'AbortError') return;
@@ -85,7 +105,7 @@ function assertionPanel(runId, diagram, select, signal) {
     }
   });
   return block('Check assertions', { class: 'block assert-block' },
-    h('p', { class: 'muted' }, 'A spec as ', h('code', null, 'understudy assert'), ' takes it (YAML or JSON); failed checks mark the events they point at.'),
+    h('p', { class: 'muted' }, 'A spec as ', h('code', null, 'understudy assert'), ' takes it (YAML or JSON); failed checks mark the events they point at (a sequence check: the event where the run differed).'),
     spec, h('div', { class: 'toolbar' }, button), results);
 }
 
@@ -125,11 +145,12 @@ export async function viewRun(ctx, runId) {
   const placeholder = h('p', { class: 'detail-empty muted' }, 'Click an event in the diagram to see its request and answer.');
   const head = runHeader(run, events);
   const wide = window.matchMedia('(min-width: 1101px)').matches;
-  const diagram = new Diagram({ width: ctx.main.clientWidth - 40 - (wide ? 454 : 0) - 22, onSelect: (ev) => select(num(ev.seq)) });
+  const diagram = new Diagram({ width: ctx.main.clientWidth - 40 - (wide ? 454 : 0) - 22, signal: ctx.signal, onSelect: (ev) => select(num(ev.seq)) });
   const loadRecorded = recordedLoader(run, ctx.signal);
   const detailCtx = {
     loadRecorded,
     get t0() { return diagram.t0; },
+    turnOf: (seq) => diagram.turns.get(seq),
     close: () => { panel.hidden = true; placeholder.hidden = false; diagram.clear('selected'); },
   };
   function select(seq) {
@@ -154,7 +175,7 @@ export async function viewRun(ctx, runId) {
     head.el,
     h('div', { class: 'run-body' },
       h('div', { class: 'main-col' },
-        h('section', { class: 'diagram-box' }, legend(), empty, more, diagram.wrap),
+        h('section', { class: 'diagram-box' }, legend(), empty, more, diagram.el),
         assertionPanel(runId, diagram, select, ctx.signal)),
       side));
   ctx.main.replaceChildren(view);

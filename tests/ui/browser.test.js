@@ -66,6 +66,17 @@ before(async () => {
   await c.emit(runs.rep, 'test.checkpoint', { note: 'loop done' });
   await c.endRun(runs.rep);
 
+  // A strict replay of the same change: the miss fails the reviewer's
+  // call and the loop stops there, a run much shorter than the golden one.
+  runs.strict = (await c.startRun({ mode: 'replay', session: 'review-loop', strict: true })).id;
+  reviews = 0;
+  await assert.rejects(us.reviewLoop(runs.strict, {
+    change: (agent, body) => {
+      if (agent === 'reviewer' && reviews++ === 0) body.messages[1].content += '\n(please be brief)';
+    },
+  }), /HTTP 404/);
+  await c.endRun(runs.strict);
+
   // An answer with markup and script in it, recorded.
   runs.xss = (await c.startRun({ mode: 'record', session: 'quotes' })).id;
   await us.chat(runs.xss, 'quoter', {
@@ -113,11 +124,12 @@ describe('ui', () => {
       misses: tr.querySelector('[data-col=misses]').textContent,
       duration: tr.querySelector('[data-col=duration]').textContent,
     })));
-    assert.deepEqual(rows.map((r) => r.id), [runs.rep, runs.rec], 'the two runs of the session, newest first');
+    assert.deepEqual(rows.map((r) => r.id), [runs.strict, runs.rep, runs.rec], 'the three runs of the session, newest first');
     assert.match(rows[0].mode, /^replay/);
-    assert.match(rows[1].mode, /^record/);
-    assert.deepEqual(rows.map((r) => r.status), ['ended', 'ended']);
-    assert.deepEqual(rows.map((r) => r.misses), ['1', '0']);
+    assert.match(rows[1].mode, /^replay/);
+    assert.match(rows[2].mode, /^record/);
+    assert.deepEqual(rows.map((r) => r.status), ['ended', 'ended', 'ended']);
+    assert.deepEqual(rows.map((r) => r.misses), ['1', '1', '0']);
     for (const r of rows) assert.match(r.duration, /\d+(\.\d+)? (µs|ms|s)$/);
     await browser.screenshot(p, 'runs');
   });
@@ -130,9 +142,21 @@ describe('ui', () => {
     assert.deepEqual(lanes, ['test', 'orchestrator', 'executor', 'reviewer', 'model', 'tools']);
 
     const drawn = await gSeqs(p);
-    assert.deepEqual(drawn.map((g) => g.seq), events.map((e) => e.seq), 'one mark per event, in seq order');
-    assert.deepEqual(drawn.map((g) => g.kind), events.map((e) => e.kind));
+    assert.deepEqual(drawn.map((g) => g.seq).sort((a, b) => a - b), events.map((e) => e.seq), 'one mark per event');
+    assert.deepEqual(drawn.map((g) => g.kind).sort(), events.map((e) => e.kind).sort());
     assert.equal(drawn.filter((g) => g.kind === 'exchange').length, 9, 'nine model calls');
+    // A recording traces an answer's tool call before the exchange that
+    // carries it; the diagram shows the model call first, then the call,
+    // and keeps seq order otherwise.
+    const recorded = events.filter((e) => e.kind === 'tool_call');
+    assert.ok(recorded.length > 0 && recorded.every((t) => events.find((e) => e.seq === t.seq + 1)?.kind === 'exchange'),
+      'in a recording each tool call comes just before its exchange');
+    const expected = events.slice();
+    for (const t of recorded) {
+      const i = expected.indexOf(t);
+      [expected[i], expected[i + 1]] = [expected[i + 1], expected[i]];
+    }
+    assert.deepEqual(drawn.map((g) => g.seq), expected.map((e) => e.seq), 'each model call drawn above the tool call of its answer');
     assert.equal(await textOf(p, '[data-count=events]'), String(events.length));
     assert.equal(await textOf(p, '[data-count=misses]'), '0');
 
@@ -159,6 +183,11 @@ describe('ui', () => {
     const { laneX } = geometry[0];
     const near = (x, lane) => Math.abs(x - laneX[lane]) < 14;
     for (let i = 1; i < geometry.length; i++) assert.ok(geometry[i].y > geometry[i - 1].y, `row of #${geometry[i].seq} below #${geometry[i - 1].seq}`);
+    const rowY = (seq) => geometry.find((x) => x.seq === seq).y;
+    for (const t of recorded) {
+      const ex = events.find((e) => e.kind === 'exchange' && e.response?.message?.toolCalls?.some((c) => c.id === t.attributes['gen_ai.tool.call.id']));
+      assert.ok(ex && rowY(t.seq) > rowY(ex.seq), `tool call #${t.seq} drawn below the model call #${ex?.seq} whose answer made it`);
+    }
     for (const ev of events) {
       const g = geometry.find((x) => x.seq === ev.seq);
       assert.match(g.title, new RegExp(`^#${ev.seq} ${ev.kind.replace('.', '\\.')}`));
@@ -171,6 +200,50 @@ describe('ui', () => {
     }
     assert.ok(await p.$('[data-legend]'), 'the legend explains the marks');
     await browser.screenshot(p, 'run');
+  });
+
+  test('each agent\'s turns are numbered from 1, whatever its request count', async (t) => {
+    const p = await page(t);
+    const events = traces.rec;
+    await open(p, us.http, `#/run/${runs.rec}`, '[data-view=run][data-loaded=all]');
+    const turns = await p.$$eval('svg[data-diagram] g[data-kind=agent_execution] text.label', (ts) => ts.map((x) => x.textContent));
+    const executions = events.filter((e) => e.kind === 'agent_execution');
+    const seen = {};
+    assert.deepEqual(turns, executions.map((e) => `${e.agent} starts turn ${(seen[e.agent] = (seen[e.agent] || 0) + 1)}`));
+    // The executor's second turn starts at its third request.
+    const second = executions.filter((e) => e.agent === 'executor')[1];
+    assert.equal(second.attributes['understudy.agent.iteration'], '3');
+    assert.equal(await textOf(p, `g[data-event-seq="${second.seq}"] text.label`), 'executor starts turn 2');
+    await p.$eval(`g[data-event-seq="${second.seq}"]`, (g) => g.scrollIntoView({ block: 'center' }));
+    await p.click(`g[data-event-seq="${second.seq}"] rect.hit`);
+    await p.waitForSelector('[data-panel=detail] .summary');
+    assert.equal(await textOf(p, '[data-panel=detail] .summary'), 'executor starts turn 2');
+  });
+
+  test('a run longer than its box says how many events are out of sight below, until the last is in view', async (t) => {
+    const p = await page(t);
+    await open(p, us.http, `#/run/${runs.rec}`, '[data-view=run][data-loaded=all]');
+    // In sight at the bottom of what is in view of the box: how many rows
+    // are out of sight below it.
+    const fold = () => p.$eval('[data-scroll]', (w) => {
+      const bottom = Math.min(w.getBoundingClientRect().top + w.clientHeight, window.innerHeight);
+      const hidden = [...w.querySelectorAll('g[data-event-seq] rect.hit')].filter((r) => r.getBoundingClientRect().bottom > bottom + 1).length;
+      const more = w.parentElement.querySelector('[data-more-below]');
+      const at = more?.getBoundingClientRect();
+      return { hidden, shown: !!more && !more.hidden && at.height > 0 && at.top >= 0 && at.bottom <= window.innerHeight, text: more?.textContent, scrollTop: w.scrollTop };
+    });
+    await waitInPage(p, () => document.querySelector('[data-more-below]:not([hidden])'), [], 'the hint');
+    const first = await fold();
+    assert.ok(first.hidden > 0, 'the run is longer than the box');
+    assert.equal(first.shown, true, 'a hint in the window says more is below');
+    assert.match(first.text, new RegExp(`^▼ ${first.hidden} more events below`));
+    await p.click('[data-more-below]');
+    await waitInPage(p, (top) => document.querySelector('[data-scroll]').scrollTop > top, [first.scrollTop], 'the hint scrolling the box');
+    await p.$eval('[data-scroll]', (w) => {
+      w.scrollTop = w.scrollHeight;
+      window.scrollTo(0, document.documentElement.scrollHeight);
+    });
+    await waitInPage(p, () => document.querySelector('[data-more-below]').hidden, [], 'the hint gone with the last row in view');
   });
 
   test('clicking an exchange opens its request and answer', async (t) => {
@@ -189,6 +262,37 @@ describe('ui', () => {
     assert.ok(visible.includes(`Task: ${us.TASK}`), 'the request body is readable in the panel');
     assert.ok(await p.$(`g.selected[data-event-seq="${first.seq}"]`), 'the clicked event is marked selected');
     await browser.screenshot(p, 'run-detail');
+  });
+
+  test('an event reached by key is in view with the row above it, clear of the lane heads', async (t) => {
+    const p = await page(t);
+    await open(p, us.http, `#/run/${runs.rec}`, '[data-view=run][data-loaded=all]');
+    await p.$eval('[data-scroll]', (w) => {
+      w.scrollTop = w.scrollHeight;
+      w.querySelector('svg[data-diagram] g[data-event-seq]:last-of-type').focus({ preventScroll: true });
+    });
+    // What the focused row and the row above it show below the lane heads.
+    const focused = () => p.evaluate(() => {
+      const g = document.activeElement;
+      const w = g.closest('[data-scroll]');
+      const heads = w.querySelector('svg.lane-heads').getBoundingClientRect();
+      const above = g.previousElementSibling?.querySelector('rect.hit').getBoundingClientRect();
+      return { seq: Number(g.dataset.eventSeq), above: above ? above.top - heads.bottom : 0 };
+    });
+    const start = await focused();
+    for (let i = 0; i < 20; i++) {
+      await p.keyboard.down('Shift');
+      await p.keyboard.press('Tab');
+      await p.keyboard.up('Shift');
+      const f = await focused();
+      assert.ok(f.seq !== start.seq, 'the focus moved up the diagram');
+      assert.ok(f.above >= -0.5, `#${f.seq} focused: the row above it starts ${-f.above}px under the lane heads`);
+    }
+    const { seq } = await focused();
+    await p.keyboard.press('Enter');
+    await p.waitForSelector(`g.selected[data-event-seq="${seq}"]`);
+    assert.match(await textOf(p, '[data-panel=detail] h3'), new RegExp(`^#${seq} `), 'Enter opened it');
+    assert.ok((await focused()).above >= -0.5, 'the opened event keeps the row above it in view');
   });
 
   test('a replay miss is marked red and its detail shows the closest recording and the differing field', async (t) => {
@@ -240,12 +344,52 @@ describe('ui', () => {
     await p.$eval('[data-assert-results]', (el) => el.scrollIntoView({ block: 'end' }));
     await browser.screenshot(p, 'run-assert');
 
+    // A failed sequence check marks where the run differed, not every
+    // exchange that matched before it: [orchestrator, executor, reviewer]
+    // against orchestrator, executor, executor, … differs at the second
+    // executor call.
+    const exchanges = traces.rep.filter((e) => e.kind === 'exchange');
+    const differs = exchanges[2];
+    assert.equal(differs.agent, 'executor');
+    await p.$eval('[data-assert-spec]', (el) => {
+      el.value = 'assertions:\n  - agent_sequence: {agents: [orchestrator, executor, reviewer]}\n';
+    });
+    await p.click('[data-action=assert]');
+    await p.waitForSelector('[data-assert-results] li.fail [data-differs-at]');
+    assert.deepEqual(await p.$$eval('g.failed-check', (gs) => gs.map((g) => Number(g.dataset.eventSeq))), [differs.seq],
+      'only the exchange where the sequence differs is marked');
+    assert.equal(await p.$eval('[data-differs-at]', (el) => Number(el.dataset.differsAt)), differs.seq);
+    assert.deepEqual(await p.$$eval('[data-assert-results] [data-points-to-seq]', (bs) => bs.map((b) => Number(b.dataset.pointsToSeq))),
+      [differs.seq, exchanges[0].seq, exchanges[1].seq], 'a link to where it differs, then to what matched before it');
+
     // An invalid spec is an error in the panel, not a verdict.
     await p.$eval('[data-assert-spec]', (el) => { el.value = 'assertions:\n  - no_such_check: true\n'; });
     await p.click('[data-action=assert]');
     await p.waitForSelector('[data-assert-results] [data-assert-error]');
     assert.match(await textOf(p, '[data-assert-error]'), /no_such_check/);
     p.problems.splice(0, p.problems.length, ...p.problems.filter((x) => !/status of 400/.test(x)));
+  });
+
+  test('a spec pasted into the empty spec box is the spec checked', async (t) => {
+    const p = await page(t);
+    await open(p, us.http, `#/run/${runs.rep}`, '[data-action=assert]');
+    const box = await p.$eval('[data-assert-spec]', (el) => ({ value: el.value, placeholder: el.placeholder }));
+    assert.equal(box.value, '', 'the box starts empty');
+    assert.match(box.placeholder, /no_misses: true/, 'the example shows as a placeholder');
+    const pasted = 'assertions:\n  - agent_sequence: {agents: [orchestrator], match: prefix}\n';
+    await p.click('[data-assert-spec]');
+    await p.keyboard.sendCharacter(pasted);
+    assert.equal(await p.$eval('[data-assert-spec]', (el) => el.value), pasted);
+    await p.click('[data-action=assert]');
+    await p.waitForSelector('[data-assert-results] .verdict');
+    assert.equal(await textOf(p, '[data-assert-results] .verdict'), 'All 1 checks passed');
+    assert.deepEqual(await p.$$eval('[data-assert-results] li', (lis) => lis.map((li) => li.dataset.check)), ['agent_sequence']);
+
+    // Left empty, Check checks the example.
+    await p.$eval('[data-assert-spec]', (el) => { el.value = ''; });
+    await p.click('[data-action=assert]');
+    await p.waitForSelector('[data-assert-results] li[data-check=no_misses]');
+    assert.match(await p.$eval('[data-assert-spec]', (el) => el.value), /no_misses: true/);
   });
 
   test('rule hits, phase transitions, routing decisions and the workflow end are marked on their lanes', async (t) => {
@@ -260,7 +404,7 @@ describe('ui', () => {
       'rules:',
       '  - name: executor-hands-over',
       '    when: {agent: executor, iteration: 1}',
-      '    respond: {tool_calls: [{name: continue, arguments: {phase: review}}]}',
+      '    respond: {content: "Handing over to review.", tool_calls: [{name: continue, arguments: {phase: review}}]}',
       '  - name: reviewer-objects',
       '    when: {agent: reviewer, phase: review}',
       '    respond: {content: \'{"agents": ["executor"], "phase": "fix", "reason": "SQL injection in login()"}\'}',
@@ -282,11 +426,14 @@ describe('ui', () => {
       kind: g.dataset.kind,
       rule: g.classList.contains('rule-hit'),
       label: [...g.querySelectorAll('text.label')].map((x) => x.textContent).join(' | '),
+      title: g.querySelector('title').textContent,
     })));
     assert.deepEqual(marks.map((m) => m.seq), events.map((e) => e.seq));
     const byKind = (k) => marks.filter((m) => m.kind === k);
     assert.deepEqual(byKind('exchange').map((m) => m.rule), [true, true, true], 'each answer is marked as a rule hit');
     assert.match(byKind('exchange')[0].label, /executor-hands-over/);
+    assert.match(byKind('exchange')[0].label, /^.* \| “Handing over to review\.” ⇢ continue/, 'an answer with text and a tool call shows both');
+    assert.match(byKind('exchange')[0].title, /\n“Handing over to review\.” ⇢ continue\(\{"phase":"review"\}\)\n/);
     assert.deepEqual(byKind('phase_transition').map((m) => m.label), ['phase ∅ → review', 'phase review → fix']);
     assert.deepEqual(byKind('routing_decision').map((m) => m.label), ['route to executor (SQL injection in login())']);
     assert.equal(byKind('workflow_end').length, 1);
@@ -363,12 +510,71 @@ describe('ui', () => {
     assert.match(line, new RegExp(`B #${miss.seq} miss \\(reviewer\\)`));
     assert.match(line, /kind differs: exchange vs miss/);
     assert.match(line, /request differs at messages\[1\]\.content/);
+
     await browser.screenshot(p, 'compare');
 
     // A run compared with itself does not diverge.
     await open(p, us.http, `#/compare/${runs.rec}/${runs.rec}`, '[data-first-divergence]');
     assert.equal(await p.$eval('[data-first-divergence]', (e) => e.dataset.firstDivergence), 'none');
     assert.equal(await p.$$eval('g.divergence', (gs) => gs.length), 0);
+  });
+
+  test('compared runs show each lane\'s whole name in panes that hold every lane', async (t) => {
+    const p = await page(t);
+    await open(p, us.http, `#/compare/${runs.rec}/${runs.rep}`, '[data-view=compare] [data-first-divergence]');
+    const names = await p.$$eval('svg[data-diagram] g[data-lane]', (gs) => gs.map((g) => [g.dataset.lane, g.querySelector('text.lane-name').textContent]));
+    assert.equal(names.length, 12);
+    for (const [lane, shown] of names) assert.equal(shown, lane, 'the lane name is not clipped');
+    const headNames = await p.$$eval('svg.lane-heads text.lane-name', (ts) => ts.map((x) => x.textContent));
+    assert.deepEqual(headNames, names.map(([lane]) => lane), 'the heads that stay in view too');
+    const fits = await p.$$eval('.compare [data-scroll]', (ws) => ws.map((w) => w.scrollWidth <= w.clientWidth));
+    assert.deepEqual(fits, [true, true], 'six lanes fit in each pane, with their names');
+  });
+
+  test('compared runs show their first divergence side by side', async (t) => {
+    // The golden run and the strict replay that stopped at its miss: a
+    // long pane and a short one.
+    const p = await page(t);
+    await open(p, us.http, `#/compare/${runs.rec}/${runs.strict}`, '[data-view=compare] [data-first-divergence]');
+    const miss = traces.strict.find((e) => e.kind === 'miss');
+    assert.ok(miss && traces.strict.length < traces.rec.length / 2, 'the strict replay stopped at its miss');
+    assert.equal(await p.$eval('[data-first-divergence]', (e) => e.dataset.seqB), String(miss.seq));
+    // The two divergent rows at one height on the screen, in view below
+    // the lane heads.
+    const rows = await p.$$eval('g.divergence rect.hit', (rs) => rs.map((r) => {
+      const w = r.closest('[data-scroll]');
+      const box = w.getBoundingClientRect();
+      const at = r.getBoundingClientRect();
+      return { top: at.top, bottom: at.bottom, boxTop: box.top, boxBottom: box.top + w.clientHeight };
+    }));
+    assert.equal(rows.length, 2);
+    assert.ok(Math.abs(rows[0].top - rows[1].top) < 1, `the divergence at one height in both panes: ${rows[0].top} and ${rows[1].top}`);
+    for (const r of rows) assert.ok(r.top >= r.boxTop + 40 && r.bottom <= r.boxBottom, `the divergence in view: ${JSON.stringify(r)}`);
+    await browser.screenshot(p, 'compare-aligned');
+  });
+
+  test('opening an event of a compared run scrolls its pane to it, clear of the lane heads', async (t) => {
+    const p = await page(t);
+    await open(p, us.http, `#/compare/${runs.rec}/${runs.rep}`, '[data-view=compare] [data-first-divergence]');
+    // A row of pane A half under the lane heads, clicked where it shows.
+    const target = await p.$eval('[data-side=A] [data-scroll]', (w) => {
+      const hit = (x) => x.querySelector('rect.hit');
+      const g = [...w.querySelectorAll('svg[data-diagram] g[data-event-seq]')]
+        .find((x) => Number(hit(x).getAttribute('y')) >= 150 && Number(hit(x).getAttribute('height')) >= 40);
+      w.scrollTop = Number(hit(g).getAttribute('y')) - 20;
+      const box = w.getBoundingClientRect();
+      return { seq: Number(g.dataset.eventSeq), x: box.left + box.width / 2, y: (hit(g).getBoundingClientRect().bottom + box.top + 40) / 2 };
+    });
+    await p.mouse.click(target.x, target.y);
+    await p.waitForSelector(`[data-side=A] g.selected[data-event-seq="${target.seq}"]`);
+    const opened = await p.$eval(`[data-side=A] g[data-event-seq="${target.seq}"]`, (g) => {
+      const w = g.closest('[data-scroll]');
+      const box = w.getBoundingClientRect();
+      const above = g.previousElementSibling.querySelector('rect.hit').getBoundingClientRect();
+      const at = g.querySelector('rect.hit').getBoundingClientRect();
+      return { headsBottom: w.querySelector('svg.lane-heads').getBoundingClientRect().bottom, above: above.top, bottom: at.bottom, boxBottom: box.top + w.clientHeight };
+    });
+    assert.ok(opened.above >= opened.headsBottom - 0.5 && opened.bottom <= opened.boxBottom + 0.5, `the opened event and the row above it in view: ${JSON.stringify(opened)}`);
   });
 
   test('an unknown run id gives a page that says so', async (t) => {

@@ -58,6 +58,51 @@ test('a live run takes new events and a new agent lane without reload, and stops
   await waitInPage(p, () => document.querySelector('[data-live=off]') && document.querySelector('[data-status]').textContent === 'ended', [], 'live off');
 });
 
+test('a live recording draws each model call above the tool calls its answer made, which are traced first', async (t) => {
+  const p = await page(t);
+  const kinds = () => p.$$eval('svg[data-diagram] g[data-event-seq]', (gs) => gs.map((g) => g.dataset.kind));
+  await open(p, mock.url, '#/run/run-live-rec', '[data-live=on]');
+  const first = mock.fixture.events['run-live-rec'];
+  assert.deepEqual(first.map((e) => e.kind), ['run_started', 'agent_execution', 'tool_call', 'phase_transition', 'exchange'], 'as a recording traces them');
+  assert.deepEqual(await kinds(), ['run_started', 'agent_execution', 'exchange', 'tool_call', 'phase_transition']);
+
+  // The executor (a new lane: the diagram is drawn again) and then the
+  // orchestrator again, whose exchange comes in a later message than its
+  // tool call and phase transition.
+  const { calls } = mock.fixture;
+  let seq = first.length;
+  const more = (call) => {
+    const evs = traceOf('run-live-rec', [call], { started: false, ended: false, custom: false, startSeq: seq + 1 });
+    seq += evs.length;
+    return evs;
+  };
+  const executor = more(calls[1]);
+  mock.append('run-live-rec', executor);
+  await waitInPage(p, (n) => document.querySelectorAll('svg[data-diagram] g[data-event-seq]').length === n, [seq], 'the executor\'s events');
+  assert.deepEqual((await kinds()).slice(first.length), ['agent_execution', 'exchange', 'tool_call']);
+
+  const orchestrator = more(calls[4]);
+  assert.deepEqual(orchestrator.map((e) => e.kind), ['agent_execution', 'tool_call', 'phase_transition', 'exchange']);
+  mock.append('run-live-rec', orchestrator.slice(0, 3));
+  await waitInPage(p, (n) => document.querySelectorAll('svg[data-diagram] g[data-event-seq]').length === n, [seq - 1], 'the effects');
+  const call = orchestrator[1].seq;
+  await p.click(`g[data-event-seq="${call}"] rect.hit`);
+  await p.waitForSelector(`g.selected[data-event-seq="${call}"]`);
+  mock.append('run-live-rec', orchestrator.slice(3));
+  await waitInPage(p, (n) => document.querySelectorAll('svg[data-diagram] g[data-event-seq]').length === n, [seq], 'the exchange');
+  const rows = await p.$$eval('svg[data-diagram] g[data-event-seq]', (gs) => gs.map((g) => ({
+    seq: g.dataset.eventSeq, kind: g.dataset.kind, y: Number(g.querySelector('rect.hit').getAttribute('y')),
+    height: Number(g.querySelector('rect.hit').getAttribute('height')), selected: g.classList.contains('selected'),
+  })));
+  assert.deepEqual(rows.slice(-4).map((r) => r.kind), ['agent_execution', 'exchange', 'tool_call', 'phase_transition']);
+  for (let i = 1; i < rows.length; i++) assert.equal(rows[i].y, rows[i - 1].y + rows[i - 1].height, `row #${rows[i].seq} right below #${rows[i - 1].seq}`);
+  assert.deepEqual(rows.filter((r) => r.selected).map((r) => r.seq), [call], 'the selected tool call stays selected');
+  assert.deepEqual(await p.$$eval('g[data-kind=agent_execution] text.label', (ts) => ts.map((x) => x.textContent)),
+    ['orchestrator starts turn 1', 'executor starts turn 1', 'orchestrator starts turn 2']);
+  mock.endRun('run-live-rec');
+  await waitInPage(p, () => document.querySelector('[data-live=off]'), [], 'live off');
+});
+
 test('a 1,000-event run arrives page by page and is drawn whole', async (t) => {
   const p = await page(t);
   await open(p, mock.url, '#/run/run-big', '[data-view=run][data-loaded=all]');

@@ -67,9 +67,11 @@ export function traceOf(runId, calls, { mode = 'record', session = 'review-loop'
     });
   }
   let misses = 0;
+  const requests = {};
   calls.forEach((c, i) => {
+    requests[c.agent] = (requests[c.agent] || 0) + 1;
     if (c.agent !== prev) {
-      push('agent_execution', c.agent, { 'understudy.agent.iteration': '1', ...(prev ? { 'understudy.previous_agent': prev } : {}) });
+      push('agent_execution', c.agent, { 'understudy.agent.iteration': String(requests[c.agent]), ...(prev ? { 'understudy.previous_agent': prev } : {}) });
       prev = c.agent;
     }
     if (c.toolResult) push('tool_result', c.agent, { 'gen_ai.tool.name': c.toolResult[0], 'gen_ai.tool.call.id': c.toolResult[1], 'gen_ai.tool.call.result': c.toolResult[2] });
@@ -87,15 +89,24 @@ export function traceOf(runId, calls, { mode = 'record', session = 'review-loop'
       if (strict) return;
       source = 'closest_recording';
     }
+    // What the answer caused: traced after its exchange in a replay, and
+    // before it when the upstream answered (the exchange is traced once
+    // recorded).
+    const effects = () => {
+      if (c.tool) {
+        push('tool_call', c.agent, { 'gen_ai.tool.name': c.tool[0], 'gen_ai.tool.call.id': `call_${i}`, 'gen_ai.tool.call.arguments': JSON.stringify(c.tool[1]) });
+      }
+      if (c.phase) push('phase_transition', c.agent, { 'understudy.phase.from': c.phase[0], 'understudy.phase.to': c.phase[1] });
+    };
+    const upstream = !c.rule && source === 'upstream';
+    if (upstream) effects();
     push('exchange', c.agent, {
       'gen_ai.operation.name': 'chat', 'gen_ai.request.model': 'gpt-test', 'gen_ai.response.id': `chatcmpl-${i}`,
       'understudy.answer.source': c.rule ? 'rule' : source, 'understudy.exchange.seq': String(i + 1), 'understudy.iteration': String(i + 1),
+      'understudy.agent.iteration': String(requests[c.agent]),
       ...(c.rule ? { 'understudy.rule.name': c.rule } : {}),
     }, { request: req, response: response(c, i) });
-    if (c.tool) {
-      push('tool_call', c.agent, { 'gen_ai.tool.name': c.tool[0], 'gen_ai.tool.call.id': `call_${i}`, 'gen_ai.tool.call.arguments': JSON.stringify(c.tool[1]) });
-    }
-    if (c.phase) push('phase_transition', c.agent, { 'understudy.phase.from': c.phase[0], 'understudy.phase.to': c.phase[1] });
+    if (!upstream) effects();
   });
   if (custom) push('test.checkpoint', '', { note: 'loop done' });
   if (ended) push('run_ended', '', { 'understudy.run.served': String(calls.length), 'understudy.run.misses': String(misses) });
@@ -128,6 +139,7 @@ export function buildFixture() {
     run('run-rec', { recorded: calls.length, served: calls.length }),
     run('run-rep', { mode: 'RUN_MODE_REPLAY', strict: false, misses: 1, served: calls.length, start: T0 + 1e6, durationMicros: 61000 }),
     run('run-live', { mode: 'RUN_MODE_REPLAY', state: 'RUN_STATE_ACTIVE', served: 0, start: T0 + 2e6 }),
+    run('run-live-rec', { state: 'RUN_STATE_ACTIVE', served: 0, start: T0 + 2.5e6 }),
     run('run-xss', { session: 'xss', served: 1, recorded: 1, start: T0 + 3e6 }),
     run('run-big', { mode: 'RUN_MODE_REPLAY', session: 'review-loop', served: bigCalls.length, start: T0 + 4e6, durationMicros: 5e6 }),
   ];
@@ -135,6 +147,7 @@ export function buildFixture() {
     'run-rec': traceOf('run-rec', calls),
     'run-rep': traceOf('run-rep', calls, { mode: 'replay', strict: false, missAt: 4 }),
     'run-live': traceOf('run-live', calls.slice(0, 2), { mode: 'replay', ended: false, custom: false }),
+    'run-live-rec': traceOf('run-live-rec', calls.slice(0, 1), { ended: false, custom: false }),
     'run-xss': traceOf('run-xss', xssCalls, { session: 'xss' }),
   };
   const big = traceOf('run-big', bigCalls, { mode: 'replay', custom: false });
