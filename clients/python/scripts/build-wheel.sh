@@ -73,10 +73,17 @@ if [[ -z ${SOURCE_DATE_EPOCH:-} ]]; then
 fi
 export SOURCE_DATE_EPOCH
 
-# pip prints its progress on stdout: keep stdout for the wheel's path.
-PIP_CONFIG_FILE=/dev/null "$python" -m pip wheel --quiet --no-deps --no-build-isolation --no-index \
-  --disable-pip-version-check --no-cache-dir --wheel-dir "$out" "$stage" >&2
+# pip prints its progress on stdout: keep stdout for the wheel's path; its
+# output is shown when the wheel is not where it should be.
+log=$stage.pip.log
+trap 'rm -rf "$stage" "$log"' EXIT
+PIP_CONFIG_FILE=/dev/null "$python" -m pip wheel --verbose --no-deps --no-build-isolation --no-index \
+  --disable-pip-version-check --no-cache-dir --wheel-dir "$out" "$stage" >"$log" 2>&1 ||
+  { cat "$log" >&2; fail "pip wheel failed (its output above)"; }
 
 wheel=$out/understudy_testing-$project_version-py3-none-any.whl
-[[ -f $wheel ]] || fail "pip wheel wrote no $wheel"
+if [[ ! -f $wheel ]]; then
+  tail -n 40 "$log" >&2
+  fail "pip wheel wrote no $wheel (in $out: $(ls -A "$out" | tr '\n' ' '); pip's output above)"
+fi
 echo "$wheel"
