@@ -33,6 +33,15 @@ struct Route {
   std::string query;  // after '?', "" when none
 };
 
+// The Anthropic SDKs disagree on where /v1 goes: @anthropic-ai/sdk and
+// `anthropic` append /v1/messages to ANTHROPIC_BASE_URL, @ai-sdk/anthropic
+// expects /v1 inside it and appends /messages. Both name one API, so the
+// same base URL (`/run/{run}`, as `record|replay -- CMD` sets it) serves
+// both; what is recorded and forwarded is always /v1/messages.
+void NormalizeApiPath(std::string* path) {
+  if (*path == "/messages") *path = "/v1/messages";
+}
+
 // Splits the optional prefix off `target`. False for a malformed prefix.
 bool ParseRoute(absl::string_view target, Route* route) {
   size_t q = target.find('?');
@@ -52,9 +61,11 @@ bool ParseRoute(absl::string_view target, Route* route) {
     route->path.clear();
     for (size_t i = rest; i < parts.size(); ++i) absl::StrAppend(&route->path, "/", parts[i]);
     if (route->path.empty()) route->path = "/";
+    NormalizeApiPath(&route->path);
     return true;
   }
   route->path = std::string(path);
+  NormalizeApiPath(&route->path);
   return true;
 }
 
@@ -138,7 +149,8 @@ void MethodNotAllowed(WireApi api, absl::string_view allowed, HttpResponder& out
 
 constexpr char kRoutes[] =
     "understudy serves POST /v1/chat/completions, POST /v1/responses, GET /v1/responses/{id}, "
-    "POST /v1/embeddings, POST /v1/messages, POST /v1beta/models/{model}:generateContent, "
+    "POST /v1/embeddings, POST /v1/messages (also /messages), "
+    "POST /v1beta/models/{model}:generateContent, "
     "POST /v1beta/models/{model}:streamGenerateContent, GET /v1/models and POST /mcp/{name}";
 
 }  // namespace
@@ -244,6 +256,10 @@ bool HandlerSlot::Call(HttpRequest& request, std::shared_ptr<HttpResponder>& out
 }
 
 void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
+  // A listener that checks Host has refused these already (CheckHost).
+  if (absl::Status proxied = CheckNotProxied(request); !proxied.ok()) {
+    return RespondError(WireApi::kChatCompletions, proxied, *out);
+  }
   if (UiApi::Serves(request.target)) {
     if (options_.ui == nullptr) return UiApi::RespondOff(*out);
     return options_.ui->Handle(std::move(request), std::move(out));
