@@ -296,8 +296,8 @@ absl::StatusOr<WrapResult> RunWrapped(const ServeFlags& flags,
   } else {
     for (char** e = environ; *e != nullptr; ++e) base.emplace_back(*e);
   }
-  std::vector<std::string> env = WithVariables(
-      base, WrapperVariables(http, server->grpc_address(), run, flags.refuse_egress));
+  std::vector<std::string> env =
+      WithVariables(base, WrapperVariables(http, server->grpc_address(), run, flags.refuse_egress));
   std::vector<char*> envp;
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);

@@ -372,7 +372,8 @@ int main(int argc, char** argv) {
       "Example:\n  understudy record --session golden --upstream openai=https://api.openai.com "
       "-- node agent.js");
   replay_cmd->footer(
-      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and "
+      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, UNDERSTUDY_ADDR, "
+      "UNDERSTUDY_HTTP and "
       "UNDERSTUDY_RUN for the command. No upstream is contacted in the default mode (none).\n"
       "Also sets HTTPS_PROXY, HTTP_PROXY, ALL_PROXY (and lower case) to understudy, which refuses "
       "every\nconnection naming its host on stderr, NO_PROXY to 127.0.0.1,localhost,::1 and "

@@ -38,8 +38,8 @@ std::vector<std::pair<std::string, std::string>> WrapperVariables(absl::string_v
 // `ours`: whatever the caller's environment held under those names is
 // replaced, everything else is kept in its order.
 std::vector<std::string> WithVariables(
-    const std::vector<std::string>& base,
-    const std::vector<std::pair<std::string, std::string>>& ours);
+    const std::vector<std::string> &base,
+    const std::vector<std::pair<std::string, std::string>> &ours);
 
 }  // namespace cli
 }  // namespace understudy

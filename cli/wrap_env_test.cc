@@ -16,7 +16,8 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 using ::testing::Pair;
 
-std::map<std::string, std::string> AsMap(const std::vector<std::pair<std::string, std::string>>& v) {
+std::map<std::string, std::string> AsMap(
+    const std::vector<std::pair<std::string, std::string>> &v) {
   return {v.begin(), v.end()};
 }
 
@@ -36,8 +37,8 @@ TEST(WrapperVariablesTest, PointEverySdkAtTheRun) {
 TEST(WrapperVariablesTest, AReplayPointsEveryProxyVariableAtTheRefusingListener) {
   auto vars = AsMap(WrapperVariables("http://127.0.0.1:5000", "127.0.0.1:5001", "run-1",
                                      /*refuse_egress=*/true));
-  for (const char* name : {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY",
-                           "all_proxy"}) {
+  for (const char *name :
+       {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"}) {
     EXPECT_EQ(vars[name], "http://127.0.0.1:5000") << name;
   }
   EXPECT_EQ(vars["NO_PROXY"], "127.0.0.1,localhost,::1");
@@ -52,9 +53,9 @@ TEST(WithVariablesTest, ReplacesTheCallersValuesAndKeepsTheRest) {
                     {{"https_proxy", "http://127.0.0.1:1"},
                      {"NO_PROXY", "127.0.0.1"},
                      {"OPENAI_BASE_URL", "http://127.0.0.1:1/run/r/v1"}});
-  EXPECT_THAT(env, ElementsAre("PATH=/bin", "HOME=/h", "NO_PROXY_EXTRA=1",
-                               "https_proxy=http://127.0.0.1:1", "NO_PROXY=127.0.0.1",
-                               "OPENAI_BASE_URL=http://127.0.0.1:1/run/r/v1"));
+  EXPECT_THAT(
+      env, ElementsAre("PATH=/bin", "HOME=/h", "NO_PROXY_EXTRA=1", "https_proxy=http://127.0.0.1:1",
+                       "NO_PROXY=127.0.0.1", "OPENAI_BASE_URL=http://127.0.0.1:1/run/r/v1"));
 }
 
 TEST(WithVariablesTest, AnEntryWithoutValueIsANameToo) {

@@ -36,8 +36,9 @@ absl::Status Refused(absl::string_view destination) {
   const std::string shown = Printable(destination);
   Log(LogLevel::kWarning, "egress_refused",
       {{"destination", shown},
-       {"why", "a client used understudy as its proxy; it is not one, and a replay never "
-               "reaches a provider: give the SDK understudy's base URL (docs/http.md)"}});
+       {"why",
+        "a client used understudy as its proxy; it is not one, and a replay never "
+        "reaches a provider: give the SDK understudy's base URL (docs/http.md)"}});
   return absl::PermissionDeniedError(absl::StrCat(
       "understudy refused a connection to ", shown,
       ": it is not a proxy. `understudy replay` points HTTPS_PROXY and HTTP_PROXY here so that "
@@ -230,8 +231,7 @@ absl::Status CheckNotProxied(const HttpRequest& request) {
       return absl::OkStatus();  // origin form: /path
     }
     destination = target.substr(0, target.find_first_of("/?#"));
-    if (destination.find(':') == absl::string_view::npos ||
-        absl::EndsWith(destination, "]")) {
+    if (destination.find(':') == absl::string_view::npos || absl::EndsWith(destination, "]")) {
       return Refused(absl::StrCat(destination, ":", default_port));
     }
   }
@@ -245,9 +245,10 @@ absl::Status CheckHost(const std::vector<std::string>& allowed, const HttpReques
   if (header.empty()) return absl::OkStatus();
   const std::string name = absl::AsciiStrToLower(HostOf(header));
   if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) return absl::OkStatus();
-  return absl::PermissionDeniedError(absl::StrCat(
-      "Host \"", Printable(header.substr(0, 100)), "\" is not a name this server answers to (", absl::StrJoin(allowed, ", "),
-      "); add it with --allow-host (this check stops DNS rebinding)"));
+  return absl::PermissionDeniedError(
+      absl::StrCat("Host \"", Printable(header.substr(0, 100)),
+                   "\" is not a name this server answers to (", absl::StrJoin(allowed, ", "),
+                   "); add it with --allow-host (this check stops DNS rebinding)"));
 }
 
 }  // namespace service
