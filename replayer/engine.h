@@ -336,11 +336,14 @@ class Engine {
 
   // The OpenAI Responses chains of `call`'s run (replayer/response_chain.h):
   // what a response answered, kept so that a request naming it as its
-  // `previous_response_id` reads as the whole conversation, and so that it
+  // `previous_response_id` reads as the whole conversation, that an
+  // `item_reference` to one of its items reads as that item, and that it
   // can be fetched again. Errors as FindActiveRun, then as ResponseChain.
   absl::Status RememberResponse(const CallInfo& call, std::string id, ChainLink link);
   absl::StatusOr<std::vector<v1::Message>> ResolveResponse(const CallInfo& call,
                                                            absl::string_view id);
+  absl::StatusOr<v1::Message> ResolveItem(const CallInfo& call, absl::string_view item_id,
+                                          const ResponseChain::ItemReader& read);
   absl::StatusOr<std::string> ResponseBody(const CallInfo& call, absl::string_view id);
 
   // Decides how to answer `request` from `call`: a recording (replay, and

@@ -397,10 +397,22 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   pending->parsed = *std::move(parsed);
 
   if (wire.api == WireApi::kResponses) {
-    // The conversation a previous response id names goes before this
-    // request's own input, so that rules, agents and traces see all of it.
     google::protobuf::RepeatedPtrField<v1::Message>* messages =
         pending->parsed.canonical.mutable_messages();
+    // An item sent back by reference reads as the item, when this run
+    // issued it; otherwise it is matched as sent.
+    for (const provider::ParsedRequest::ItemReference& ref : pending->parsed.item_references) {
+      absl::StatusOr<v1::Message> item =
+          options_.engine->ResolveItem(call, ref.id, &provider::responses::OutputItems);
+      if (item.ok()) {
+        *messages->Mutable(ref.message) = *std::move(item);
+      } else if (LogEnabled(LogLevel::kDebug)) {
+        Log(LogLevel::kDebug, "item_reference_unresolved",
+            {{"run", call.run}, {"item", ref.id}, {"status", item.status().ToString()}});
+      }
+    }
+    // The conversation a previous response id names goes before this
+    // request's own input, so that rules, agents and traces see all of it.
     const int lead = std::min(pending->parsed.leading_messages, messages->size());
     pending->turn_input.assign(messages->begin() + lead, messages->end());
     if (!pending->parsed.previous_response_id.empty()) {
