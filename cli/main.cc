@@ -259,6 +259,9 @@ int main(int argc, char** argv) {
          "extra.user (repeatable)");
     list("normalize", serve.server.normalizers,
          "Rewrite before matching: uuid, timestamp, tmp-path, or REGEX=>REPLACEMENT (repeatable)");
+    option("exact-tool-call-ids", serve.server.exact_tool_call_ids,
+           "Match tool call ids the client made up (none of the recording's answers holds them) "
+           "as they are, not by position");
     list("redact-header", serve.server.redact_headers,
          "Header never logged, besides authorization, x-api-key, api-key, proxy-authorization");
     list("redact-json-path", serve.server.redact_json_paths,
