@@ -6,9 +6,9 @@
 // their code): OPENAI_BASE_URL (openai for Node and Python, @openai/agents,
 // @ai-sdk/openai; with /v1), ANTHROPIC_BASE_URL (@anthropic-ai/sdk and
 // anthropic append /v1/messages, @ai-sdk/anthropic appends /messages: the
-// server answers both) and GOOGLE_GEMINI_BASE_URL (@google/genai and
-// google-genai). @ai-sdk/google reads none: its users pass
-// GOOGLE_GEMINI_BASE_URL + "/v1beta" as `baseURL`.
+// server answers both) and GOOGLE_GEMINI_BASE_URL (@google/genai).
+// @ai-sdk/google reads none: its users pass GOOGLE_GEMINI_BASE_URL +
+// "/v1beta" as `baseURL`.
 #ifndef UNDERSTUDY_CLI_WRAP_ENV_H_
 #define UNDERSTUDY_CLI_WRAP_ENV_H_
 

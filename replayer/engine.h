@@ -121,6 +121,9 @@ inline constexpr char kMcpOperationPrefix[] = "mcp:";
 bool IsMcpRequest(const v1::CompletionRequest& request);
 
 // Who is asking, besides what: from call metadata or request fields.
+// Extra attributes for a trace event, in order.
+using TraceAttributes = std::vector<std::pair<std::string, std::string>>;
+
 struct CallInfo {
   // "" means the default run.
   std::string run;
@@ -128,6 +131,10 @@ struct CallInfo {
   // Passed through to the upstream in record/passthrough; never stored.
   std::vector<std::pair<std::string, std::string>> forward_headers;
   absl::Time deadline = absl::InfiniteFuture();
+  // What the adapter knows of the call that its model request's exchange
+  // event should say (the HTTP API it came over), added to that event. Not
+  // names the engine sets itself (gen_ai.*, understudy.*).
+  TraceAttributes attributes;
 };
 
 // Answers alias into immutable recordings where they can: no copy per reply.
@@ -155,9 +162,6 @@ class ChunkSink {
 };
 
 class RunState;
-
-// Extra attributes for a trace event, in order.
-using TraceAttributes = std::vector<std::pair<std::string, std::string>>;
 
 // A request that Decide sent upstream. Give it back to FinishForward with
 // the outcome; dropping it unfinished (the caller went away) releases the

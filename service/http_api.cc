@@ -387,6 +387,7 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
                   "unsupported_media_type"));
   }
   if (absl::Status names = CheckNames(call); !names.ok()) return RespondError(shape, names, *out);
+  call.attributes = CallAttributes(wire.api);
 
   // Secrets in configured body fields never reach matching or the store;
   // the upstream gets the body as sent.

@@ -99,6 +99,12 @@ test('ai sdk: a tool loop over Responses, Chat Completions, Anthropic (both SDKs
   // The trace reads the reference as the message it names.
   const events = await traceOfRun(db, runOf(rep.stderr));
   const exchanges = events.filter((e) => e.kind === 'exchange');
+  // OpenTelemetry's names: `chat` for every model call, and the OpenAI API
+  // it came over in openai.api.type.
+  assert.ok(exchanges.every((e) => attr(e, 'gen_ai.operation.name') === 'chat'));
+  assert.deepEqual(exchanges.map((e) => attr(e, 'openai.api.type') ?? '-'), [
+    'responses', 'responses', 'chat_completions', 'chat_completions', '-', '-', '-', '-', '-', '-',
+  ]);
   const secondResponses = exchanges[1];
   assert.equal(attr(secondResponses, 'gen_ai.request.model'), 'gpt-4.1-mini');
   assert.deepEqual(secondResponses.request.messages.map((m) => `${m.role}:${(m.content ?? '').replace(/ \(\w+\)$/, '')}`), [
