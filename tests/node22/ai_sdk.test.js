@@ -15,10 +15,10 @@ import { test } from 'node:test';
 import { randomHex } from './fakes/brain.js';
 import { defaultBrain } from '../node/fakes/fake_server.js';
 import { startFakeAnthropic } from '../node/fakes/anthropic.js';
-import { requireBinary, run, tempDir } from '../node/lib/harness.js';
+import { Server, requireBinary, run, tempDir } from '../node/lib/harness.js';
 import { startFakeGemini } from './fakes/gemini.js';
 import { startFakeOpenAI } from './fakes/openai.js';
-import { attr } from './lib/journey.js';
+import { attr, post, traceOf } from './lib/journey.js';
 import { API_KEY, FIXTURES, GEMINI_KEY, NODE22_BIN } from './lib/sdk.js';
 
 requireBinary();
@@ -134,4 +134,30 @@ test('ai sdk: @ai-sdk/google without a base URL cannot reach Google from a repla
     { env: UNUSED_KEYS, timeoutMs: 30000 });
   assert.notEqual(rep.code, 0, rep.stdout);
   assert.match(rep.stderr, /refused .*generativelanguage\.googleapis\.com:443/);
+});
+
+test('ai sdk: a reference to an item the run never issued is matched as sent and named in the debug log', { timeout: 60000 }, async (t) => {
+  const dir = tempDir(t, 'understudy-node22-ai-sdk-');
+  const server = await Server.start(t, dir, {
+    logLevel: 'debug', args: ['--mode', 'replay', '--scenario', path.join(FIXTURES, 'ai_sdk_rules.yaml')],
+  });
+  const body = {
+    model: 'gpt-4.1-mini',
+    input: [
+      { role: 'user', content: 'Use get_weather with city=Paris' },
+      { type: 'item_reference', id: 'msg_from_another_run' },
+    ],
+  };
+  const r = await post(`${server.http}/v1/responses`, JSON.stringify(body), { authorization: `Bearer ${API_KEY}` });
+  // Nothing answers it (no rule holds without a tool result): a miss, not a 400.
+  assert.equal(r.status, 404, r.text);
+  assert.equal(await server.stop(), 0, server.stderr());
+  assert.match(server.stderr(), /item_reference_unresolved .*item=msg_from_another_run/);
+  const { events } = await traceOf(server);
+  const miss = events.find((e) => e.kind === 'miss');
+  assert.ok(miss, JSON.stringify(events));
+  assert.deepEqual(miss.request.messages.map((m) => [m.role, m.extra ?? '']), [
+    ['user', ''],
+    ['user', '{"item":{"type":"item_reference","id":"msg_from_another_run"}}'],
+  ]);
 });
