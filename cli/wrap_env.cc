@@ -20,11 +20,11 @@ std::vector<std::pair<std::string, std::string>> WrapperVariables(absl::string_v
       {"UNDERSTUDY_RUN", std::string(run)},
   };
   if (refuse_egress) {
-    for (const char *name :
+    for (const char* name :
          {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"}) {
       out.emplace_back(name, std::string(http));
     }
-    for (const char *name : {"NO_PROXY", "no_proxy"}) {
+    for (const char* name : {"NO_PROXY", "no_proxy"}) {
       out.emplace_back(name, "127.0.0.1,localhost,::1");
     }
     out.emplace_back("NODE_USE_ENV_PROXY", "1");
@@ -33,16 +33,16 @@ std::vector<std::pair<std::string, std::string>> WrapperVariables(absl::string_v
 }
 
 std::vector<std::string> WithVariables(
-    const std::vector<std::string> &base,
-    const std::vector<std::pair<std::string, std::string>> &ours) {
+    const std::vector<std::string>& base,
+    const std::vector<std::pair<std::string, std::string>>& ours) {
   std::vector<std::string> env;
   env.reserve(base.size() + ours.size());
-  for (const std::string &kv : base) {
+  for (const std::string& kv : base) {
     const absl::string_view name = absl::string_view(kv).substr(0, kv.find('='));
-    if (absl::c_any_of(ours, [&](const auto &var) { return var.first == name; })) continue;
+    if (absl::c_any_of(ours, [&](const auto& var) { return var.first == name; })) continue;
     env.push_back(kv);
   }
-  for (const auto &[name, value] : ours) env.push_back(absl::StrCat(name, "=", value));
+  for (const auto& [name, value] : ours) env.push_back(absl::StrCat(name, "=", value));
   return env;
 }
 

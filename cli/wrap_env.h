@@ -8,7 +8,9 @@
 // anthropic append /v1/messages, @ai-sdk/anthropic appends /messages: the
 // server answers both) and GOOGLE_GEMINI_BASE_URL (@google/genai).
 // @ai-sdk/google reads none: its users pass GOOGLE_GEMINI_BASE_URL +
-// "/v1beta" as `baseURL`.
+// "/v1beta" as `baseURL`. GOOGLE_VERTEX_BASE_URL (@google/genai on Vertex
+// AI) and OPENAI_WEBSOCKET_BASE_URL (@openai/agents' Responses over a
+// WebSocket) name APIs understudy does not serve and are not set.
 #ifndef UNDERSTUDY_CLI_WRAP_ENV_H_
 #define UNDERSTUDY_CLI_WRAP_ENV_H_
 
@@ -38,8 +40,8 @@ std::vector<std::pair<std::string, std::string>> WrapperVariables(absl::string_v
 // `ours`: whatever the caller's environment held under those names is
 // replaced, everything else is kept in its order.
 std::vector<std::string> WithVariables(
-    const std::vector<std::string> &base,
-    const std::vector<std::pair<std::string, std::string>> &ours);
+    const std::vector<std::string>& base,
+    const std::vector<std::pair<std::string, std::string>>& ours);
 
 }  // namespace cli
 }  // namespace understudy

@@ -17,7 +17,7 @@ using ::testing::IsEmpty;
 using ::testing::Pair;
 
 std::map<std::string, std::string> AsMap(
-    const std::vector<std::pair<std::string, std::string>> &v) {
+    const std::vector<std::pair<std::string, std::string>>& v) {
   return {v.begin(), v.end()};
 }
 
@@ -37,7 +37,7 @@ TEST(WrapperVariablesTest, PointEverySdkAtTheRun) {
 TEST(WrapperVariablesTest, AReplayPointsEveryProxyVariableAtTheRefusingListener) {
   auto vars = AsMap(WrapperVariables("http://127.0.0.1:5000", "127.0.0.1:5001", "run-1",
                                      /*refuse_egress=*/true));
-  for (const char *name :
+  for (const char* name :
        {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"}) {
     EXPECT_EQ(vars[name], "http://127.0.0.1:5000") << name;
   }
