@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "cli/runs.h"
+#include "cli/wrap_env.h"
 #include "grpcpp/grpcpp.h"
 #include "mcpserver/http_endpoint.h"
 #include "nlohmann/json.hpp"
@@ -295,22 +296,8 @@ absl::StatusOr<WrapResult> RunWrapped(const ServeFlags& flags,
   } else {
     for (char** e = environ; *e != nullptr; ++e) base.emplace_back(*e);
   }
-  std::vector<std::string> env;
-  for (const std::string& kv : base) {
-    if (absl::StartsWith(kv, "OPENAI_BASE_URL=") || absl::StartsWith(kv, "ANTHROPIC_BASE_URL=") ||
-        absl::StartsWith(kv, "GOOGLE_GEMINI_BASE_URL=") ||
-        absl::StartsWith(kv, "UNDERSTUDY_ADDR=") || absl::StartsWith(kv, "UNDERSTUDY_RUN=") ||
-        absl::StartsWith(kv, "UNDERSTUDY_HTTP=")) {
-      continue;
-    }
-    env.push_back(kv);
-  }
-  env.push_back(absl::StrCat("OPENAI_BASE_URL=", http, "/run/", run, "/v1"));
-  env.push_back(absl::StrCat("ANTHROPIC_BASE_URL=", http, "/run/", run));
-  env.push_back(absl::StrCat("GOOGLE_GEMINI_BASE_URL=", http, "/run/", run));
-  env.push_back(absl::StrCat("UNDERSTUDY_ADDR=", server->grpc_address()));
-  env.push_back(absl::StrCat("UNDERSTUDY_HTTP=", http));
-  env.push_back(absl::StrCat("UNDERSTUDY_RUN=", run));
+  std::vector<std::string> env =
+      WithVariables(base, WrapperVariables(http, server->grpc_address(), run, flags.refuse_egress));
   std::vector<char*> envp;
   for (std::string& e : env) envp.push_back(e.data());
   envp.push_back(nullptr);

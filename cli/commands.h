@@ -48,6 +48,13 @@ struct ServeFlags {
   int64_t keep_runs = -1;
   std::string keep_trace_for;
   std::string prune_interval = "60s";
+  // record|replay -- CMD: point the command's proxy variables (HTTPS_PROXY,
+  // HTTP_PROXY, ALL_PROXY, lower case too, and NODE_USE_ENV_PROXY=1 for
+  // Node's fetch) at the HTTP listener, which refuses every connection
+  // (service::CheckNotProxied), with NO_PROXY naming only loopback: a
+  // client that ignores its base URL fails naming the host it wanted
+  // instead of reaching a real provider. Set for replays.
+  bool refuse_egress = false;
 };
 
 // Sets the default trace level and the retention bounds of `options` from

@@ -259,6 +259,9 @@ int main(int argc, char** argv) {
          "extra.user (repeatable)");
     list("normalize", serve.server.normalizers,
          "Rewrite before matching: uuid, timestamp, tmp-path, or REGEX=>REPLACEMENT (repeatable)");
+    option("exact-tool-call-ids", serve.server.exact_tool_call_ids,
+           "Match tool call ids the client made up (none of the recording's answers holds them) "
+           "as they are, not by position");
     list("redact-header", serve.server.redact_headers,
          "Header never logged, besides authorization, x-api-key, api-key, proxy-authorization");
     list("redact-json-path", serve.server.redact_json_paths,
@@ -360,14 +363,24 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"record", "once", "new", "all"}));
   replay_cmd->add_option("--mode", replay_mode, "none (strict), replay, or new")
       ->check(CLI::IsMember({"none", "replay", "new"}));
+  bool allow_egress = false;
+  const std::string allow_egress_help =
+      "Leave the command's proxy variables as they are (by default HTTPS_PROXY, HTTP_PROXY and "
+      "ALL_PROXY point at understudy, which refuses to be a proxy, so an SDK that ignores its "
+      "base URL cannot reach a real provider)";
+  replay_cmd->add_flag("--allow-egress", allow_egress, allow_egress_help);
   record_cmd->footer(
       "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and "
       "UNDERSTUDY_RUN for the command.\n" + modes +
       "Example:\n  understudy record --session golden --upstream openai=https://api.openai.com "
       "-- node agent.js");
   replay_cmd->footer(
-      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and "
+      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, UNDERSTUDY_ADDR, "
+      "UNDERSTUDY_HTTP and "
       "UNDERSTUDY_RUN for the command. No upstream is contacted in the default mode (none).\n"
+      "Also sets HTTPS_PROXY, HTTP_PROXY, ALL_PROXY (and lower case) to understudy, which refuses "
+      "every\nconnection naming its host on stderr, NO_PROXY to 127.0.0.1,localhost,::1 and "
+      "NODE_USE_ENV_PROXY=1\n(--allow-egress: none of these).\n"
       "Example:\n  understudy replay --session golden -- node agent.js");
 
   // Commands that read or change the database directly.
@@ -678,6 +691,7 @@ int main(int argc, char** argv) {
                          "Interpreter that builds the wheel and the venv (Python packages)");
   verify_cmd->add_option("--mode", verify_mode, "none (strict), replay, or new")
       ->check(CLI::IsMember({"none", "replay", "new"}));
+  verify_cmd->add_flag("--allow-egress", allow_egress, allow_egress_help);
   verify_cmd->footer(
       "npm: `npm pack`, then `npm install <tgz>` in an empty project; ENTRY is a bin of the\n"
       "package or a file in it. Python: `pip wheel --no-deps --no-build-isolation`, then a\n"
@@ -772,6 +786,7 @@ int main(int argc, char** argv) {
   if (*record_cmd || *replay_cmd) {
     serve.mode = *record_cmd ? record_mode : replay_mode;
     serve.server.default_session = wrap_session;
+    serve.refuse_egress = *replay_cmd && !allow_egress;
     return understudy::cli::Wrap(serve, wrapped);
   }
   if (*ls_cmd) return understudy::cli::SessionsList(db, prefix);
@@ -816,6 +831,7 @@ int main(int argc, char** argv) {
   if (*verify_cmd) {
     verify.serve = serve;
     verify.serve.mode = verify_mode;
+    verify.serve.refuse_egress = !allow_egress;
     verify.serve.server.default_session = verify_session;
     return understudy::cli::VerifyInstall(verify);
   }

@@ -1,7 +1,8 @@
 // The OpenAI Responses codec both ways (provider/responses.h): request and
-// response bodies, stream events; what parses renders, a rendered response
-// parses back to the same canonical answer, and rendered streams are whole
-// SSE events numbered 0, 1, 2, ...
+// response bodies (and the output items a reference reads as), stream
+// events; what parses renders, a rendered response parses back to the same
+// canonical answer, and rendered streams are whole SSE events numbered 0,
+// 1, 2, ...
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -29,6 +30,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                    request->stream == again->stream,
                "the canonical request is a function of the body");
     FUZZ_CHECK(request->include_usage == request->stream, "Responses streams report usage");
+    int previous = -1;
+    for (const provider::ParsedRequest::ItemReference& ref : request->item_references) {
+      FUZZ_CHECK(ref.message > previous && ref.message < request->canonical.messages_size(),
+                 "each reference points at its own message, in order");
+      previous = ref.message;
+    }
   } else {
     FUZZ_CHECK(absl::IsInvalidArgument(request.status()), "a bad body is INVALID_ARGUMENT");
   }
@@ -48,6 +55,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(!responses::ResponseIdOf(rendered).empty(), "a rendered response has an id");
   } else {
     FUZZ_CHECK(absl::IsInvalidArgument(response.status()), "a bad response is INVALID_ARGUMENT");
+  }
+  // The output items, as a reference to one reads: each a message with a
+  // role, the same every time.
+  const auto items = responses::OutputItems(body);
+  const auto items_again = responses::OutputItems(body);
+  FUZZ_CHECK(items.size() == items_again.size(), "reading items is deterministic");
+  for (size_t i = 0; i < items.size(); ++i) {
+    FUZZ_CHECK(items[i].first == items_again[i].first &&
+                   items[i].second.SerializeAsString() == items_again[i].second.SerializeAsString(),
+               "reading items is deterministic");
+    FUZZ_CHECK(!items[i].second.role().empty(), "an item reads as a message with a role");
   }
   (void)responses::ResponseIdOf(body);
   (void)responses::ResponseObjectFromEvent(body);

@@ -3,6 +3,7 @@
 #define UNDERSTUDY_PROVIDER_PARSED_REQUEST_H_
 
 #include <string>
+#include <vector>
 
 #include "understudy/v1/completion.pb.h"
 
@@ -34,6 +35,16 @@ struct ParsedRequest {
   // Gemini: the caller asked for a stream without `alt=sse`, which Gemini
   // sends as one JSON array, element by element.
   bool json_array_stream = false;
+  // OpenAI Responses: the input items that are `item_reference`s, as the
+  // index in `canonical.messages` of the message standing for each (before
+  // any previous_response_id conversation is put in) and the id it names.
+  // The service puts the item itself in its place when the run recorded or
+  // served it.
+  struct ItemReference {
+    int message = 0;
+    std::string id;
+  };
+  std::vector<ItemReference> item_references;
 };
 
 }  // namespace provider

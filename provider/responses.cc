@@ -176,20 +176,20 @@ absl::Status ParseFunctionCallOutput(const Json& item, const std::string& path,
   return absl::OkStatus();
 }
 
-absl::Status ParseItem(const Json& item, const std::string& path, v1::Message* message) {
+// The type of input item `item` at `path`, implied when absent.
+absl::StatusOr<std::string> ItemType(const Json& item, const std::string& path) {
   if (!item.is_object()) return ExpectedError(path, "an input item object", item);
   std::string type;
   US_RETURN_IF_ERROR(ReadOptionalString(item, "type", path, &type));
-  if (type.empty()) {
-    // Both have an optional `type`: a message has a role, a reference an id.
-    if (FindMember(item, "role") != nullptr) {
-      type = "message";
-    } else if (FindMember(item, "id") != nullptr) {
-      type = "item_reference";
-    } else {
-      return MissingError(JoinPath(path, "type"), "a string");
-    }
-  }
+  if (!type.empty()) return type;
+  // Both have an optional `type`: a message has a role, a reference an id.
+  if (FindMember(item, "role") != nullptr) return std::string("message");
+  if (FindMember(item, "id") != nullptr) return std::string("item_reference");
+  return MissingError(JoinPath(path, "type"), "a string");
+}
+
+absl::Status ParseItem(const Json& item, const std::string& path, v1::Message* message) {
+  US_ASSIGN_OR_RETURN(const std::string type, ItemType(item, path));
   if (type == "message") return ParseMessageItem(item, path, message);
   if (type == "function_call") return ParseFunctionCall(item, path, message);
   if (type == "function_call_output") return ParseFunctionCallOutput(item, path, message);
@@ -367,7 +367,14 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
       user->set_content(input->get<std::string>());
     } else if (input->is_array()) {
       for (size_t i = 0; i < input->size(); ++i) {
-        US_RETURN_IF_ERROR(ParseItem((*input)[i], JoinPath("input", i), request.add_messages()));
+        const Json& item = (*input)[i];
+        const std::string path = JoinPath("input", i);
+        US_RETURN_IF_ERROR(ParseItem(item, path, request.add_messages()));
+        if (*ItemType(item, path) != "item_reference") continue;
+        const Json* id = FindMember(item, "id");
+        if (id != nullptr && id->is_string()) {
+          out.item_references.push_back({request.messages_size() - 1, id->get<std::string>()});
+        }
       }
     } else {
       return ExpectedError("input", "a string or an array of input items", *input);
@@ -410,6 +417,23 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
     extra[key] = *it;
   }
   if (!extra.empty()) request.set_extra(DumpJson(extra));
+  return out;
+}
+
+std::vector<std::pair<std::string, v1::Message>> OutputItems(absl::string_view response_object) {
+  std::vector<std::pair<std::string, v1::Message>> out;
+  absl::StatusOr<Json> root = ParseJson(response_object, "body");
+  if (!root.ok() || !root->is_object()) return out;
+  const Json* output = FindMember(*root, "output");
+  if (output == nullptr || !output->is_array()) return out;
+  for (size_t i = 0; i < output->size(); ++i) {
+    const Json& item = (*output)[i];
+    const Json* id = item.is_object() ? FindMember(item, "id") : nullptr;
+    if (id == nullptr || !id->is_string()) continue;
+    v1::Message message;
+    if (!ParseItem(item, JoinPath("output", i), &message).ok()) continue;
+    out.emplace_back(id->get<std::string>(), std::move(message));
+  }
   return out;
 }
 

@@ -36,6 +36,10 @@
 //                                    produced, "tool" for tool outputs, "user"
 //                                    for what the caller adds (references,
 //                                    approvals)
+//   item_reference                -> the same, and its place and id in
+//                                    ParsedRequest::item_references: the
+//                                    service puts the item it names there
+//                                    when the run issued it (OutputItems)
 //
 // Lossless matching: every request field that ParseRequest does not map to
 // a canonical field is kept verbatim in `extra` (request or message),
@@ -54,6 +58,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -113,6 +118,16 @@ inline constexpr absl::string_view kIgnoredRequestFields[] = {
 // content parts, got number", "model: missing; expected a string",
 // "body: invalid JSON at byte 17: ...". Thread-safe.
 absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body);
+
+// The output items of a response object (a body, or the `response` of a
+// stream's final event) that have an id, each with the message ParseRequest
+// makes of that item when a caller sends it back as input: an output
+// `message` is an assistant message with its text, a `function_call` an
+// assistant message with that call, any other item a message holding it
+// whole. This is what an `item_reference` to one of them stands for.
+// Items that do not parse as input items are left out; so is everything of
+// a body that is not a response object (an empty list). Thread-safe.
+std::vector<std::pair<std::string, v1::Message>> OutputItems(absl::string_view response_object);
 
 // Translates a (non-streamed) `response` object: `id`, `model`; the text
 // of every `output_text` part of the `message` output items, joined, as the

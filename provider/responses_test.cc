@@ -320,6 +320,60 @@ TEST(ResponsesParseRequest, PassesEveryOtherItemTypeThroughWhole) {
   }
 }
 
+TEST(ResponsesParseRequest, NotesEachItemReferenceWithItsMessage) {
+  const ParsedRequest parsed = Parse(R"({"model":"m","instructions":"Be brief.","input":[
+      {"role":"user","content":"Hi"},
+      {"type":"item_reference","id":"msg_1"},
+      {"type":"function_call","call_id":"c1","name":"f","arguments":"{}"},
+      {"id":"rs_2"},
+      {"type":"item_reference","id":7},
+      {"type":"function_call_output","call_id":"c1","output":"ok"}]})");
+  ASSERT_EQ(parsed.canonical.messages_size(), 7);
+  ASSERT_EQ(parsed.item_references.size(), 2u) << "an id that is not a string names nothing";
+  EXPECT_EQ(parsed.item_references[0].message, 2);
+  EXPECT_EQ(parsed.item_references[0].id, "msg_1");
+  EXPECT_EQ(parsed.item_references[1].message, 4);
+  EXPECT_EQ(parsed.item_references[1].id, "rs_2");
+  // Until the service puts the item in its place, a reference is matched as sent.
+  EXPECT_EQ(parsed.canonical.messages(2).extra(),
+            R"({"item":{"type":"item_reference","id":"msg_1"}})");
+  EXPECT_TRUE(Parse(Messages(R"([{"role":"user","content":"Hi"}])")).item_references.empty());
+}
+
+TEST(ResponsesOutputItems, EachItemReadsAsItWouldSentBack) {
+  const std::vector<std::pair<std::string, v1::Message>> items = OutputItems(kResponse);
+  ASSERT_EQ(items.size(), 4u);
+  EXPECT_EQ(items[0].first, "rs_01");
+  EXPECT_EQ(items[1].first, "msg_01");
+  EXPECT_EQ(items[2].first, "fc_01");
+  EXPECT_EQ(items[3].first, "fc_02");
+  // kRequest sends these very items back (the reasoning with its encrypted
+  // content too): by reference they read the same.
+  const ParsedRequest sent = Parse(kRequest);
+  for (int i : {1, 2, 3}) {
+    EXPECT_EQ(items[i].second.ShortDebugString(), sent.canonical.messages(i + 2).ShortDebugString())
+        << items[i].first;
+  }
+  EXPECT_EQ(items[1].second.role(), "assistant");
+  EXPECT_EQ(items[1].second.content(), "I'll check both cities.");
+  EXPECT_EQ(items[0].second.role(), "assistant");
+  EXPECT_EQ(items[0].second.extra(), R"({"item":{"id":"rs_01","type":"reasoning","summary":[]}})");
+}
+
+TEST(ResponsesOutputItems, WhatIsNoResponseHoldsNoItems) {
+  EXPECT_TRUE(OutputItems("").empty());
+  EXPECT_TRUE(OutputItems("not json").empty());
+  EXPECT_TRUE(OutputItems(R"({"id":"resp_1"})").empty());
+  EXPECT_TRUE(OutputItems(R"({"output":{"id":"x"}})").empty());
+  // Items without an id, or that are no input items, are left out.
+  const auto items = OutputItems(
+      R"({"output":[{"type":"message","role":"assistant","content":"a"},)"
+      R"({"id":"x_1","type":"bogus"},{"id":"msg_2","type":"message","role":"assistant","content":"b"}]})");
+  ASSERT_EQ(items.size(), 1u);
+  EXPECT_EQ(items[0].first, "msg_2");
+  EXPECT_EQ(items[0].second.content(), "b");
+}
+
 TEST(ResponsesParseRequest, InstructionsComeFirstAsTheSystemPrompt) {
   const ParsedRequest parsed = Parse(R"({"model":"m","input":"Hi","instructions":"Be brief."})");
   EXPECT_EQ(recorder::CanonicalText(parsed.canonical),

@@ -70,6 +70,17 @@ std::string Excerpt(const std::string& s, size_t from, size_t max_chars) {
   return text;
 }
 
+// The scalars (and empty containers) in `value`, counting at most `limit`.
+size_t Leaves(const json& value, size_t limit) {
+  if (!value.is_structured() || value.empty()) return 1;
+  size_t n = 0;
+  for (const json& child : value) {
+    n += Leaves(child, limit - n);
+    if (n >= limit) return limit;
+  }
+  return n;
+}
+
 constexpr size_t kMaxShown = 120;
 constexpr size_t kContextBefore = 40;
 
@@ -116,6 +127,16 @@ size_t CountJsonDiffs(const json& recorded, const json& got, size_t limit) {
   auto emit = [&](const std::string&, const json*, const json*) { return ++count < limit; };
   if (limit > 0) Walk(&recorded, &got, "", emit);
   return count;
+}
+
+size_t JsonDistance(const json& recorded, const json& got, size_t limit) {
+  size_t distance = 0;
+  auto emit = [&](const std::string&, const json* r, const json* g) {
+    distance += r != nullptr && g != nullptr ? 1 : std::max<size_t>(1, Leaves(r ? *r : *g, limit));
+    return distance < limit;
+  };
+  if (limit > 0) Walk(&recorded, &got, "", emit);
+  return std::min(distance, limit);
 }
 
 }  // namespace replayer

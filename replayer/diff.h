@@ -26,9 +26,17 @@ struct JsonDiff {
 std::vector<JsonDiff> DiffJson(const nlohmann::json& recorded, const nlohmann::json& got,
                                size_t max_diffs = 20);
 
-// How many leaf differences there are, counting at most `limit`.
+// How many leaf differences there are, counting at most `limit`: what
+// DiffJson would list.
 size_t CountJsonDiffs(const nlohmann::json& recorded, const nlohmann::json& got,
                       size_t limit);
+
+// How far apart the two are, counting at most `limit`: CountJsonDiffs, but
+// a value present on one side only counts as the leaves it holds (at least
+// one). A request that differs from a recording in two ids is closer to it
+// than to a recording that lacks its last two messages, though DiffJson
+// lists two differences either way.
+size_t JsonDistance(const nlohmann::json& recorded, const nlohmann::json& got, size_t limit);
 
 // `value` as compact JSON, cut to `max_chars` with an ellipsis.
 std::string Abbreviate(const nlohmann::json& value, size_t max_chars = 120);

@@ -54,6 +54,28 @@ TEST(DiffTest, CountStopsAtTheLimit) {
   EXPECT_EQ(DiffJson(a, b, 3).size(), 3u);
 }
 
+TEST(DiffTest, DistanceWeighsWhatIsPresentOnOneSideOnly) {
+  json call =
+      json::parse(R"({"role":"assistant","tool_calls":[{"id":"a","name":"f","arguments":"{}"}]})");
+  json result = json::parse(R"({"role":"tool","tool_call_id":"a","content":"ok"})");
+  json user = json::parse(R"({"role":"user","content":"hi"})");
+  json shorter = json::array({user});
+  json longer = json::array({user, call, result});
+  // Two absent messages are two differences to list, but seven fields apart.
+  EXPECT_EQ(CountJsonDiffs(shorter, longer, 100), 2u);
+  EXPECT_EQ(JsonDistance(shorter, longer, 100), 7u);
+  EXPECT_EQ(JsonDistance(longer, shorter, 100), 7u);
+  // Two ids that differ are two fields apart.
+  json other_ids = longer;
+  other_ids[1]["tool_calls"][0]["id"] = "b";
+  other_ids[2]["tool_call_id"] = "b";
+  EXPECT_EQ(JsonDistance(longer, other_ids, 100), 2u);
+  // An empty container or a scalar weighs one; the limit bounds the count.
+  EXPECT_EQ(JsonDistance(json::object(), json::parse(R"({"a":[],"b":{}})"), 100), 2u);
+  EXPECT_EQ(JsonDistance(shorter, longer, 3), 3u);
+  EXPECT_EQ(JsonDistance(longer, longer, 100), 0u);
+}
+
 TEST(DiffTest, AbbreviateCutsLongTextOnACharacterBoundary) {
   std::string s = Abbreviate(json(std::string(200, 'x')), 20);
   EXPECT_EQ(s, "\"" + std::string(19, 'x') + "…");

@@ -424,6 +424,12 @@ absl::StatusOr<std::vector<v1::Message>> Engine::ResolveResponse(const CallInfo&
   return run->responses().Resolve(id);
 }
 
+absl::StatusOr<v1::Message> Engine::ResolveItem(const CallInfo& call, absl::string_view item_id,
+                                                const ResponseChain::ItemReader& read) {
+  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
+  return run->responses().FindItem(item_id, read);
+}
+
 absl::StatusOr<std::string> Engine::ResponseBody(const CallInfo& call, absl::string_view id) {
   US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(call));
   return run->responses().Body(id);

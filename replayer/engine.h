@@ -121,6 +121,9 @@ inline constexpr char kMcpOperationPrefix[] = "mcp:";
 bool IsMcpRequest(const v1::CompletionRequest& request);
 
 // Who is asking, besides what: from call metadata or request fields.
+// Extra attributes for a trace event, in order.
+using TraceAttributes = std::vector<std::pair<std::string, std::string>>;
+
 struct CallInfo {
   // "" means the default run.
   std::string run;
@@ -128,6 +131,10 @@ struct CallInfo {
   // Passed through to the upstream in record/passthrough; never stored.
   std::vector<std::pair<std::string, std::string>> forward_headers;
   absl::Time deadline = absl::InfiniteFuture();
+  // What the adapter knows of the call that its model request's exchange
+  // event should say (the HTTP API it came over), added to that event. Not
+  // names the engine sets itself (gen_ai.*, understudy.*).
+  TraceAttributes attributes;
 };
 
 // Answers alias into immutable recordings where they can: no copy per reply.
@@ -155,9 +162,6 @@ class ChunkSink {
 };
 
 class RunState;
-
-// Extra attributes for a trace event, in order.
-using TraceAttributes = std::vector<std::pair<std::string, std::string>>;
 
 // A request that Decide sent upstream. Give it back to FinishForward with
 // the outcome; dropping it unfinished (the caller went away) releases the
@@ -336,11 +340,14 @@ class Engine {
 
   // The OpenAI Responses chains of `call`'s run (replayer/response_chain.h):
   // what a response answered, kept so that a request naming it as its
-  // `previous_response_id` reads as the whole conversation, and so that it
+  // `previous_response_id` reads as the whole conversation, that an
+  // `item_reference` to one of its items reads as that item, and that it
   // can be fetched again. Errors as FindActiveRun, then as ResponseChain.
   absl::Status RememberResponse(const CallInfo& call, std::string id, ChainLink link);
   absl::StatusOr<std::vector<v1::Message>> ResolveResponse(const CallInfo& call,
                                                            absl::string_view id);
+  absl::StatusOr<v1::Message> ResolveItem(const CallInfo& call, absl::string_view item_id,
+                                          const ResponseChain::ItemReader& read);
   absl::StatusOr<std::string> ResponseBody(const CallInfo& call, absl::string_view id);
 
   // Decides how to answer `request` from `call`: a recording (replay, and

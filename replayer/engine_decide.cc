@@ -200,6 +200,7 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
     attrs.emplace_back(store::kPreviousAgentAttribute, *selection.previous_agent);
   }
   if (!selection.phase.empty()) attrs.emplace_back("understudy.phase", selection.phase);
+  attrs.insert(attrs.end(), call.attributes.begin(), call.attributes.end());
 
   // 1. Rules.
   if (selection.rule != nullptr) {

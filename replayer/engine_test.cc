@@ -464,6 +464,31 @@ TEST_F(EngineTest, ReplayAnswersIdenticalRequestsInRecordedOrderWithoutUpstream)
   EXPECT_THAT(summary->unconsumed(), IsEmpty());
 }
 
+// What the adapter says of a call (the HTTP API it came over) reaches its
+// exchange event, whether forwarded or replayed.
+TEST_F(EngineTest, TheCallsOwnAttributesReachItsExchangeEvent) {
+  CallInfo call = Call("", "executor");
+  call.attributes = {{"openai.api.type", "responses"}};
+  v1::Run record = Start(v1::RUN_MODE_RECORD, "golden");
+  call.run = record.id();
+  ASSERT_THAT(Complete(call, Ask("do")), IsOk());
+  ASSERT_THAT(engine_->EndRun(record.id()), IsOk());
+  v1::Run replay = Start(v1::RUN_MODE_REPLAY, "golden");
+  call.run = replay.id();
+  ASSERT_THAT(Complete(call, Ask("do")), IsOk());
+  ASSERT_THAT(engine_->EndRun(replay.id()), IsOk());
+  for (const std::string& run : {record.id(), replay.id()}) {
+    int exchanges = 0;
+    for (const v1::TraceEvent& e : Events(run)) {
+      if (e.kind() != "exchange") continue;
+      ++exchanges;
+      EXPECT_EQ(e.attributes().at("openai.api.type"), "responses") << run;
+      EXPECT_EQ(e.attributes().at("gen_ai.operation.name"), "chat") << run;
+    }
+    EXPECT_EQ(exchanges, 1) << run;
+  }
+}
+
 TEST_F(EngineTest, StrictMissIsNotFoundNamingTheDifferingField) {
   RecordGolden();
   v1::Run run = Start(v1::RUN_MODE_REPLAY, "golden");

@@ -14,10 +14,12 @@ constexpr size_t kMaxListedDiffs = 20;
 
 std::string Quoted(absl::string_view s) { return nlohmann::json(std::string(s)).dump(); }
 
+// How far exchange i is from `got`: JsonDistance, a different agent
+// counting as one more field.
 size_t Score(const SessionIndex& index, size_t i, absl::string_view agent,
              const nlohmann::json& got, size_t limit) {
   size_t score = index.exchange(i).agent() != agent ? 1 : 0;
-  return score + CountJsonDiffs(index.canonical(i), got, limit);
+  return score + JsonDistance(index.canonical(i), got, limit);
 }
 
 }  // namespace
@@ -59,7 +61,9 @@ v1::MissReport BuildMissReport(const SessionIndex& index, const std::vector<uint
 
   const v1::Exchange& closest = index.exchange(best);
   const bool best_consumed = consumed[best] != 0;
-  const size_t best_score = Score(index, best, agent, got, 100000);
+  // The fields that differ, as listed (an absent message is one).
+  const size_t best_score =
+      (closest.agent() != agent ? 1 : 0) + CountJsonDiffs(index.canonical(best), got, 100000);
   report.set_closest_seq(closest.seq());
   report.set_closest_agent(closest.agent());
   if (closest.agent() != agent) {

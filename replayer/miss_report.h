@@ -15,8 +15,9 @@ namespace understudy {
 namespace replayer {
 
 // The position of the recorded exchange closest to `got` from `agent`: the
-// fewest differing fields, a different agent counting as one more field;
-// ties go to an unconsumed one, then to the lowest seq. With
+// smallest JsonDistance (diff.h; a field present on one side only weighs
+// what it holds), a different agent counting as one more field; ties go to
+// an unconsumed one, then to the lowest seq. With
 // `unconsumed_only`, consumed positions are not candidates. Returns
 // index.size() when there is no candidate. Deterministic.
 size_t FindClosest(const SessionIndex& index, const std::vector<uint8_t>& consumed,

@@ -100,6 +100,94 @@ TEST(MissReportTest, ConsumedIdenticalRecordingIsReportedAsSuch) {
   EXPECT_THAT(r.text(), HasSubstr("already used it"));
 }
 
+// A tool loop's second request: the user's question, the model's calls
+// (with `ids`) and their results, answering `ids` in the same order.
+v1::CompletionRequest SecondStep(const std::vector<std::string>& ids) {
+  v1::CompletionRequest r;
+  v1::Message* user = r.add_messages();
+  user->set_role("user");
+  user->set_content("weather in Paris and Oslo?");
+  v1::Message* calls = r.add_messages();
+  calls->set_role("assistant");
+  for (const std::string& id : ids) {
+    v1::ToolCall* c = calls->add_tool_calls();
+    c->set_id(id);
+    c->set_name("get_weather");
+  }
+  calls->set_extra(R"({"parts":[{"functionCall":{"id":")" + ids[0] + R"("}}]})");
+  for (const std::string& id : ids) {
+    v1::Message* result = r.add_messages();
+    result->set_role("tool");
+    result->set_tool_call_id(id);
+    result->set_content("sunny");
+  }
+  return r;
+}
+
+// The exchange that answered the first step with calls carrying `ids`, and
+// the one that answered `second`.
+std::vector<v1::Exchange> Loop(const std::vector<std::string>& answer_ids,
+                               v1::CompletionRequest second) {
+  v1::Exchange first = Recorded(1, "", "weather in Paris and Oslo?");
+  for (const std::string& id : answer_ids) {
+    first.mutable_response()->mutable_message()->add_tool_calls()->set_id(id);
+  }
+  v1::Exchange next;
+  next.set_seq(2);
+  *next.mutable_request() = std::move(second);
+  return {first, next};
+}
+
+std::shared_ptr<const SessionIndex> LoopIndex(std::vector<v1::Exchange> exchanges,
+                                              bool exact_ids = false) {
+  v1::Session s;
+  s.set_name("loop");
+  s.set_version(1);
+  std::shared_ptr<const MatchNormalizer> normalizer;
+  if (exact_ids) normalizer = *MatchNormalizer::Create({}, {}, /*exact_tool_call_ids=*/true);
+  return SessionIndex::Build(s, std::move(exchanges), normalizer);
+}
+
+const std::vector<uint32_t>* FindCanonical(const SessionIndex& index,
+                                           const v1::CompletionRequest& request) {
+  return index.Find(SessionIndex::TextOf(index.CanonicalOf(request)));
+}
+
+TEST(SessionIndexTest, ToolCallIdsTheClientMadeUpMatchByPosition) {
+  // Gemini gave no ids; the SDK made up its own, other ones in the replay.
+  auto index = LoopIndex(Loop({"", ""}, SecondStep({"rec-A", "rec-B"})));
+  const std::vector<uint32_t>* found = FindCanonical(*index, SecondStep({"live-1", "live-2"}));
+  ASSERT_NE(found, nullptr);
+  EXPECT_THAT(*found, ::testing::ElementsAre(1));
+  // Everywhere the id occurs (the provider's own copy of the parts too).
+  EXPECT_EQ(index->canonical(1)["messages"][1]["extra"]["parts"][0]["functionCall"]["id"],
+            "<client tool call id 1>");
+  EXPECT_EQ(index->canonical(1)["messages"][3]["tool_call_id"], "<client tool call id 2>");
+  // By position: results answering the calls the other way round differ.
+  v1::CompletionRequest swapped = SecondStep({"live-1", "live-2"});
+  swapped.mutable_messages(2)->set_tool_call_id("live-2");
+  swapped.mutable_messages(3)->set_tool_call_id("live-1");
+  EXPECT_EQ(FindCanonical(*index, swapped), nullptr);
+}
+
+TEST(SessionIndexTest, ToolCallIdsTheModelGaveMatchExactly) {
+  auto index = LoopIndex(Loop({"call_1", "call_2"}, SecondStep({"call_1", "call_2"})));
+  ASSERT_NE(FindCanonical(*index, SecondStep({"call_1", "call_2"})), nullptr);
+  EXPECT_EQ(FindCanonical(*index, SecondStep({"call_1", "call_9"})), nullptr);
+  EXPECT_EQ(FindCanonical(*index, SecondStep({"call_2", "call_1"})), nullptr);
+}
+
+TEST(SessionIndexTest, ExactToolCallIdsMatchMadeUpIdsAsTheyAre) {
+  auto index = LoopIndex(Loop({"", ""}, SecondStep({"rec-A", "rec-B"})), /*exact_ids=*/true);
+  EXPECT_EQ(FindCanonical(*index, SecondStep({"live-1", "live-2"})), nullptr);
+  ASSERT_NE(FindCanonical(*index, SecondStep({"rec-A", "rec-B"})), nullptr);
+  std::vector<uint8_t> consumed = {1, 0};
+  v1::MissReport r =
+      BuildMissReport(*index, consumed, "", index->CanonicalOf(SecondStep({"live-1", "live-2"})));
+  EXPECT_EQ(r.closest_seq(), 2);
+  EXPECT_THAT(r.text(), HasSubstr("messages[2].tool_call_id: recorded \"rec-A\" got \"live-1\""));
+}
+
 TEST(MissReportTest, EmptySessionSaysSo) {
   v1::Session s;
   s.set_name("empty");
@@ -115,6 +203,49 @@ TEST(MissReportTest, SameInputsGiveTheSameText) {
   std::vector<uint8_t> consumed = {0, 0, 0};
   EXPECT_EQ(BuildMissReport(*index, consumed, "b", Got("alpha")).SerializeAsString(),
             BuildMissReport(*index, consumed, "b", Got("alpha")).SerializeAsString());
+}
+
+// A tool loop's second step whose tool call ids differ from the
+// recording's, with the first step already served: the closest is the
+// recorded second step (ids differ) rather than the used first step (which
+// lacks two whole messages), and the report names the id fields.
+TEST(MissReportTest, NamesTheDifferingIdsRatherThanAUsedShorterRecording) {
+  auto step = [](int64_t seq, const std::string& id, bool with_call) {
+    v1::Exchange e = Recorded(seq, "", "weather in Paris?");
+    if (with_call) {
+      v1::Message* call = e.mutable_request()->add_messages();
+      call->set_role("assistant");
+      v1::ToolCall* c = call->add_tool_calls();
+      c->set_id(id);
+      c->set_name("get_weather");
+      c->set_arguments(R"({"city":"Paris"})");
+      // The provider's own copy of the parts (Gemini's thoughtSignature
+      // keeps them), holding the id once more.
+      call->set_extra(R"({"parts":[{"functionCall":{"id":")" + id +
+                      R"(","name":"get_weather"},"thoughtSignature":"c2ln"}]})");
+      v1::Message* result = e.mutable_request()->add_messages();
+      result->set_role("tool");
+      result->set_tool_call_id(id);
+      result->set_content(R"({"weather":"sunny"})");
+    }
+    return e;
+  };
+  v1::Session s;
+  s.set_name("loop");
+  s.set_version(1);
+  auto exact = MatchNormalizer::Create({}, {}, /*exact_tool_call_ids=*/true);
+  ASSERT_TRUE(exact.ok());
+  auto index = SessionIndex::Build(s, {step(1, "", false), step(2, "recorded-id", true)}, *exact);
+  v1::Exchange live = step(0, "live-id", true);
+  v1::MissReport r = BuildMissReport(*index, {1, 0}, "", index->CanonicalOf(live.request()));
+  EXPECT_EQ(r.closest_seq(), 2);
+  EXPECT_FALSE(r.consumed_only());
+  EXPECT_THAT(r.text(), HasSubstr("closest is exchange #2 (agent \"\"), 3 fields differ:"));
+  EXPECT_THAT(r.text(),
+              HasSubstr("messages[1].tool_calls[0].id: recorded \"recorded-id\" got \"live-id\""));
+  EXPECT_THAT(r.text(),
+              HasSubstr("messages[2].tool_call_id: recorded \"recorded-id\" got \"live-id\""));
+  EXPECT_THAT(r.text(), ::testing::Not(HasSubstr("(absent)")));
 }
 
 TEST(FindClosestTest, UnconsumedOnlySkipsUsedRecordings) {

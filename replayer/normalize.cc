@@ -46,8 +46,10 @@ std::vector<std::string> MatchNormalizer::BuiltinNames() {
 }
 
 absl::StatusOr<std::shared_ptr<const MatchNormalizer>> MatchNormalizer::Create(
-    const std::vector<std::string>& ignore_paths, const std::vector<std::string>& normalizers) {
+    const std::vector<std::string>& ignore_paths, const std::vector<std::string>& normalizers,
+    bool exact_tool_call_ids) {
   auto out = std::make_shared<MatchNormalizer>();
+  out->exact_tool_call_ids_ = exact_tool_call_ids;
   for (const std::string& p : ignore_paths) {
     absl::StatusOr<recorder::JsonPath> path = recorder::JsonPath::Parse(p);
     if (!path.ok()) {

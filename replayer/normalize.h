@@ -11,6 +11,10 @@
 //
 // Both apply to the recorded and the live request alike, so a normalized
 // field matches whatever it holds and miss reports never list it.
+//
+// Besides these, tool call ids that the client made up are compared by
+// position, not by value (SessionIndex does it, since it takes knowing
+// which ids the recording holds), unless `exact_tool_call_ids` is set.
 #ifndef UNDERSTUDY_REPLAYER_NORMALIZE_H_
 #define UNDERSTUDY_REPLAYER_NORMALIZE_H_
 
@@ -36,12 +40,17 @@ class MatchNormalizer {
   // ("--ignore-path \"messages[x]\": …", "--normalize \"(\": missing )")
   // for a malformed path, an unknown built-in name, or a pattern RE2 refuses.
   static absl::StatusOr<std::shared_ptr<const MatchNormalizer>> Create(
-      const std::vector<std::string>& ignore_paths, const std::vector<std::string>& normalizers);
+      const std::vector<std::string>& ignore_paths, const std::vector<std::string>& normalizers,
+      bool exact_tool_call_ids = false);
 
   // The built-in normalizer names, for --help.
   static std::vector<std::string> BuiltinNames();
 
   bool empty() const { return paths_.empty() && rules_.empty(); }
+
+  // Whether tool call ids the client made up must match as they are
+  // (SessionIndex); by default they match by position.
+  bool exact_tool_call_ids() const { return exact_tool_call_ids_; }
 
   // Applies the options to a canonical request in place. Thread-safe.
   void Apply(nlohmann::json* canonical) const;
@@ -54,6 +63,7 @@ class MatchNormalizer {
 
   std::vector<recorder::JsonPath> paths_;
   std::vector<Rule> rules_;
+  bool exact_tool_call_ids_ = false;
 };
 
 }  // namespace replayer

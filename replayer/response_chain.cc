@@ -1,6 +1,7 @@
 #include "replayer/response_chain.h"
 
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -15,18 +16,40 @@ size_t ResponseChain::Cost(const std::string& id, const ChainLink& link) {
   return bytes;
 }
 
+size_t ResponseChain::Cost(const Items& items) {
+  size_t bytes = 0;
+  for (const auto& [id, message] : items) bytes += 2 * id.size() + message.ByteSizeLong() + 96;
+  return bytes;
+}
+
 absl::Status ResponseChain::Remember(std::string id, ChainLink link) {
   if (id.empty()) return absl::InvalidArgumentError("response id: empty");
   auto shared = std::make_shared<const ChainLink>(std::move(link));
   absl::MutexLock lock(&mu_);
   const uint64_t generation = ++next_generation_;
   auto [it, inserted] = links_.try_emplace(id);
-  if (!inserted) bytes_ -= Cost(id, *it->second.link);
+  if (!inserted) {
+    bytes_ -= Cost(id, *it->second.link);
+    ForgetItemsLocked(id, it->second);
+  }
   bytes_ += Cost(id, *shared);
-  it->second = Held{std::move(shared), generation};
-  order_.emplace_back(std::move(id), generation);
+  it->second = Held{std::move(shared), generation, nullptr};
+  order_.emplace_back(id, generation);
+  unread_.emplace_back(std::move(id), generation);
   EvictLocked();
   return absl::OkStatus();
+}
+
+void ResponseChain::ForgetItemsLocked(const std::string& id, const Held& held) {
+  if (held.items == nullptr) return;
+  bytes_ -= Cost(*held.items);
+  for (const auto& [item_id, message] : *held.items) {
+    auto it = items_.find(item_id);
+    if (it == items_.end()) continue;
+    std::vector<std::string>& owners = it->second;
+    owners.erase(std::remove(owners.begin(), owners.end(), id), owners.end());
+    if (owners.empty()) items_.erase(it);
+  }
 }
 
 void ResponseChain::EvictLocked() {
@@ -36,9 +59,70 @@ void ResponseChain::EvictLocked() {
     auto it = links_.find(id);
     if (it != links_.end() && it->second.generation == generation) {
       bytes_ -= Cost(id, *it->second.link);
+      ForgetItemsLocked(id, it->second);
       links_.erase(it);
     }
     order_.pop_front();
+  }
+  // Unread entries of links that are gone hold nothing; the oldest go first.
+  while (!unread_.empty()) {
+    const auto& [id, generation] = unread_.front();
+    auto it = links_.find(id);
+    const bool live = it != links_.end() && it->second.generation == generation;
+    if (live && unread_.size() <= 2 * max_responses_) break;
+    unread_.pop_front();
+  }
+}
+
+const v1::Message* ResponseChain::ReadItemLocked(absl::string_view item_id) const {
+  auto owners = items_.find(item_id);
+  if (owners == items_.end()) return nullptr;
+  const Held* latest = nullptr;
+  for (const std::string& owner : owners->second) {
+    auto held = links_.find(owner);
+    if (held == links_.end() || held->second.items == nullptr) continue;
+    if (latest == nullptr || held->second.generation > latest->generation) latest = &held->second;
+  }
+  if (latest == nullptr) return nullptr;
+  for (const auto& [id, message] : *latest->items) {
+    if (id == item_id) return &message;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<v1::Message> ResponseChain::FindItem(absl::string_view item_id,
+                                                    const ItemReader& read) {
+  while (true) {
+    std::string id;
+    uint64_t generation = 0;
+    std::shared_ptr<const ChainLink> link;
+    {
+      absl::MutexLock lock(&mu_);
+      if (const v1::Message* message = ReadItemLocked(item_id)) return *message;
+      // The newest response whose items were not read yet.
+      while (!unread_.empty() && link == nullptr) {
+        std::tie(id, generation) = std::move(unread_.back());
+        unread_.pop_back();
+        auto it = links_.find(id);
+        if (it != links_.end() && it->second.generation == generation) link = it->second.link;
+      }
+      if (link == nullptr) {
+        return absl::NotFoundError(absl::StrCat("no item \"", absl::CHexEscape(item_id),
+                                                "\" is in a response recorded or served in "
+                                                "this run"));
+      }
+    }
+    auto items = std::make_shared<const Items>(read(link->body ? link->body() : std::string()));
+    absl::MutexLock lock(&mu_);
+    auto it = links_.find(id);
+    if (it == links_.end() || it->second.generation != generation) continue;  // replaced meanwhile
+    for (const auto& [item_id_read, message] : *items) {
+      std::vector<std::string>& owners = items_[item_id_read];
+      if (std::find(owners.begin(), owners.end(), id) == owners.end()) owners.push_back(id);
+    }
+    bytes_ += Cost(*items);
+    it->second.items = std::move(items);
+    EvictLocked();
   }
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -129,6 +130,111 @@ TEST(ResponseChainTest, AnIdRememberedManyTimesHoldsOneLink) {
   auto body = chain.Body("resp_same");
   ASSERT_THAT(body, IsOk());
   EXPECT_EQ(*body, "{}");
+}
+
+}  // namespace
+}  // namespace replayer
+}  // namespace understudy
+
+namespace understudy {
+namespace replayer {
+namespace {
+
+// A reader over bodies of the form "id=content;id=content": each item an
+// assistant message with that content. Counts the bodies it read.
+struct CountingReader {
+  std::vector<std::string> read;
+  ResponseChain::ItemReader reader() {
+    return [this](absl::string_view body) {
+      read.emplace_back(body);
+      std::vector<std::pair<std::string, v1::Message>> items;
+      for (absl::string_view pair : absl::StrSplit(body, ';', absl::SkipEmpty())) {
+        std::pair<std::string, std::string> kv = absl::StrSplit(pair, '=');
+        items.emplace_back(kv.first, Msg("assistant", kv.second));
+      }
+      return items;
+    };
+  }
+};
+
+TEST(ResponseChainTest, FindsAnItemOfAResponseReadingBodiesOnlyAsNeeded) {
+  ResponseChain chain;
+  ASSERT_THAT(chain.Remember("r1", Link("", {}, "msg_1=one;fc_1=")), IsOk());
+  ASSERT_THAT(chain.Remember("r2", Link("", {}, "msg_2=two")), IsOk());
+  ASSERT_THAT(chain.Remember("r3", Link("", {}, "msg_3=three")), IsOk());
+  CountingReader reader;
+  auto item = chain.FindItem("msg_2", reader.reader());
+  ASSERT_THAT(item, IsOk());
+  EXPECT_EQ(item->content(), "two");
+  EXPECT_THAT(reader.read, ::testing::ElementsAre("msg_3=three", "msg_2=two")) << "newest first";
+  // Read once: found again without reading, and the older one read only now.
+  ASSERT_THAT(chain.FindItem("msg_3", reader.reader()), IsOk());
+  ASSERT_THAT(chain.FindItem("msg_1", reader.reader()), IsOk());
+  ASSERT_THAT(chain.FindItem("msg_2", reader.reader()), IsOk());
+  EXPECT_THAT(reader.read, ::testing::ElementsAre("msg_3=three", "msg_2=two", "msg_1=one;fc_1="));
+}
+
+TEST(ResponseChainTest, AnItemNoResponseHoldsIsNotFoundAndNamedAfterOneReadOfEach) {
+  ResponseChain chain;
+  ASSERT_THAT(chain.Remember("r1", Link("", {}, "msg_1=one")), IsOk());
+  CountingReader reader;
+  absl::StatusOr<v1::Message> item = chain.FindItem("msg_never", reader.reader());
+  EXPECT_TRUE(absl::IsNotFound(item.status())) << item.status();
+  EXPECT_THAT(std::string(item.status().message()), HasSubstr("\"msg_never\""));
+  EXPECT_TRUE(absl::IsNotFound(chain.FindItem("msg_never", reader.reader()).status()));
+  EXPECT_EQ(reader.read.size(), 1u) << "every response is read once, however often a miss asks";
+  // A response remembered later is read for the next reference.
+  ASSERT_THAT(chain.Remember("r2", Link("", {}, "msg_never=found")), IsOk());
+  auto found = chain.FindItem("msg_never", reader.reader());
+  ASSERT_THAT(found, IsOk());
+  EXPECT_EQ(found->content(), "found");
+}
+
+TEST(ResponseChainTest, AnItemTwoResponsesHoldIsTheLaterOnes) {
+  ResponseChain chain;
+  CountingReader reader;
+  ASSERT_THAT(chain.Remember("r1", Link("", {}, "msg_1=first")), IsOk());
+  ASSERT_THAT(chain.FindItem("msg_1", reader.reader()), IsOk());
+  ASSERT_THAT(chain.Remember("r2", Link("", {}, "msg_1=second")), IsOk());
+  ASSERT_THAT(chain.FindItem("msg_x", reader.reader()).status().code(),
+              absl::StatusCode::kNotFound);  // reads r2
+  auto item = chain.FindItem("msg_1", reader.reader());
+  ASSERT_THAT(item, IsOk());
+  EXPECT_EQ(item->content(), "second");
+  // The same response served again replaces its items with its new body's.
+  ASSERT_THAT(chain.Remember("r2", Link("", {}, "msg_9=again")), IsOk());
+  item = chain.FindItem("msg_1", reader.reader());
+  ASSERT_THAT(item, IsOk());
+  EXPECT_EQ(item->content(), "first");
+}
+
+TEST(ResponseChainTest, ItemsGoWithTheirResponseWhenItIsForgotten) {
+  ResponseChain chain(/*max_responses=*/2);
+  CountingReader reader;
+  ASSERT_THAT(chain.Remember("r1", Link("", {}, "msg_1=one")), IsOk());
+  ASSERT_THAT(chain.FindItem("msg_1", reader.reader()), IsOk());
+  ASSERT_THAT(chain.Remember("r2", Link("", {}, "msg_2=two")), IsOk());
+  ASSERT_THAT(chain.Remember("r3", Link("", {}, "msg_3=three")), IsOk());
+  EXPECT_EQ(chain.size(), 2u);
+  EXPECT_TRUE(absl::IsNotFound(chain.FindItem("msg_1", reader.reader()).status()));
+  ASSERT_THAT(chain.FindItem("msg_2", reader.reader()), IsOk());
+}
+
+TEST(ResponseChainTest, ItemsReadCountAgainstTheByteBound) {
+  // Room for the three links (198 bytes each as counted) and a little
+  // more, not for the items read from one of them as well (about 270).
+  const std::string body(100, 'x');
+  ResponseChain chain(/*max_responses=*/100, /*max_bytes=*/3 * (body.size() + 2 + 96) + 100);
+  for (const char* id : {"r1", "r2", "r3"}) {
+    ASSERT_THAT(chain.Remember(id, Link("", {}, body)), IsOk());
+  }
+  EXPECT_EQ(chain.size(), 3u);
+  ResponseChain::ItemReader big = [](absl::string_view) {
+    return std::vector<std::pair<std::string, v1::Message>>{
+        {"msg_big", Msg("assistant", std::string(150, 'y'))}};
+  };
+  ASSERT_THAT(chain.FindItem("msg_big", big), IsOk());
+  EXPECT_EQ(chain.size(), 2u) << "the oldest link went to make room";
 }
 
 }  // namespace

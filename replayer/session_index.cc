@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "recorder/canonical.h"
@@ -24,6 +25,16 @@ std::string BytesOf(const v1::CompletionRequest& request) {
   return out;
 }
 
+// Replaces every string of `node` that `ids` maps by what it maps it to.
+void ReplaceIds(const absl::flat_hash_map<std::string, std::string>& ids, nlohmann::json* node) {
+  if (node->is_string()) {
+    auto it = ids.find(node->get_ref<const std::string&>());
+    if (it != ids.end()) *node = it->second;
+  } else if (node->is_structured()) {
+    for (nlohmann::json& child : *node) ReplaceIds(ids, &child);
+  }
+}
+
 }  // namespace
 
 std::shared_ptr<const SessionIndex> SessionIndex::Build(
@@ -36,6 +47,16 @@ std::shared_ptr<const SessionIndex> SessionIndex::Build(
   index->canonical_json_.reserve(index->exchanges_.size());
   index->answer_chunks_.resize(index->exchanges_.size());
   for (auto& lazy : index->answer_chunks_) lazy = std::make_unique<LazyChunk>();
+  for (const v1::Exchange& ex : index->exchanges_) {
+    for (const v1::ToolCall& call : ex.response().message().tool_calls()) {
+      if (!call.id().empty()) index->answer_ids_.insert(call.id());
+    }
+    for (const v1::CompletionChunk& chunk : ex.chunks()) {
+      for (const v1::ToolCallDelta& call : chunk.tool_calls()) {
+        if (!call.id().empty()) index->answer_ids_.insert(call.id());
+      }
+    }
+  }
   for (uint32_t i = 0; i < index->exchanges_.size(); ++i) {
     nlohmann::json canonical = index->CanonicalOf(index->exchanges_[i].request());
     index->by_canonical_[TextOf(canonical)].push_back(i);
@@ -57,6 +78,18 @@ std::shared_ptr<const SessionIndex> SessionIndex::Build(
 
 nlohmann::json SessionIndex::CanonicalOf(const v1::CompletionRequest& request) const {
   nlohmann::json canonical = recorder::CanonicalJson(request);
+  if (normalizer_ == nullptr || !normalizer_->exact_tool_call_ids()) {
+    absl::flat_hash_map<std::string, std::string> made_up;
+    const auto note = [&](const std::string& id) {
+      if (id.empty() || answer_ids_.contains(id) || made_up.contains(id)) return;
+      made_up.emplace(id, absl::StrCat("<client tool call id ", made_up.size() + 1, ">"));
+    };
+    for (const v1::Message& m : request.messages()) {
+      for (const v1::ToolCall& call : m.tool_calls()) note(call.id());
+      note(m.tool_call_id());
+    }
+    if (!made_up.empty()) ReplaceIds(made_up, &canonical);
+  }
   if (normalizer_ != nullptr) normalizer_->Apply(&canonical);
   return canonical;
 }

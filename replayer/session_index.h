@@ -10,6 +10,7 @@
 
 #include "absl/base/call_once.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 #include "replayer/normalize.h"
@@ -29,6 +30,17 @@ class SessionIndex {
 
   // The normalized canonical JSON of a live request, comparable with
   // canonical(i), and its text, comparable with Find's argument.
+  //
+  // Normalized: first, unless the normalizer asks for exact ids, every tool
+  // call id in the request's messages (a call's id, a tool result's
+  // tool_call_id) that no recorded answer of the session holds was made up
+  // by the client (the AI SDK does so for Gemini calls, which carry none):
+  // each such id, wherever it occurs as a whole string, becomes "<client
+  // tool call id N>", N counting the distinct ids in order of first
+  // appearance. A replay whose client makes up other ids then matches the
+  // recording, while ids the model gave (which the recording holds, and the
+  // replay gives back) still match exactly. Then the normalizer's paths and
+  // rules.
   nlohmann::json CanonicalOf(const v1::CompletionRequest& request) const;
   static std::string TextOf(const nlohmann::json& canonical);
 
@@ -72,6 +84,9 @@ class SessionIndex {
 
   v1::Session session_;
   std::shared_ptr<const MatchNormalizer> normalizer_;
+  // The tool call ids of the recorded answers (whole and streamed): ids the
+  // model gave; any other id in a request was made up by its client.
+  absl::flat_hash_set<std::string> answer_ids_;
   std::vector<v1::Exchange> exchanges_;
   std::vector<nlohmann::json> canonical_json_;
   absl::flat_hash_map<std::string, std::vector<uint32_t>> by_canonical_;

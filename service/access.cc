@@ -12,12 +12,39 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "base/log.h"
+#include "base/status_macros.h"
 
 namespace understudy {
 namespace service {
 namespace {
 
 constexpr char kTokenHeader[] = "x-understudy-token";
+
+// At most 200 bytes of `text`, printable ASCII (anything else as '?'): it
+// is quoted back to the caller and into the log.
+std::string Printable(absl::string_view text) {
+  std::string out(text.substr(0, 200));
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  }
+  return out;
+}
+
+// A request that wanted to go through this listener to `destination`.
+absl::Status Refused(absl::string_view destination) {
+  const std::string shown = Printable(destination);
+  Log(LogLevel::kWarning, "egress_refused",
+      {{"destination", shown},
+       {"why",
+        "a client used understudy as its proxy; it is not one, and a replay never "
+        "reaches a provider: give the SDK understudy's base URL (docs/http.md)"}});
+  return absl::PermissionDeniedError(absl::StrCat(
+      "understudy refused a connection to ", shown,
+      ": it is not a proxy. `understudy replay` points HTTPS_PROXY and HTTP_PROXY here so that "
+      "no request reaches a real provider; give the SDK understudy's base URL instead (see "
+      "docs/http.md, \"Per SDK\")"));
+}
 
 class Processor final : public grpc::AuthMetadataProcessor {
  public:
@@ -189,19 +216,39 @@ std::vector<std::string> AllowedHosts(absl::string_view bound_host,
   return out;
 }
 
+absl::Status CheckNotProxied(const HttpRequest& request) {
+  absl::string_view destination;
+  if (request.method == "CONNECT") {
+    destination = request.target;  // authority form: host:port
+  } else {
+    absl::string_view target = request.target;
+    absl::string_view default_port;
+    if (absl::ConsumePrefix(&target, "http://")) {
+      default_port = "80";
+    } else if (absl::ConsumePrefix(&target, "https://")) {
+      default_port = "443";
+    } else {
+      return absl::OkStatus();  // origin form: /path
+    }
+    destination = target.substr(0, target.find_first_of("/?#"));
+    if (destination.find(':') == absl::string_view::npos || absl::EndsWith(destination, "]")) {
+      return Refused(absl::StrCat(destination, ":", default_port));
+    }
+  }
+  return Refused(destination);
+}
+
 absl::Status CheckHost(const std::vector<std::string>& allowed, const HttpRequest& request) {
+  US_RETURN_IF_ERROR(CheckNotProxied(request));
   if (allowed.empty()) return absl::OkStatus();
   const absl::string_view header = request.Header("host");
   if (header.empty()) return absl::OkStatus();
   const std::string name = absl::AsciiStrToLower(HostOf(header));
   if (std::find(allowed.begin(), allowed.end(), name) != allowed.end()) return absl::OkStatus();
-  std::string shown(header.substr(0, 100));
-  for (char& c : shown) {
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-  }
-  return absl::PermissionDeniedError(absl::StrCat(
-      "Host \"", shown, "\" is not a name this server answers to (", absl::StrJoin(allowed, ", "),
-      "); add it with --allow-host (this check stops DNS rebinding)"));
+  return absl::PermissionDeniedError(
+      absl::StrCat("Host \"", Printable(header.substr(0, 100)),
+                   "\" is not a name this server answers to (", absl::StrJoin(allowed, ", "),
+                   "); add it with --allow-host (this check stops DNS rebinding)"));
 }
 
 }  // namespace service

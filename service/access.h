@@ -82,8 +82,19 @@ std::vector<std::string> AllowedHosts(absl::string_view bound_host,
 
 // OK when the request's Host (its name, any port) is allowed; PERMISSION_DENIED
 // naming it otherwise. A request without Host is let in (no browser sends
-// one without it).
+// one without it). A request sent as to a proxy gets CheckNotProxied's
+// answer instead, which names where it wanted to go.
 absl::Status CheckHost(const std::vector<std::string>& allowed, const HttpRequest& request);
+
+// `understudy replay -- CMD` points the command's proxy variables
+// (HTTPS_PROXY, ...) at the HTTP listener, so that a client that ignores its
+// base URL cannot reach a real provider: this is where it ends up. OK for
+// an ordinary request; for one sent as to a proxy (CONNECT host:port, or an
+// absolute-form target http://host/...), PERMISSION_DENIED naming the host
+// and port it wanted, and a warning `egress_refused` in the log naming
+// them too: clients print little of a refused tunnel, and the log is what
+// the user of the wrapper reads. Nothing is ever forwarded. Thread-safe.
+absl::Status CheckNotProxied(const HttpRequest& request);
 
 }  // namespace service
 }  // namespace understudy

@@ -33,6 +33,15 @@ struct Route {
   std::string query;  // after '?', "" when none
 };
 
+// The Anthropic SDKs disagree on where /v1 goes: @anthropic-ai/sdk and
+// `anthropic` append /v1/messages to ANTHROPIC_BASE_URL, @ai-sdk/anthropic
+// expects /v1 inside it and appends /messages. Both name one API, so the
+// same base URL (`/run/{run}`, as `record|replay -- CMD` sets it) serves
+// both; what is recorded and forwarded is always /v1/messages.
+void NormalizeApiPath(std::string* path) {
+  if (*path == "/messages") *path = "/v1/messages";
+}
+
 // Splits the optional prefix off `target`. False for a malformed prefix.
 bool ParseRoute(absl::string_view target, Route* route) {
   size_t q = target.find('?');
@@ -52,9 +61,11 @@ bool ParseRoute(absl::string_view target, Route* route) {
     route->path.clear();
     for (size_t i = rest; i < parts.size(); ++i) absl::StrAppend(&route->path, "/", parts[i]);
     if (route->path.empty()) route->path = "/";
+    NormalizeApiPath(&route->path);
     return true;
   }
   route->path = std::string(path);
+  NormalizeApiPath(&route->path);
   return true;
 }
 
@@ -138,7 +149,8 @@ void MethodNotAllowed(WireApi api, absl::string_view allowed, HttpResponder& out
 
 constexpr char kRoutes[] =
     "understudy serves POST /v1/chat/completions, POST /v1/responses, GET /v1/responses/{id}, "
-    "POST /v1/embeddings, POST /v1/messages, POST /v1beta/models/{model}:generateContent, "
+    "POST /v1/embeddings, POST /v1/messages (also /messages), "
+    "POST /v1beta/models/{model}:generateContent, "
     "POST /v1beta/models/{model}:streamGenerateContent, GET /v1/models and POST /mcp/{name}";
 
 }  // namespace
@@ -244,6 +256,10 @@ bool HandlerSlot::Call(HttpRequest& request, std::shared_ptr<HttpResponder>& out
 }
 
 void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
+  // A listener that checks Host has refused these already (CheckHost).
+  if (absl::Status proxied = CheckNotProxied(request); !proxied.ok()) {
+    return RespondError(WireApi::kChatCompletions, proxied, *out);
+  }
   if (UiApi::Serves(request.target)) {
     if (options_.ui == nullptr) return UiApi::RespondOff(*out);
     return options_.ui->Handle(std::move(request), std::move(out));
@@ -371,6 +387,7 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
                   "unsupported_media_type"));
   }
   if (absl::Status names = CheckNames(call); !names.ok()) return RespondError(shape, names, *out);
+  call.attributes = CallAttributes(wire.api);
 
   // Secrets in configured body fields never reach matching or the store;
   // the upstream gets the body as sent.
@@ -381,10 +398,22 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   pending->parsed = *std::move(parsed);
 
   if (wire.api == WireApi::kResponses) {
-    // The conversation a previous response id names goes before this
-    // request's own input, so that rules, agents and traces see all of it.
     google::protobuf::RepeatedPtrField<v1::Message>* messages =
         pending->parsed.canonical.mutable_messages();
+    // An item sent back by reference reads as the item, when this run
+    // issued it; otherwise it is matched as sent.
+    for (const provider::ParsedRequest::ItemReference& ref : pending->parsed.item_references) {
+      absl::StatusOr<v1::Message> item =
+          options_.engine->ResolveItem(call, ref.id, &provider::responses::OutputItems);
+      if (item.ok()) {
+        *messages->Mutable(ref.message) = *std::move(item);
+      } else if (LogEnabled(LogLevel::kDebug)) {
+        Log(LogLevel::kDebug, "item_reference_unresolved",
+            {{"run", call.run}, {"item", ref.id}, {"status", item.status().ToString()}});
+      }
+    }
+    // The conversation a previous response id names goes before this
+    // request's own input, so that rules, agents and traces see all of it.
     const int lead = std::min(pending->parsed.leading_messages, messages->size());
     pending->turn_input.assign(messages->begin() + lead, messages->end());
     if (!pending->parsed.previous_response_id.empty()) {

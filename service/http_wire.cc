@@ -89,6 +89,17 @@ absl::string_view UpstreamName(WireApi api) {
   }
 }
 
+replayer::TraceAttributes CallAttributes(WireApi api) {
+  switch (api) {
+    case WireApi::kChatCompletions:
+      return {{std::string(kOpenAiApiType), "chat_completions"}};
+    case WireApi::kResponses:
+      return {{std::string(kOpenAiApiType), "responses"}};
+    default:
+      return {};
+  }
+}
+
 std::string ErrorBody(WireApi api, const absl::Status& status, absl::string_view code) {
   switch (api) {
     case WireApi::kMessages:

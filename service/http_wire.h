@@ -19,6 +19,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "provider/parsed_request.h"
 #include "provider/sse.h"
+#include "replayer/engine.h"
 #include "understudy/v1/completion.pb.h"
 #include "understudy/v1/understudy.pb.h"
 
@@ -51,6 +52,16 @@ absl::string_view NativeProvider(WireApi api);
 // The --upstream name `api` forwards to: "openai" (Chat Completions,
 // Responses, embeddings), "anthropic", "gemini".
 absl::string_view UpstreamName(WireApi api);
+
+// OpenTelemetry's attribute telling the OpenAI APIs apart. The GenAI
+// conventions name both APIs' operation `chat` (gen_ai.operation.name) and
+// give no other operation name to Responses; this says which one it was.
+inline constexpr absl::string_view kOpenAiApiType = "openai.api.type";
+
+// What the trace events of a call over `api` say of it besides its request
+// (replayer::CallInfo::attributes): kOpenAiApiType = "chat_completions" or
+// "responses" for those APIs; nothing for the others.
+replayer::TraceAttributes CallAttributes(WireApi api);
 
 // An error body in `api`'s shape; `code` is understudy's stable code ("" for
 // none; Gemini's shape has no place for it).

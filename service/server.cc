@@ -484,9 +484,11 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
                      " is not a trace level (full, summary, off)")));
   }
   engine_options->default_trace_level = options.default_trace_level;
-  if (!options.ignore_paths.empty() || !options.normalizers.empty()) {
+  if (!options.ignore_paths.empty() || !options.normalizers.empty() ||
+      options.exact_tool_call_ids) {
     absl::StatusOr<std::shared_ptr<const replayer::MatchNormalizer>> normalizer =
-        replayer::MatchNormalizer::Create(options.ignore_paths, options.normalizers);
+        replayer::MatchNormalizer::Create(options.ignore_paths, options.normalizers,
+                                          options.exact_tool_call_ids);
     if (!normalizer.ok()) return bad(normalizer.status());
     engine_options->normalizer = *std::move(normalizer);
   }

@@ -38,6 +38,9 @@ struct ServerOptions {
   // replayer/normalize.h).
   std::vector<std::string> ignore_paths;
   std::vector<std::string> normalizers;
+  // Match tool call ids the client made up as they are, not by position
+  // (replayer::SessionIndex::CanonicalOf).
+  bool exact_tool_call_ids = false;
   // Redaction beyond the defaults (see recorder/redact.h).
   std::vector<std::string> redact_headers;
   std::vector<std::string> redact_json_paths;

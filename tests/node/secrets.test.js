@@ -2,10 +2,11 @@
 // not in the SQLite files (main, -wal, -shm), not in `understudy export`,
 // not in a trace, not in the server's log — even at debug level.
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { test } from 'node:test';
 import { Server, bytesField, exportSession, requireBinary, run, tempDir } from './lib/harness.js';
-import { anthropicClient, openaiClient, startFake } from './lib/record_replay.js';
+import { anthropicClient, openaiClient, recordThenReplay, startFake } from './lib/record_replay.js';
 
 requireBinary();
 
@@ -126,4 +127,60 @@ test('secrets: API keys and redacted body fields reach the upstream but are neve
   assert.equal(trace.code, 0, trace.stderr);
   assert.ok(trace.stdout.includes(VISIBLE), 'the trace holds the requests');
   for (const needle of [KEY, BODY_SECRET]) assertNowhere('trace', { trace: trace.stdout }, needle);
+});
+
+// docs/http.md, Secrets: of a response's headers, understudy keeps the
+// content type and those SDKs and agents read (request ids, retry waits,
+// rate limits, openai-processing-ms, openai-version) and drops the rest
+// (cookies, account names, server headers), recording and replaying alike.
+test('secrets: only the response headers SDKs read are relayed, stored and replayed; cookies and account names are not', { timeout: 30000 }, async (t) => {
+  const COOKIE = `session=cookie-SECRET-${randomUUID()}`;
+  const ORG = `org-SECRET-${randomUUID()}`;
+  const KEPT = ['x-request-id', 'retry-after-ms', 'x-ratelimit-remaining-requests', 'x-ratelimit-reset-tokens', 'openai-version'];
+  const DROPPED = ['set-cookie', 'openai-organization', 'server', 'cf-ray'];
+  const sent = [];
+  const headers = () => {
+    const h = {
+      'x-request-id': `req_${randomUUID()}`,
+      'retry-after-ms': String(sent.length + 10),
+      'x-ratelimit-remaining-requests': String(4999 - sent.length),
+      'x-ratelimit-reset-tokens': `${sent.length + 1}ms`,
+      'openai-version': '2020-10-01',
+      'set-cookie': COOKIE,
+      'openai-organization': ORG,
+      server: 'fake-edge',
+      'cf-ray': randomUUID(),
+    };
+    sent.push(h);
+    return h;
+  };
+  const r = await recordThenReplay(t, 'openai', async ({ http }) => {
+    const seen = [];
+    for (const stream of [false, true]) {
+      const res = await fetch(`${http}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+        body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: `Headers, stream ${stream}` }], stream }),
+      });
+      const text = await res.text();
+      assert.equal(res.status, 200, text);
+      const got = { 'content-type': res.headers.get('content-type') };
+      for (const name of [...KEPT, ...DROPPED]) got[name] = res.headers.get(name);
+      seen.push(got);
+    }
+    return seen;
+  }, { fakeOptions: { headers } });
+
+  assert.equal(sent.length, 2, 'the fake answered the recording only');
+  for (const [i, got] of r.recorded.entries()) {
+    for (const name of KEPT) assert.equal(got[name], sent[i][name], `${name} is relayed while recording`);
+    for (const name of DROPPED) assert.equal(got[name], null, `${name} is not relayed`);
+  }
+  assert.match(r.recorded[0]['content-type'], /^application\/json/);
+  assert.match(r.recorded[1]['content-type'], /^text\/event-stream/);
+  assert.deepEqual(r.replayed, r.recorded, 'the replay answers with the headers the recording got');
+
+  const stored = dbBytes(r.db);
+  assert.ok(Object.values(stored).some((b) => b.indexOf(sent[0]['x-request-id']) >= 0), 'the scan sees a stored header');
+  for (const needle of [COOKIE, ORG]) assertNowhere('db', stored, needle);
 });

@@ -123,8 +123,9 @@ export function completionEvents(a, includeUsage) {
 
 // Options: reply(conversation, body) → { text, toolCalls } instead of the
 // default brain; holdWhen(body) → hold that stream after holdAfterEvents
-// events until fake.release() or the client hangs up.
-export async function startFakeOpenAI({ reply, holdWhen, holdAfterEvents } = {}) {
+// events until fake.release() or the client hangs up; headers() → more
+// response headers for each answer.
+export async function startFakeOpenAI({ reply, holdWhen, holdAfterEvents, headers = () => ({}) } = {}) {
   const fake = new FakeServer('openai', async (req, body, bodyText, res, self) => {
     if (req.method !== 'POST' || req.url !== '/v1/chat/completions') {
       return errorOpenAI(self, req, res, 404, `Unknown request URL: ${req.method} ${req.url}`, 'invalid_request_error', 'unknown_url');
@@ -138,9 +139,9 @@ export async function startFakeOpenAI({ reply, holdWhen, holdAfterEvents } = {})
     const a = answer(body, bodyText, req.url, reply);
     if (body.stream) {
       const events = completionEvents(a, Boolean(body.stream_options?.include_usage));
-      return self.sendStream(req, res, events, { hold: holdWhen?.(body) ?? false, headers: { 'openai-processing-ms': '1' } });
+      return self.sendStream(req, res, events, { hold: holdWhen?.(body) ?? false, headers: { 'openai-processing-ms': '1', ...headers() } });
     }
-    return self.sendJson(req, res, 200, completionJson(a), { 'openai-processing-ms': '1' });
+    return self.sendJson(req, res, 200, completionJson(a), { 'openai-processing-ms': '1', ...headers() });
   }, { holdWhen, holdAfterEvents });
   return fake.listen();
 }

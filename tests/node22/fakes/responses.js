@@ -19,7 +19,9 @@
 //   404 (GET) in OpenAI's error shape.
 // - The model is the `reply` function (default: defaultBrain) over the
 //   conversation of fakes/brain.js; with `text.format` json_schema the
-//   answer is JSON holding the schema's required keys.
+//   answer is JSON holding the schema's required keys. A reply's text goes
+//   with its calls only when it says `preamble: true` (then in a message
+//   item before them).
 import {
   conversation, defaultBrain, randomAlnum, randomHex, textPieces, valueForSchema, words,
 } from './brain.js';
@@ -128,7 +130,20 @@ function answer(body, conv, reply) {
   const calls = r.toolCalls ?? [];
   const output = [];
   let outputTokens = 0;
+  const message = (text) => {
+    output.push({
+      id: `msg_${randomHex(50)}`,
+      type: 'message',
+      status: 'completed',
+      content: [{ type: 'output_text', annotations: [], logprobs: [], text }],
+      role: 'assistant',
+    });
+    outputTokens += words(text);
+  };
   if (calls.length > 0) {
+    // A reply may say something before its calls, in an item of its own,
+    // as models do ({ text, toolCalls, preamble: true }).
+    if (r.preamble && r.text) message(r.text);
     for (const c of calls) {
       const args = typeof c.arguments === 'string' ? c.arguments : JSON.stringify(c.arguments);
       output.push({
@@ -138,15 +153,7 @@ function answer(body, conv, reply) {
     }
   } else {
     const format = body.text?.format;
-    const text = format?.type === 'json_schema' ? JSON.stringify(valueForSchema(format.schema, conv.lastUserText)) : r.text;
-    output.push({
-      id: `msg_${randomHex(50)}`,
-      type: 'message',
-      status: 'completed',
-      content: [{ type: 'output_text', annotations: [], logprobs: [], text }],
-      role: 'assistant',
-    });
-    outputTokens += words(text);
+    message(format?.type === 'json_schema' ? JSON.stringify(valueForSchema(format.schema, conv.lastUserText)) : r.text);
   }
   const id = `resp_${randomHex(50)}`;
   // A fresh timestamp: now, as OpenAI stamps it.
