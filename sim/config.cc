@@ -263,6 +263,7 @@ class Checker : public validation::YamlChecker {
                 "give a command line (run by /bin/sh -c) or a list of arguments");
         } else {
           out->command = {"/bin/sh", "-c", command.Scalar()};
+          out->is_line = true;
         }
       } else if (command.IsSequence() && command.size() == 0) {
         Error(command, p, "must not be empty",
@@ -271,6 +272,7 @@ class Checker : public validation::YamlChecker {
         std::vector<std::string> argv;
         if (StringList(command, p, &argv) && !argv[0].empty()) {
           out->command = std::move(argv);
+          out->is_line = false;
         } else if (!argv.empty() && argv[0].empty()) {
           Error(command[0], At(p, 0), "must not be empty (it is the program to run)");
         }
@@ -665,6 +667,7 @@ validation::Report Check(absl::string_view text, absl::string_view source, SimCo
   validation::Report report;
   report.source = std::string(source);
   out->source = std::string(source);
+  out->content = std::string(text);
   validation::YamlLimits limits;
   limits.what = "sim config";
   limits.max_bytes = kMaxSimConfigBytes;

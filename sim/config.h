@@ -73,7 +73,11 @@ struct Completion {
   // argv; empty means no completion command (the work just ends).
   // A string in the config is run as {"/bin/sh", "-c", string}.
   std::vector<std::string> command;
-  // Appended to argv once per output, sorted by key: `--output key=value`.
+  // `command` is {"/bin/sh", "-c", LINE}, written as a command line: the
+  // outputs are appended to LINE as shell-quoted words (appended to argv
+  // they would be the shell's $0, $1, ..., never seen by LINE's command).
+  bool is_line = false;
+  // Added once per output, sorted by key: `--output key=value`.
   std::string output_flag = "--output";
   OnFailure on_failure = OnFailure::kGiveUp;
   int retries = 2;  // kRetry: attempts after the first
@@ -137,7 +141,8 @@ struct Timing {
 };
 
 struct SimConfig {
-  std::string source;  // file name, for messages
+  std::string source;   // file name, for messages
+  std::string content;  // the text parsed: what a deterministic session id derives from
   std::string name;    // the agent's name in the trace when --agent is not given
   std::vector<std::string> startup_lines;  // printed at start; "{session_id}", "{cwd}", "{model}" expanded
   absl::Duration startup_delay = absl::ZeroDuration();

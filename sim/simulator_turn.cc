@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/fd_io.h"
+#include "base/subprocess.h"
 #include "sim/simulator.h"
 #include "validation/utf8.h"
 
@@ -77,7 +78,7 @@ void Simulator::StartPrompt(const std::string& prompt) {
                       {"behaviour", BehaviourName(behaviour)},
                       {"action", std::string(ActionName(behaviour.action))}});
   const HookOutcome hooks = RunHooks(HookEvent::kUserPromptSubmit, "", {{"prompt", text}});
-  if (done_) return;
+  if (hooks.cancelled) return;
   if (hooks.blocked) {
     Line(absl::StrCat("Prompt blocked by hook: ", hooks.reason));
     EnterIdle("prompt blocked by hook");
@@ -91,33 +92,13 @@ void Simulator::StartPrompt(const std::string& prompt) {
 }
 
 void Simulator::Act(const Behaviour& behaviour) {
-  switch (behaviour.action) {
-    case ActionKind::kComplete:
-      StartWork(behaviour);
-      return;
-    case ActionKind::kFailThenSucceed:
-      if (++uses_[&behaviour] <= behaviour.failures) {
-        Fail(behaviour.message);
-      } else {
-        StartWork(behaviour);
-      }
-      return;
-    case ActionKind::kFail:
-      Fail(behaviour.message);
-      return;
-    case ActionKind::kAsk:
-      Ask(behaviour);
-      return;
-    case ActionKind::kHang:
-      LogEvent("hang", {{"behaviour", BehaviourName(behaviour)}});
-      return;
-    case ActionKind::kCrash:
-      Crash(behaviour);
-      return;
-    case ActionKind::kModel:
-      Model(behaviour);
-      return;
+  if (behaviour.action == ActionKind::kModel) {
+    Model(behaviour);  // the model's answer first, then the work (StartWork)
+    return;
   }
+  failing_ = behaviour.action == ActionKind::kFailThenSucceed &&
+             ++uses_[&behaviour] <= behaviour.failures;
+  StartWork(behaviour);
 }
 
 void Simulator::StartWork(const Behaviour& behaviour) {
@@ -155,7 +136,7 @@ bool Simulator::ToolBegin(const std::string& id, const std::string& tool,
   if (input.is_discarded()) input = input_json;
   const HookOutcome hooks =
       RunHooks(HookEvent::kPreToolUse, tool, {{"tool_name", tool}, {"tool_input", input}});
-  if (done_) return false;
+  if (hooks.cancelled) return false;
   Line(absl::StrCat("⏺ ", tool, "(", ToolSummary(input_json), ")"));
   if (hooks.blocked) {
     Line(absl::StrCat("  ⎿  Blocked by hook: ", hooks.reason));
@@ -189,7 +170,7 @@ void Simulator::ToolFinish(const std::string& id, const std::string& tool,
   const HookOutcome hooks = RunHooks(
       HookEvent::kPostToolUse, tool,
       {{"tool_name", tool}, {"tool_input", input}, {"tool_response", validation::SanitizeUtf8(result)}});
-  if (!done_ && hooks.stop) StoppedByHook(hooks.reason);
+  if (!hooks.cancelled && hooks.stop) StoppedByHook(hooks.reason);
 }
 
 void Simulator::StoppedByHook(const std::string& reason) {
@@ -199,6 +180,33 @@ void Simulator::StoppedByHook(const std::string& reason) {
 }
 
 void Simulator::FinishWork(const Behaviour& behaviour) {
+  // The work is done: what each action does at its end.
+  switch (behaviour.action) {
+    case ActionKind::kAsk:
+      Ask(behaviour);
+      return;
+    case ActionKind::kFail:
+      for (const std::string& line : behaviour.output) Line(line);
+      Fail(behaviour.message);
+      return;
+    case ActionKind::kHang:
+      for (const std::string& line : behaviour.output) Line(line);
+      LogEvent("hang", {{"behaviour", BehaviourName(behaviour)}});
+      return;  // WORKING until interrupted
+    case ActionKind::kCrash:
+      for (const std::string& line : behaviour.output) Line(line);
+      Crash(behaviour);
+      return;
+    case ActionKind::kFailThenSucceed:
+      if (failing_) {
+        Fail(behaviour.message);
+        return;
+      }
+      break;
+    case ActionKind::kComplete:
+    case ActionKind::kModel:
+      break;
+  }
   for (const std::string& line : behaviour.output) Line(line);
   completion_ = behaviour.completion.value_or(config_->completion);
   if (completion_.command.empty()) {
@@ -206,9 +214,18 @@ void Simulator::FinishWork(const Behaviour& behaviour) {
     return;
   }
   completion_argv_ = completion_.command;
+  std::vector<std::string> words;
   for (const auto& [key, value] : behaviour.outputs) {  // a std::map: sorted by key
-    completion_argv_.push_back(completion_.output_flag);
-    completion_argv_.push_back(absl::StrCat(key, "=", value));
+    words.push_back(completion_.output_flag);
+    words.push_back(absl::StrCat(key, "=", value));
+  }
+  if (completion_.is_line) {
+    // {"/bin/sh", "-c", LINE}: the outputs become words of the line, so
+    // that its command gets them (appended to the argv they would be the
+    // shell's $0, $1, ...).
+    for (const std::string& word : words) absl::StrAppend(&completion_argv_[2], " ", ShellWord(word));
+  } else {
+    completion_argv_.insert(completion_argv_.end(), words.begin(), words.end());
   }
   completing_ = &behaviour;
   attempt_ = 0;
@@ -333,15 +350,37 @@ void Simulator::Ask(const Behaviour& behaviour) {
     return;
   }
   asking_ = &behaviour;
+  AwaitAnswer();
+}
+
+void Simulator::AwaitAnswer() {
   SetState(SimState::kAsking, "question");
-  RunHooks(HookEvent::kStop, "", {{"stop_hook_active", false}});
-  if (done_) return;
+  const HookOutcome hooks = RunHooks(HookEvent::kStop, "", {{"stop_hook_active", false}});
+  if (hooks.cancelled) return;
   ShowPrompt();
 }
 
 void Simulator::Answer(const std::string& answer) {
   const Behaviour& behaviour = *asking_;
   const std::string trimmed(absl::StripAsciiWhitespace(answer));
+  // An answer is a prompt submitted like any other: the agent works on it
+  // (UserPromptSubmit hooks, which may drop it), so an orchestrator that
+  // tracks work by those hooks sees the agent busy until the next Stop.
+  SetState(SimState::kWorking, "answered");
+  const HookOutcome hooks = RunHooks(HookEvent::kUserPromptSubmit, "",
+                                     {{"prompt", validation::SanitizeUtf8(answer)}});
+  if (hooks.cancelled) return;
+  if (hooks.blocked) {
+    Line(absl::StrCat("Prompt blocked by hook: ", hooks.reason));
+    SetState(SimState::kAsking, "prompt blocked by hook");  // still waiting for the answer
+    ShowPrompt();
+    return;
+  }
+  if (hooks.stop) {
+    asking_ = nullptr;
+    StoppedByHook(hooks.reason);
+    return;
+  }
   const size_t count = behaviour.options.size();
   int chosen = -1;
   if (count == 0 || (count == 1 && behaviour.options[0].answer.empty())) {
@@ -357,14 +396,13 @@ void Simulator::Answer(const std::string& answer) {
   }
   if (chosen < 0) {
     Line(absl::StrCat("Please answer with 1-", count, " or an option's text."));
-    ShowPrompt();
+    AwaitAnswer();
     return;
   }
   asking_ = nullptr;
   Trace("sim.answer", {{"understudy.sim.answer", validation::SanitizeUtf8(trimmed)},
                        {"understudy.sim.option", absl::StrCat(chosen + 1)}});
   LogEvent("answer", {{"option", chosen + 1}});
-  SetState(SimState::kWorking, "answered");
   if (count == 0) {
     EndTurn("answered", false);
     return;
@@ -450,12 +488,13 @@ void Simulator::Crash(const Behaviour& behaviour) {
 
 void Simulator::EndTurn(absl::string_view reason, bool failed) {
   turn_failed_ = failed;
-  RunStopHooks();
-  if (done_ || state_ != SimState::kWorking) return;
+  const HookOutcome hooks = RunStopHooks();
+  if (hooks.cancelled || state_ != SimState::kWorking) return;
   EnterIdle(reason);
 }
 
 void Simulator::StopWork() {
+  ++work_epoch_;
   timers_.clear();
   if (child_ != nullptr) {
     child_->Signal(SIGKILL);
@@ -472,9 +511,10 @@ void Simulator::StopWork() {
 Simulator::HookOutcome Simulator::RunHooks(HookEvent event, absl::string_view tool,
                                            nlohmann::json fields) {
   HookOutcome outcome;
+  const uint64_t epoch = work_epoch_;
   for (const HookCommand& command : options_.hooks.For(event, tool)) {
     const nlohmann::json payload = HookPayload(event, session_id_, "", cwd_, fields);
-    const HookResult result = RunHook(event, command, payload, env_, cwd_);
+    const HookResult result = RunHook(event, command, payload, env_, cwd_, WatchDuringHook());
     const int64_t duration_ms = absl::ToInt64Milliseconds(result.duration);
     EventLog::Fields line = {{"hook", std::string(HookEventName(event))},
                              {"exit", result.exit_code},
@@ -496,16 +536,25 @@ Simulator::HookOutcome Simulator::RunHooks(HookEvent event, absl::string_view to
       outcome.stop = true;
       if (outcome.reason.empty()) outcome.reason = result.reason;
     }
+    // What was typed meanwhile takes effect now: an interrupt stops the
+    // work before whatever this hook came before.
+    AfterHook();
+    if (done_ || work_epoch_ != epoch) {
+      outcome.cancelled = true;
+      break;
+    }
   }
   return outcome;
 }
 
-void Simulator::RunStopHooks() {
+Simulator::HookOutcome Simulator::RunStopHooks() {
+  HookOutcome outcome;
   for (int round = 0; round <= kMaxStopRefires; ++round) {
-    const HookOutcome outcome = RunHooks(HookEvent::kStop, "", {{"stop_hook_active", round > 0}});
-    if (done_ || outcome.stop || !outcome.blocked) return;
+    outcome = RunHooks(HookEvent::kStop, "", {{"stop_hook_active", round > 0}});
+    if (outcome.cancelled || outcome.stop || !outcome.blocked) break;
     Line(absl::StrCat("Stop hook: ", outcome.reason));
   }
+  return outcome;
 }
 
 }  // namespace sim

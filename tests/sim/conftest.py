@@ -18,6 +18,7 @@ import itertools
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import sys
 import tempfile
@@ -63,6 +64,8 @@ def pane_env():
 def config_yaml(meow):
     """The sim's script for most scenarios (docs/sim.md#config-reference)."""
     command = json.dumps(meow + ["done"])
+    # The same command written as one line, as orchestrators' adapters do.
+    line = json.dumps(" ".join(shlex.quote(word) for word in meow + ["done"]))
     return f"""\
 schema: understudy.sim/v1
 name: coder
@@ -113,7 +116,14 @@ behaviours:
   - name: boom
     when: {{contains: "boom"}}
     action: crash
+    output: ["Boom: the agent fell over."]
     exit_code: 3
+  - name: line
+    when: {{contains: "as one line"}}
+    action: complete
+    outputs: {{k: "v w", quote: "it's $HOME"}}
+    completion:
+      command: {line}
   - name: nowhere
     when: {{contains: "no completion"}}
     action: complete
