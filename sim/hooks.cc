@@ -392,5 +392,15 @@ nlohmann::json HookPayload(HookEvent event, absl::string_view session_id,
   return out;
 }
 
+nlohmann::json ToolResponse(absl::string_view tool, absl::string_view result) {
+  if (tool == "Bash") {
+    return {{"stdout", std::string(result)},
+            {"stderr", ""},
+            {"interrupted", false},
+            {"isImage", false}};
+  }
+  return {{"output", std::string(result)}};
+}
+
 }  // namespace sim
 }  // namespace understudy

@@ -128,11 +128,16 @@ HookResult RunHook(HookEvent event, const HookCommand& command, const nlohmann::
                    const HookWatch& watch = {});
 
 // The payload Claude Code sends: session_id, transcript_path, cwd,
-// hook_event_name, plus `fields` (tool_name, tool_input, tool_response,
-// prompt, source, stop_hook_active) merged in.
+// hook_event_name, plus `fields` (permission_mode, tool_name, tool_input,
+// tool_use_id, tool_response, prompt, source, stop_hook_active) merged in.
 nlohmann::json HookPayload(HookEvent event, absl::string_view session_id,
                            absl::string_view transcript_path, absl::string_view cwd,
                            nlohmann::json fields);
+
+// A tool's result as PostToolUse's `tool_response`, an object as Claude Code
+// sends it: Bash's {"stdout", "stderr", "interrupted", "isImage"}; any other
+// tool's {"output"}.
+nlohmann::json ToolResponse(absl::string_view tool, absl::string_view result);
 
 }  // namespace sim
 }  // namespace understudy

@@ -17,6 +17,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "base/fd_io.h"
+#include "sim/session_state.h"
 #include "validation/utf8.h"
 
 namespace understudy {
@@ -138,6 +139,17 @@ void Simulator::Start() {
                        {"resumed", options_.resumed},
                        {"agent", options_.agent},
                        {"cwd", cwd_}});
+  if (options_.resumed && !options_.state_dir.empty()) {
+    // What the session counted before it was stopped (a crash, say).
+    absl::StatusOr<std::map<std::string, int>> counts =
+        LoadSessionCounts(options_.state_dir, session_id_);
+    if (counts.ok()) {
+      uses_ = *std::move(counts);
+    } else {
+      LogEvent("session_state", {{"error", std::string(counts.status().message())}},
+               LogLevel::kWarn);
+    }
+  }
   if (!options_.print_mode) {
     for (const std::string& line : config_->startup_lines) {
       Line(absl::StrReplaceAll(line,
@@ -254,7 +266,7 @@ WatchResult Simulator::HoldInput() {
   }
   held_input_.append(buffer, static_cast<size_t>(n));
   last_input_at_ = absl::Now();
-  LogEvent("input_during_hook", {{"bytes", n}, {"held", held_input_.size()}});
+  LogEvent("input_during_hook", {{"bytes", n}, {"held", held_input_.size()}}, LogLevel::kDebug);
   return WatchResult::kKeepWatching;
 }
 
@@ -384,7 +396,8 @@ void Simulator::OnSubmit(std::string prompt) {
   }
   if (state_ != SimState::kIdle || !prompt_shown_) {
     if (trimmed.empty()) return;
-    LogEvent("prompt_queued", {{"bytes", prompt.size()}, {"queued", queue_.size() + 1}});
+    LogEvent("prompt_queued", {{"bytes", prompt.size()}, {"queued", queue_.size() + 1}},
+             LogLevel::kDebug);
     queue_.push_back(std::move(prompt));
     return;
   }
@@ -547,8 +560,8 @@ void Simulator::Trace(std::string kind, TraceAttributes attributes) {
   if (options_.trace != nullptr) options_.trace->Emit(std::move(kind), std::move(attributes));
 }
 
-void Simulator::LogEvent(absl::string_view event, EventLog::Fields fields) {
-  options_.log->Write(event, fields);
+void Simulator::LogEvent(absl::string_view event, EventLog::Fields fields, LogLevel level) {
+  options_.log->Write(event, fields, level);
 }
 
 }  // namespace sim

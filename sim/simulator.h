@@ -99,6 +99,9 @@ struct SimOptions {
   std::optional<absl::Duration> delay_override;
   // UNDERSTUDY_SIM_DETERMINISTIC: no jitter; derived session id.
   bool deterministic = false;
+  // Where the session's fail_then_succeed counts are kept across a restart
+  // with --resume (sim/session_state.h); "" keeps them in memory only.
+  std::string state_dir;
   std::string cwd;              // "" → the current directory
   bool handle_signals = true;   // SIGTERM, SIGHUP, SIGINT end the session
   EventLog* log = nullptr;               // required; borrowed for Run
@@ -175,7 +178,8 @@ class Simulator {
   void ShowPrompt();
   void Echo(absl::string_view text, bool flush);
   void Trace(std::string kind, TraceAttributes attributes);
-  void LogEvent(absl::string_view event, EventLog::Fields fields);
+  void LogEvent(absl::string_view event, EventLog::Fields fields,
+                LogLevel level = LogLevel::kInfo);
 
   // A submitted or queued prompt: `/exit` and `/quit` end the session,
   // anything else is work.
@@ -205,6 +209,8 @@ class Simulator {
   // ASKING: the question is up; Stop hooks, then the indicator.
   void AwaitAnswer();
   void Answer(const std::string& answer);
+  // A fail_then_succeed takes a prompt: true when this turn fails.
+  bool CountFailure(const Behaviour& behaviour);
   // Starts the model call; ModelAnswered goes on once the loop sees its answer.
   void Model(const Behaviour& behaviour);
   void ModelAnswered();
@@ -255,10 +261,14 @@ class Simulator {
   std::string prompt_;
   bool turn_failed_ = false;
   const Behaviour* asking_ = nullptr;
+  std::string answer_;    // the answer that led to the work under way
   bool failing_ = false;  // a fail_then_succeed's turn that fails
   std::vector<ToolRun> tools_;
   int tool_counter_ = 0;
-  std::map<const Behaviour*, int> uses_;  // fail_then_succeed
+  // fail_then_succeed: prompts taken, by behaviour path; kept in
+  // options_.state_dir across --resume.
+  std::map<std::string, int> uses_;
+  std::map<std::string, std::string> completion_outputs_;
   const Behaviour* completing_ = nullptr;
   Completion completion_;
   std::vector<std::string> completion_argv_;

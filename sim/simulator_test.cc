@@ -924,6 +924,197 @@ TEST(SimulatorTest, DeterministicSessionIdFollowsTheConfigsContentNotItsPath) {
   EXPECT_NE(here, id(text, "/tmp/run-1/coder.yaml", "reviewer"));
 }
 
+// A completion command named `name` on PATH for the life of the object (the
+// MEOW dialect runs `meow done`), recording its arguments to NAME.args.
+class CommandOnPath {
+ public:
+  explicit CommandOnPath(const std::string& name) : script_(dir_.path() + "/" + name) {
+    {
+      std::ofstream out(script_);
+      out << "#!/bin/sh\nprintf '%s\\n' \"$@\" >> \"$0.args\"\n";
+    }
+    chmod(script_.c_str(), 0755);
+    const char* path = std::getenv("PATH");
+    saved_ = path != nullptr ? path : "";
+    setenv("PATH", (dir_.path() + ":" + saved_).c_str(), 1);
+  }
+  ~CommandOnPath() { setenv("PATH", saved_.c_str(), 1); }
+  std::string Args() const { return ReadFile(script_ + ".args"); }
+
+ private:
+  TempDir dir_;
+  std::string script_;
+  std::string saved_;
+};
+
+std::shared_ptr<SimConfig> ParsedConfig(const std::string& text) {
+  absl::StatusOr<SimConfig> config = ParseSimConfig(text, "sim.yaml");
+  EXPECT_TRUE(config.ok()) << config.status();
+  return std::make_shared<SimConfig>(config.ok() ? *std::move(config) : DefaultSimConfig());
+}
+
+// The MEOW dialect's ask: its options are shown, any answer is taken, and the
+// turn completes with the answer as output `answer` (through `meow done`).
+TEST(SimulatorTest, MeowAskTakesAnyAnswerAndCompletesWithIt) {
+  CommandOnPath meow("meow");
+  PtySession session(ParsedConfig(R"(behaviors:
+  - match: review
+    action: {type: ask, question: "Found 3 issues. Continue anyway?", options: ["yes", "no"]}
+)"), [](SimOptions& options) { options.delay_override = absl::ZeroDuration(); });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("review the code\r");
+  ASSERT_TRUE(session.WaitForEnd("Continue anyway?\n  1. yes\n  2. no\n\n> "));
+  session.Type("yes, but fix them first\r");
+  ASSERT_TRUE(session.WaitForLog("completion attempt=1 outcome=ok"));
+  EXPECT_EQ(meow.Args(), "done\n--output\nanswer=yes, but fix them first\n");
+  EXPECT_THAT(session.Output(), Not(HasSubstr("Please answer")));
+}
+
+// prompt_delay: after the turn's Stop hooks the indicator waits; the agent is
+// still working meanwhile (an interrupt ends the wait).
+TEST(SimulatorTest, PromptDelayHoldsTheIndicatorAfterATurn) {
+  PtySession session(ParsedConfig(R"(timing: {startup_delay: 0, default_work_delay: 0, prompt_delay: 30s}
+behaviors:
+  - {match: go, action: {type: fail, fail_message: "no luck"}}
+)"), [](SimOptions& options) {
+    ASSERT_TRUE(options.hooks.AddText(kLogEveryPrompt, "settings.json").ok());
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("go\r");
+  ASSERT_TRUE(session.WaitForLog("hook hook=Stop"));
+  ASSERT_TRUE(session.WaitForEnd("Error: no luck\n"));
+  EXPECT_THAT(session.Log(), Not(HasSubstr("state IDLE <- WORKING (failed)")));
+  session.Type("\x1b");
+  ASSERT_TRUE(session.WaitForEnd("Interrupted by user\n\n> "));
+}
+
+// hooks.fire_stop_hook and hooks.fire_tool_events: off, those hooks are not
+// run though the settings name them; the tools still show.
+TEST(SimulatorTest, MeowHookSwitchesTurnHooksOff) {
+  constexpr char kEveryHook[] = R"({"hooks": {
+    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}],
+    "PreToolUse": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}],
+    "PostToolUse": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}]}})";
+  CommandOnPath meow("meow");
+  for (const bool fire : {true, false}) {
+    SCOPED_TRACE(fire ? "fired" : "not fired");
+    PtySession session(ParsedConfig(absl::StrCat(
+                           "hooks: {fire_stop_hook: ", fire ? "true" : "false",
+                           ", fire_tool_events: ", fire ? "true" : "false", "}\n", R"(behaviors:
+  - match: go
+    action:
+      type: complete
+      events: [{type: tool-starting, data: {tool: Bash, command: ls}}]
+)")),
+                       [&](SimOptions& options) {
+                         options.delay_override = absl::ZeroDuration();
+                         ASSERT_TRUE(options.hooks.AddText(kEveryHook, "settings.json").ok());
+                       });
+    ASSERT_TRUE(session.WaitForEnd("> "));
+    session.Type("go\r");
+    ASSERT_TRUE(session.WaitForLog("state IDLE <- WORKING (completed)"));
+    EXPECT_THAT(session.Output(), HasSubstr("⏺ Bash(ls)\n  ⎿  (no output)\n"));
+    if (fire) {
+      EXPECT_THAT(HookCalls(ReadFile(session.dir() + "/hooks.log")),
+                  ::testing::ElementsAre("UserPromptSubmit:go", "PreToolUse", "PostToolUse",
+                                         "Stop"));
+    } else {
+      EXPECT_THAT(HookCalls(ReadFile(session.dir() + "/hooks.log")),
+                  ::testing::ElementsAre("UserPromptSubmit:go"));
+    }
+  }
+}
+
+// Payloads carry what Claude Code's do: permission_mode everywhere,
+// tool_use_id with the tool events, tool_response as an object.
+TEST(SimulatorTest, HookPayloadsCarryPermissionModeToolUseIdAndAResponseObject) {
+  auto deploy = NewBehaviour("deploy", ActionKind::kComplete);
+  ToolEvent bash;
+  bash.tool = "Bash";
+  bash.input_json = R"({"command":"ls"})";
+  bash.result = "a.txt";
+  ToolEvent read;
+  read.tool = "Read";
+  read.input_json = R"({"file_path":"/etc/hosts"})";
+  read.result = "127.0.0.1 localhost";
+  deploy->events = {bash, read};
+  PtySession session(NewConfig({deploy}), [](SimOptions& options) {
+    options.skip_permissions = true;
+    ASSERT_TRUE(options.hooks
+                    .AddText(R"({"hooks": {
+    "PreToolUse": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}],
+    "PostToolUse": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}]}})",
+                             "settings.json")
+                    .ok());
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("deploy\r");
+  ASSERT_TRUE(session.WaitForLog("state IDLE <- WORKING (completed)"));
+  std::vector<nlohmann::json> payloads;
+  std::istringstream lines(ReadFile(session.dir() + "/hooks.log"));
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) payloads.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(payloads.size(), 4u);
+  for (const nlohmann::json& p : payloads) EXPECT_EQ(p["permission_mode"], "bypassPermissions");
+  EXPECT_EQ(payloads[0]["hook_event_name"], "PreToolUse");
+  EXPECT_EQ(payloads[0]["tool_use_id"], "toolu_sim_1");
+  EXPECT_EQ(payloads[1]["hook_event_name"], "PostToolUse");
+  EXPECT_EQ(payloads[1]["tool_use_id"], "toolu_sim_1");
+  EXPECT_EQ(payloads[1]["tool_response"],
+            nlohmann::json({{"stdout", "a.txt"}, {"stderr", ""}, {"interrupted", false},
+                            {"isImage", false}}));
+  EXPECT_EQ(payloads[3]["tool_use_id"], "toolu_sim_2");
+  EXPECT_EQ(payloads[3]["tool_response"], nlohmann::json({{"output", "127.0.0.1 localhost"}}));
+}
+
+// A fail_then_succeed's count is the session's, kept across a restart with
+// --resume: "crash, then succeed after the restart" in two processes.
+TEST(SimulatorTest, FailThenSucceedCountSurvivesACrashAndAResume) {
+  TempDir state;
+  CommandOnPath meow("meow");
+  const std::string text = R"(behaviors:
+  - match: step-2
+    action: {type: fail_then_succeed, fail_count: 1, exit_code: 137, success_outputs: {result: done}}
+)";
+  std::string session_id;
+  {
+    int crashed_with = -1;
+    PtySession session(ParsedConfig(text), [&](SimOptions& options) {
+      options.delay_override = absl::ZeroDuration();
+      options.state_dir = state.path();
+      options.on_crash = [&](int exit_code, int) { crashed_with = exit_code; };
+    });
+    ASSERT_TRUE(session.WaitForEnd("> "));
+    session_id = session.session_id();
+    session.Type("step-2\r");
+    EXPECT_EQ(session.Join(), 137);
+    EXPECT_EQ(crashed_with, 137);
+  }
+  EXPECT_EQ(meow.Args(), "");
+  PtySession resumed(ParsedConfig(text), [&](SimOptions& options) {
+    options.delay_override = absl::ZeroDuration();
+    options.state_dir = state.path();
+    options.session_id = session_id;
+    options.resumed = true;
+  });
+  ASSERT_TRUE(resumed.WaitForEnd("> "));
+  resumed.Type("step-2\r");
+  ASSERT_TRUE(resumed.WaitForLog("state IDLE <- WORKING (completed)"));
+  EXPECT_EQ(meow.Args(), "done\n--output\nresult=done\n");
+  // A new session (not resumed) counts from zero: it crashes again.
+  int crashed_with = -1;
+  PtySession fresh(ParsedConfig(text), [&](SimOptions& options) {
+    options.delay_override = absl::ZeroDuration();
+    options.state_dir = state.path();
+    options.on_crash = [&](int exit_code, int) { crashed_with = exit_code; };
+  });
+  ASSERT_TRUE(fresh.WaitForEnd("> "));
+  fresh.Type("step-2\r");
+  EXPECT_EQ(fresh.Join(), 137);
+}
+
 // Runs the simulator on `input` through pipes (not a terminal); its output
 // and log.
 struct PipedRun {

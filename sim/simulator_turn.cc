@@ -17,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "base/fd_io.h"
 #include "base/subprocess.h"
+#include "sim/session_state.h"
 #include "sim/simulator.h"
 #include "validation/utf8.h"
 
@@ -65,6 +66,7 @@ std::string BehaviourName(const Behaviour& behaviour) {
 
 void Simulator::StartPrompt(const std::string& prompt) {
   prompt_ = prompt;
+  answer_.clear();
   turn_failed_ = false;
   const Behaviour& behaviour = config_->Select(prompt);
   SetState(SimState::kWorking, "prompt");
@@ -96,9 +98,21 @@ void Simulator::Act(const Behaviour& behaviour) {
     Model(behaviour);  // the model's answer first, then the work (StartWork)
     return;
   }
-  failing_ = behaviour.action == ActionKind::kFailThenSucceed &&
-             ++uses_[&behaviour] <= behaviour.failures;
+  failing_ = behaviour.action == ActionKind::kFailThenSucceed && CountFailure(behaviour);
   StartWork(behaviour);
+}
+
+bool Simulator::CountFailure(const Behaviour& behaviour) {
+  const int taken = ++uses_[behaviour.path];
+  if (!options_.state_dir.empty()) {
+    // Saved before the turn goes on, so that a crash (this turn's own, a
+    // kill) and a restart with --resume count it.
+    absl::Status saved = SaveSessionCounts(options_.state_dir, session_id_, uses_);
+    if (!saved.ok()) {
+      LogEvent("session_state", {{"error", std::string(saved.message())}}, LogLevel::kWarn);
+    }
+  }
+  return taken <= behaviour.failures;
 }
 
 void Simulator::StartWork(const Behaviour& behaviour) {
@@ -134,8 +148,9 @@ bool Simulator::ToolBegin(const std::string& id, const std::string& tool,
                           {"gen_ai.tool.call.arguments", input_json}});
   nlohmann::json input = nlohmann::json::parse(input_json, nullptr, false);
   if (input.is_discarded()) input = input_json;
-  const HookOutcome hooks =
-      RunHooks(HookEvent::kPreToolUse, tool, {{"tool_name", tool}, {"tool_input", input}});
+  const HookOutcome hooks = RunHooks(
+      HookEvent::kPreToolUse, tool,
+      {{"tool_name", tool}, {"tool_input", input}, {"tool_use_id", id}});
   if (hooks.cancelled) return false;
   Line(absl::StrCat("⏺ ", tool, "(", ToolSummary(input_json), ")"));
   if (hooks.blocked) {
@@ -167,9 +182,11 @@ void Simulator::ToolFinish(const std::string& id, const std::string& tool,
                             {"understudy.sim.blocked", "false"}});
   nlohmann::json input = nlohmann::json::parse(input_json, nullptr, false);
   if (input.is_discarded()) input = input_json;
-  const HookOutcome hooks = RunHooks(
-      HookEvent::kPostToolUse, tool,
-      {{"tool_name", tool}, {"tool_input", input}, {"tool_response", validation::SanitizeUtf8(result)}});
+  const HookOutcome hooks = RunHooks(HookEvent::kPostToolUse, tool,
+                                     {{"tool_name", tool},
+                                      {"tool_input", input},
+                                      {"tool_use_id", id},
+                                      {"tool_response", ToolResponse(tool, validation::SanitizeUtf8(result))}});
   if (!hooks.cancelled && hooks.stop) StoppedByHook(hooks.reason);
 }
 
@@ -198,6 +215,10 @@ void Simulator::FinishWork(const Behaviour& behaviour) {
       Crash(behaviour);
       return;
     case ActionKind::kFailThenSucceed:
+      if (failing_ && behaviour.crash_on_failure) {
+        Crash(behaviour);
+        return;
+      }
       if (failing_) {
         Fail(behaviour.message);
         return;
@@ -214,8 +235,10 @@ void Simulator::FinishWork(const Behaviour& behaviour) {
     return;
   }
   completion_argv_ = completion_.command;
+  completion_outputs_ = behaviour.outputs;
+  if (!behaviour.answer_output.empty()) completion_outputs_[behaviour.answer_output] = answer_;
   std::vector<std::string> words;
-  for (const auto& [key, value] : behaviour.outputs) {  // a std::map: sorted by key
+  for (const auto& [key, value] : completion_outputs_) {  // a std::map: sorted by key
     words.push_back(completion_.output_flag);
     words.push_back(absl::StrCat(key, "=", value));
   }
@@ -265,11 +288,14 @@ void Simulator::DrainChildOutput() {
     child_output_.append(buffer, static_cast<size_t>(n));
     size_t newline;
     while ((newline = child_output_.find('\n')) != std::string::npos) {
-      LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_.substr(0, newline))}});
+      LogEvent("completion_output",
+               {{"line", validation::SanitizeUtf8(child_output_.substr(0, newline))}},
+               LogLevel::kDebug);
       child_output_.erase(0, newline + 1);
     }
     if (child_output_.size() > kMaxOutputLine) {
-      LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_)}});
+      LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_)}},
+               LogLevel::kDebug);
       child_output_.clear();
     }
   }
@@ -281,7 +307,8 @@ void Simulator::PollChild() {
   if (!status.has_value()) return;
   DrainChildOutput();
   if (!child_output_.empty()) {
-    LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_)}});
+    LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_)}},
+             LogLevel::kDebug);
     child_output_.clear();
   }
   const bool ok = WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
@@ -295,9 +322,7 @@ void Simulator::CompletionEnded(const std::string& outcome, int exit_code,
   child_output_open_ = false;
   child_deadline_ = absl::InfiniteFuture();
   nlohmann::json outputs = nlohmann::json::object();
-  if (completing_ != nullptr) {
-    for (const auto& [key, value] : completing_->outputs) outputs[key] = value;
-  }
+  for (const auto& [key, value] : completion_outputs_) outputs[key] = value;
   Trace("sim.completion",
         {{"understudy.sim.command",
           nlohmann::json(completion_argv_).dump(-1, ' ', false,
@@ -394,20 +419,26 @@ void Simulator::Answer(const std::string& answer) {
       if (absl::EqualsIgnoreCase(trimmed, behaviour.options[i].answer)) chosen = static_cast<int>(i);
     }
   }
-  if (chosen < 0) {
+  // An ask that takes any answer goes on with its `then` when the answer is
+  // none of its options (option 0).
+  const Behaviour* next = chosen >= 0 ? behaviour.options[static_cast<size_t>(chosen)].then.get()
+                          : behaviour.any_answer ? behaviour.then.get()
+                                                 : nullptr;
+  if (next == nullptr && count > 0) {
     Line(absl::StrCat("Please answer with 1-", count, " or an option's text."));
     AwaitAnswer();
     return;
   }
   asking_ = nullptr;
+  answer_ = trimmed;
   Trace("sim.answer", {{"understudy.sim.answer", validation::SanitizeUtf8(trimmed)},
                        {"understudy.sim.option", absl::StrCat(chosen + 1)}});
   LogEvent("answer", {{"option", chosen + 1}});
-  if (count == 0) {
+  if (next == nullptr) {
     EndTurn("answered", false);
     return;
   }
-  Act(*behaviour.options[static_cast<size_t>(chosen)].then);
+  Act(*next);
 }
 
 void Simulator::Model(const Behaviour& behaviour) {
@@ -490,6 +521,12 @@ void Simulator::EndTurn(absl::string_view reason, bool failed) {
   turn_failed_ = failed;
   const HookOutcome hooks = RunStopHooks();
   if (hooks.cancelled || state_ != SimState::kWorking) return;
+  const absl::Duration wait = Delay(config_->prompt_delay);
+  if (wait > absl::ZeroDuration()) {
+    // Still WORKING until the indicator shows: what is typed meanwhile queues.
+    Schedule(wait, [this, why = std::string(reason)] { EnterIdle(why); });
+    return;
+  }
   EnterIdle(reason);
 }
 
@@ -511,6 +548,11 @@ void Simulator::StopWork() {
 Simulator::HookOutcome Simulator::RunHooks(HookEvent event, absl::string_view tool,
                                            nlohmann::json fields) {
   HookOutcome outcome;
+  const bool tool_event = event == HookEvent::kPreToolUse || event == HookEvent::kPostToolUse;
+  if ((event == HookEvent::kStop && !config_->stop_hooks) || (tool_event && !config_->tool_hooks)) {
+    return outcome;
+  }
+  fields["permission_mode"] = options_.skip_permissions ? "bypassPermissions" : "default";
   const uint64_t epoch = work_epoch_;
   for (const HookCommand& command : options_.hooks.For(event, tool)) {
     const nlohmann::json payload = HookPayload(event, session_id_, "", cwd_, fields);
