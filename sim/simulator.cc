@@ -18,11 +18,15 @@
 #include "absl/time/clock.h"
 #include "base/fd_io.h"
 #include "sim/session_state.h"
+#include "trace/sim_vocabulary.h"
 #include "validation/utf8.h"
 
 namespace understudy {
 namespace sim {
 namespace {
+
+namespace sim_attr = trace::sim_attr;
+namespace sim_event = trace::sim_event;
 
 constexpr absl::Duration kCtrlCWindow = absl::Seconds(1);
 
@@ -130,10 +134,10 @@ void Simulator::Start() {
 
   SetState(SimState::kStarting, "started");
   const std::string model = options_.model.empty() ? "default" : options_.model;
-  Trace("sim.started", {{"understudy.sim.session_id", session_id_},
-                        {"understudy.sim.resumed", options_.resumed ? "true" : "false"},
-                        {"understudy.sim.model", model},
-                        {"understudy.sim.skip_permissions",
+  Trace(sim_event::kStarted, {{sim_attr::kSessionId, session_id_},
+                        {sim_attr::kResumed, options_.resumed ? "true" : "false"},
+                        {sim_attr::kModel, model},
+                        {sim_attr::kSkipPermissions,
                          options_.skip_permissions ? "true" : "false"}});
   LogEvent("session", {{"session_id", session_id_},
                        {"resumed", options_.resumed},
@@ -468,9 +472,9 @@ void Simulator::SetState(SimState to, absl::string_view reason) {
   started_ = true;
   state_ = to;
   options_.log->State(StateName(to), from, reason);
-  Trace("sim.state", {{"understudy.sim.state", std::string(StateName(to))},
-                      {"understudy.sim.state.from", from},
-                      {"understudy.sim.reason", std::string(reason)}});
+  Trace(sim_event::kState, {{sim_attr::kState, std::string(StateName(to))},
+                      {sim_attr::kStateFrom, from},
+                      {sim_attr::kReason, std::string(reason)}});
 }
 
 void Simulator::EnterIdle(absl::string_view reason) {

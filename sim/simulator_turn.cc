@@ -19,11 +19,15 @@
 #include "base/subprocess.h"
 #include "sim/session_state.h"
 #include "sim/simulator.h"
+#include "trace/sim_vocabulary.h"
 #include "validation/utf8.h"
 
 namespace understudy {
 namespace sim {
 namespace {
+
+namespace sim_attr = trace::sim_attr;
+namespace sim_event = trace::sim_event;
 
 constexpr size_t kMaxOutputLine = 64 * 1024;
 constexpr int kMaxStopRefires = 3;
@@ -71,10 +75,10 @@ void Simulator::StartPrompt(const std::string& prompt) {
   const Behaviour& behaviour = config_->Select(prompt);
   SetState(SimState::kWorking, "prompt");
   const std::string text = validation::SanitizeUtf8(prompt);
-  Trace("sim.prompt", {{"understudy.sim.prompt", text},
-                       {"understudy.sim.prompt.bytes", absl::StrCat(prompt.size())},
-                       {"understudy.sim.behaviour", BehaviourName(behaviour)},
-                       {"understudy.sim.model",
+  Trace(sim_event::kPrompt, {{sim_attr::kPrompt, text},
+                       {sim_attr::kPromptBytes, absl::StrCat(prompt.size())},
+                       {sim_attr::kBehaviour, BehaviourName(behaviour)},
+                       {sim_attr::kModel,
                         behaviour.action == ActionKind::kModel ? "true" : "false"}});
   LogEvent("prompt", {{"bytes", prompt.size()},
                       {"behaviour", BehaviourName(behaviour)},
@@ -143,7 +147,7 @@ void Simulator::ToolEnd(const ToolEvent& event, size_t index) {
 
 bool Simulator::ToolBegin(const std::string& id, const std::string& tool,
                           const std::string& input_json) {
-  Trace("sim.tool_call", {{"gen_ai.tool.name", tool},
+  Trace(sim_event::kToolCall, {{"gen_ai.tool.name", tool},
                           {"gen_ai.tool.call.id", id},
                           {"gen_ai.tool.call.arguments", input_json}});
   nlohmann::json input = nlohmann::json::parse(input_json, nullptr, false);
@@ -155,11 +159,11 @@ bool Simulator::ToolBegin(const std::string& id, const std::string& tool,
   Line(absl::StrCat("⏺ ", tool, "(", ToolSummary(input_json), ")"));
   if (hooks.blocked) {
     Line(absl::StrCat("  ⎿  Blocked by hook: ", hooks.reason));
-    Trace("sim.tool_result", {{"gen_ai.tool.name", tool},
+    Trace(sim_event::kToolResult, {{"gen_ai.tool.name", tool},
                               {"gen_ai.tool.call.id", id},
                               {"gen_ai.tool.call.result", ""},
-                              {"understudy.sim.blocked", "true"},
-                              {"understudy.sim.reason", hooks.reason}});
+                              {sim_attr::kBlocked, "true"},
+                              {sim_attr::kReason, hooks.reason}});
     return false;
   }
   if (hooks.stop) {
@@ -176,10 +180,10 @@ void Simulator::ToolFinish(const std::string& id, const std::string& tool,
     Line(absl::StrCat(first ? "  ⎿  " : "     ", line));
     first = false;
   }
-  Trace("sim.tool_result", {{"gen_ai.tool.name", tool},
+  Trace(sim_event::kToolResult, {{"gen_ai.tool.name", tool},
                             {"gen_ai.tool.call.id", id},
                             {"gen_ai.tool.call.result", result},
-                            {"understudy.sim.blocked", "false"}});
+                            {sim_attr::kBlocked, "false"}});
   nlohmann::json input = nlohmann::json::parse(input_json, nullptr, false);
   if (input.is_discarded()) input = input_json;
   const HookOutcome hooks = RunHooks(HookEvent::kPostToolUse, tool,
@@ -323,14 +327,14 @@ void Simulator::CompletionEnded(const std::string& outcome, int exit_code,
   child_deadline_ = absl::InfiniteFuture();
   nlohmann::json outputs = nlohmann::json::object();
   for (const auto& [key, value] : completion_outputs_) outputs[key] = value;
-  Trace("sim.completion",
-        {{"understudy.sim.command",
+  Trace(sim_event::kCompletion,
+        {{sim_attr::kCommand,
           nlohmann::json(completion_argv_).dump(-1, ' ', false,
                                                 nlohmann::json::error_handler_t::replace)},
-         {"understudy.sim.exit_code", absl::StrCat(exit_code)},
-         {"understudy.sim.outcome", outcome},
-         {"understudy.sim.attempt", absl::StrCat(attempt_)},
-         {"understudy.sim.outputs",
+         {sim_attr::kExitCode, absl::StrCat(exit_code)},
+         {sim_attr::kOutcome, outcome},
+         {sim_attr::kAttempt, absl::StrCat(attempt_)},
+         {sim_attr::kOutputs,
           outputs.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}});
   LogEvent("completion", {{"attempt", attempt_},
                           {"outcome", outcome},
@@ -355,7 +359,7 @@ void Simulator::CompletionEnded(const std::string& outcome, int exit_code,
 
 void Simulator::Fail(const std::string& message) {
   Line(message);
-  Trace("sim.error", {{"understudy.sim.message", validation::SanitizeUtf8(message)}});
+  Trace(sim_event::kError, {{sim_attr::kMessage, validation::SanitizeUtf8(message)}});
   EndTurn("failed", true);
 }
 
@@ -368,8 +372,8 @@ void Simulator::Ask(const Behaviour& behaviour) {
     Line(absl::StrCat("  ", i + 1, ". ", answer));
     options.push_back(answer);
   }
-  Trace("sim.question", {{"understudy.sim.question", behaviour.question},
-                         {"understudy.sim.options", options.dump()}});
+  Trace(sim_event::kQuestion, {{sim_attr::kQuestion, behaviour.question},
+                         {sim_attr::kOptions, options.dump()}});
   if (options_.print_mode) {  // nobody to answer: the question is the result
     EndTurn("asked", false);
     return;
@@ -431,8 +435,8 @@ void Simulator::Answer(const std::string& answer) {
   }
   asking_ = nullptr;
   answer_ = trimmed;
-  Trace("sim.answer", {{"understudy.sim.answer", validation::SanitizeUtf8(trimmed)},
-                       {"understudy.sim.option", absl::StrCat(chosen + 1)}});
+  Trace(sim_event::kAnswer, {{sim_attr::kAnswer, validation::SanitizeUtf8(trimmed)},
+                       {sim_attr::kOption, absl::StrCat(chosen + 1)}});
   LogEvent("answer", {{"option", chosen + 1}});
   if (next == nullptr) {
     EndTurn("answered", false);
@@ -565,11 +569,11 @@ Simulator::HookOutcome Simulator::RunHooks(HookEvent event, absl::string_view to
                              {"command", result.command}};
     if (!result.reason.empty()) line.emplace_back("reason", validation::SanitizeUtf8(result.reason));
     LogEvent("hook", std::move(line));
-    Trace("sim.hook", {{"understudy.sim.hook.event", std::string(HookEventName(event))},
-                       {"understudy.sim.hook.command", result.command},
-                       {"understudy.sim.hook.exit_code", absl::StrCat(result.exit_code)},
-                       {"understudy.sim.hook.outcome", result.outcome},
-                       {"understudy.sim.hook.duration_ms", absl::StrCat(duration_ms)}});
+    Trace(sim_event::kHook, {{sim_attr::kHookEvent, std::string(HookEventName(event))},
+                       {sim_attr::kHookCommand, result.command},
+                       {sim_attr::kHookExitCode, absl::StrCat(result.exit_code)},
+                       {sim_attr::kHookOutcome, result.outcome},
+                       {sim_attr::kHookDurationMs, absl::StrCat(duration_ms)}});
     if (result.blocked && !outcome.blocked) {
       outcome.blocked = true;
       outcome.reason = result.reason;
