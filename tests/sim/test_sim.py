@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import BIN, HOOK, REPEAT, SIM, Spawner, pane_env, write_file
+from conftest import BIN, HERE, HOOK, PANE_PATH, REPEAT, SIM, Spawner, pane_env, write_file
 from orchestrator import Ipc, Orchestrator, Tmux, process_gone, processes_with_env, read_log
 
 LANES = int(os.environ.get("UNDERSTUDY_SIM_LANES", "3"))
@@ -357,11 +357,98 @@ def test_deterministic_session_follows_the_config_not_its_folder(orch, sim_confi
         folder.mkdir(exist_ok=True)
         config = folder / f"sim-{side}.yaml"
         write_file(config, sim_config.read_text())
+        # MEOW's variable does the same (when UNDERSTUDY_SIM_DETERMINISTIC is unset).
+        variable = "UNDERSTUDY_SIM_DETERMINISTIC" if rep % 2 == 0 else "MEOW_SIM_DETERMINISTIC"
         agent = orch.spawn("det", command=[SIM, "--config", str(config)],
-                           env={"UNDERSTUDY_SIM_DETERMINISTIC": "1"})
+                           env={variable: "1" if rep % 2 == 0 else "true"})
         screens.append(orch.orch.wait_prompt(agent))
     assert screens[0] == screens[1], screens
     assert "  session: " in screens[0], screens[0]
+
+
+# --- a config in the MEOW orchestrator's dialect ------------------------------------
+
+@repeated
+def test_meow_dialect_config_drives_the_orchestrator(tmux, ipc, meow_config, settings, workdir,
+                                                     rep):
+    """The same orchestrator drives an agent whose config is written in MEOW's
+    shape and given the MEOW way (MEOW_SIM_CONFIG, MEOW_SIM_DELAY,
+    MEOW_SIM_LOG_LEVEL): hooks with Claude Code's payloads, `meow done` with
+    the outputs, an ask answered, an interrupt during a hook, and a step that
+    crashes the agent and succeeds once it is restarted with --resume."""
+    release = workdir / f"meow-release-{rep}"
+    release.unlink(missing_ok=True)
+    held = {"matcher": "Bash", "hooks": [{"type": "command", "command": f"{HOOK} wait {release}",
+                                          "timeout": 30}]}
+    path = settings(f"meow-{rep}", ALL_EVENTS, extra={"PreToolUse": [held]})
+    # `meow` in PATH is tests/sim/meow (set through env: tmux gives a pane the
+    # PATH of the client that made it, whatever -e says); the config comes from
+    # MEOW_SIM_CONFIG.
+    env = {"MEOW_SIM_CONFIG": str(meow_config), "UNDERSTUDY_SIM_DELAY": "", "MEOW_SIM_DELAY": "0",
+           "MEOW_SIM_LOG_LEVEL": "debug"}
+    command = ["/usr/bin/env", f"PATH={HERE}:{PANE_PATH}", SIM, "--dangerously-skip-permissions",
+               "--settings", str(path)]
+    orch = Spawner(Orchestrator(tmux, ipc, command, env=env, log_dir=str(workdir)))
+    try:
+        agent = orch.spawn("meow", keep_status=True)
+        orch.orch.wait_prompt(agent)
+        started = orch.orch.next_message(agent, "hook", "SessionStart")
+        session = started["payload"]["session_id"]
+        assert started["payload"]["permission_mode"] == "bypassPermissions"
+
+        # complete, with its tool events as Claude Code's hooks.
+        turn = orch.orch.turn(agent, "write the tests first")
+        assert events_of(turn) == ["UserPromptSubmit:write the tests first", "PreToolUse",
+                                   "PostToolUse", "completion", "Stop"], (turn, read_log(agent))
+        pre, post, done = turn[1]["payload"], turn[2]["payload"], turn[3]
+        assert pre["tool_name"] == "Write" and pre["tool_input"] == {
+            "file_path": "src/feature.test.ts"}
+        assert pre["tool_use_id"] == post["tool_use_id"] and pre["tool_use_id"].startswith(
+            "toolu_sim_")
+        assert post["tool_response"] == {"output": ""}
+        assert done["args"] == ["done"]
+        assert done["outputs"] == {"count": "3", "test_file": "src/feature.test.ts"}
+
+        # ask: the options are shown, any answer is taken and passed on.
+        asked = orch.orch.turn(agent, "implement the login feature")
+        assert events_of(asked) == ["UserPromptSubmit:implement the login feature", "Stop"]
+        screen = orch.orch.wait_prompt(agent, count=3)
+        assert turn_lines(screen, "> implement the login feature")[1:] == [
+            "Which approach?", "  1. fastest", "  2. simplest"], screen
+        answered = orch.orch.turn(agent, "simplest, with tests")
+        assert events_of(answered) == ["UserPromptSubmit:simplest, with tests", "completion",
+                                       "Stop"], answered
+        assert answered[1]["outputs"] == {"answer": "simplest, with tests"}
+
+        # An interrupt while a PreToolUse hook runs: the tool never runs.
+        orch.orch.send_prompt(agent, "deploy it")
+        reported = orch.orch.next_message(agent, "hook", "PreToolUse")  # the "*" hook, then
+        waiting = orch.orch.next_message(agent, "hook", "PreToolUse")   # Bash's, held
+        assert (reported["mode"], waiting["mode"]) == ("report", "wait")
+        orch.orch.key(agent, "Escape")
+        wait_log(agent, "input_during_hook")  # (a debug line: MEOW_SIM_LOG_LEVEL=debug)
+        write_file(release, "go")
+        orch.orch.wait_text(agent, "Interrupted by user")
+        screen = orch.orch.wait_prompt(agent, count=5)
+        assert turn_lines(screen, "> deploy it") == ["> deploy it", "  ⎿  Interrupted by user"]
+
+        # step-2 crashes the agent; restarted with --resume, it succeeds.
+        before = len(orch.orch.messages(agent))
+        orch.orch.send_prompt(agent, "run step-2")
+        assert orch.orch.exit_status(agent) == 137
+        wait_dead(orch, agent)
+        assert [m for m in orch.orch.messages(agent)[before:]
+                if m.get("type") == "completion"] == []
+        orch.orch.respawn(agent, args=["--resume", session])
+        resumed = orch.orch.next_message(agent, "hook", "SessionStart")
+        assert resumed["payload"]["source"] == "resume"
+        assert resumed["payload"]["session_id"] == session
+        orch.orch.wait_prompt(agent)
+        again = orch.orch.turn(agent, "run step-2")
+        assert completions_of(again)[0]["outputs"] == {"result": "step2-done"}, again
+        assert completions_of(again)[0]["session_id"] == session
+    finally:
+        orch.close()
 
 
 # --- three agents in parallel, joined ------------------------------------------------
