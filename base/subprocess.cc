@@ -222,15 +222,18 @@ std::string ChildProcess::DescribeExit(int wait_status) {
   }
   return absl::StrCat("ended (wait status ", wait_status, ")");
 }
+std::string ShellWord(absl::string_view arg) {
+  const bool plain = !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+           (c != '\0' && std::strchr("@%+=:,./_-", c) != nullptr);
+  });
+  if (plain) return std::string(arg);
+  return absl::StrCat("'", absl::StrReplaceAll(arg, {{"'", "'\\''"}}), "'");
+}
+
 std::string ShellQuoted(const std::vector<std::string>& argv) {
   std::vector<std::string> parts;
-  for (const std::string& a : argv) {
-    const bool plain = !a.empty() && std::all_of(a.begin(), a.end(), [](char c) {
-      return absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
-             std::strchr("@%+=:,./_-", c) != nullptr;
-    });
-    parts.push_back(plain ? a : absl::StrCat("'", absl::StrReplaceAll(a, {{"'", "'\\''"}}), "'"));
-  }
+  for (const std::string& a : argv) parts.push_back(ShellWord(a));
   // Short enough to leave room, in a message cut at 200 bytes, for what
   // happened to it.
   return validation::Shorten(absl::StrJoin(parts, " "), 80);
@@ -242,6 +245,7 @@ bool CommandResult::ok() const {
 
 std::string CommandResult::Describe() const {
   const std::string how = ChildProcess::DescribeExit(wait_status);
+  if (abandoned) return absl::StrCat("abandoned after ", absl::FormatDuration(elapsed), " (", how, ")");
   if (!timed_out) return how;
   return absl::StrCat("timed out after ", absl::FormatDuration(elapsed), " (", how, ")");
 }
@@ -268,8 +272,16 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   };
   std::vector<Stream> streams = {{child.stdout_fd(), &result.output}};
   if (child.stderr_fd() >= 0) streams.push_back({child.stderr_fd(), &result.error_output});
+  std::vector<int> watched = options.watch_fds;
+  std::optional<int> status;
   char buffer[16384];
-  while (!streams.empty()) {
+  // Until EOF on every output pipe, then until the leader exits; the
+  // caller's descriptors are watched all along.
+  for (;;) {
+    if (streams.empty()) {
+      status = child.WaitFor(absl::ZeroDuration());
+      if (status.has_value()) break;
+    }
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration()) {
       result.timed_out = true;
@@ -278,11 +290,22 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
     std::vector<pollfd> fds;
     for (const Stream& s : streams) fds.push_back({s.fd, POLLIN, 0});
     const bool writing = child.stdin_fd() >= 0;
+    const size_t stdin_at = fds.size();
     if (writing) fds.push_back({child.stdin_fd(), POLLOUT, 0});
-    const int ready = ::poll(fds.data(), fds.size(), std::min(PollMs(left), 1000));
+    int timeout_ms = std::min(PollMs(left), 1000);
+    if (streams.empty()) {
+      if (child.exit_fd() >= 0) {
+        fds.push_back({child.exit_fd(), POLLIN, 0});
+      } else {
+        timeout_ms = std::min(timeout_ms, 10);  // no pidfd: look now and then
+      }
+    }
+    const size_t watched_at = fds.size();
+    for (int fd : watched) fds.push_back({fd, POLLIN, 0});
+    const int ready = ::poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
-    if (writing && fds.back().revents != 0) {
+    if (writing && fds[stdin_at].revents != 0) {
       const ssize_t n = WriteWithoutSigpipe(child.stdin_fd(), options.input.data() + written,
                                             options.input.size() - written);
       if (n > 0) written += static_cast<size_t>(n);
@@ -310,15 +333,31 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
       open.push_back(streams[i]);
     }
     streams = std::move(open);
+    std::vector<int> still;
+    for (size_t i = 0; i < watched.size() && !result.abandoned; ++i) {
+      if (fds[watched_at + i].revents == 0) {
+        still.push_back(watched[i]);
+        continue;
+      }
+      switch (options.on_ready(watched[i])) {
+        case WatchResult::kKeepWatching:
+          still.push_back(watched[i]);
+          break;
+        case WatchResult::kStopWatching:
+          break;
+        case WatchResult::kAbandon:
+          result.abandoned = true;
+          break;
+      }
+    }
+    if (result.abandoned) break;
+    watched = std::move(still);
   }
   child.CloseStdin();
-  std::optional<int> status;
-  if (!result.timed_out) {
-    const absl::Duration left = std::max(deadline - absl::Now(), absl::ZeroDuration());
-    status = child.WaitFor(left);
-    if (!status.has_value()) result.timed_out = true;
-  }
-  if (result.timed_out) {
+  if (result.abandoned) {
+    child.Signal(SIGKILL);
+    status = child.WaitFor(absl::Seconds(5));
+  } else if (result.timed_out) {
     child.Signal(SIGTERM);
     status = child.WaitFor(absl::Seconds(2));
     if (!status.has_value()) {
@@ -326,6 +365,8 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
       status = child.WaitFor(absl::Seconds(5));
     }
   } else {
+    // (poll failing is the only other way out of the loop.)
+    if (!status.has_value()) status = child.WaitFor(std::max(deadline - absl::Now(), absl::ZeroDuration()));
     // The leader is gone; nothing it left behind outlives the run.
     child.Signal(SIGKILL);
   }

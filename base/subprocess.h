@@ -7,12 +7,14 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -99,6 +101,12 @@ class ChildProcess {
 // about 80 bytes: for messages that name the command.
 std::string ShellQuoted(const std::vector<std::string>& argv);
 
+// `arg` as exactly one word of a /bin/sh command line: as it is when every
+// character is one the shell takes literally (letters, digits, @%+=:,./_-),
+// else in single quotes, a quote inside becoming '\''. Never shortened: for
+// building command lines (ShellQuoted is for messages).
+std::string ShellWord(absl::string_view arg);
+
 // What RunCommand saw.
 struct CommandResult {
   // The wait status (<sys/wait.h>); see ChildProcess::DescribeExit.
@@ -112,12 +120,23 @@ struct CommandResult {
   // stderr with SpawnOptions::capture_stderr, bounded by `max_output` the
   // same way (`truncated` says either was cut).
   std::string error_output;
+  // true when RunOptions::on_ready said kAbandon: the process group was
+  // killed before the command ended by itself.
+  bool abandoned = false;
   absl::Duration elapsed;
 
   // true when the command exited with status 0 in time.
   bool ok() const;
-  // "exited with status 1", "timed out after 30s (killed by signal 15 ...)".
+  // "exited with status 1", "timed out after 30s (killed by signal 15 ...)",
+  // "abandoned after 1.2s (killed by signal 9 ...)".
   std::string Describe() const;
+};
+
+// What RunOptions::on_ready wants done after it has looked at a descriptor.
+enum class WatchResult {
+  kKeepWatching,  // call again when it is ready again
+  kStopWatching,  // leave it alone for the rest of the run (it hung up, say)
+  kAbandon,       // end the run now: kill the command's process group
 };
 
 struct RunOptions {
@@ -130,10 +149,20 @@ struct RunOptions {
   // the command does not read before it closes stdin or exits is dropped;
   // a command that never reads does not block the run past its output.
   std::string input;
+  // Descriptors of the caller's own to watch while the command runs, so that
+  // a caller running it on its event loop's thread still hears the loop's
+  // inputs (a terminal, a signal pipe): whenever one polls readable or hung
+  // up, `on_ready(fd)` is called on the calling thread and says what
+  // follows. It must consume what made `fd` ready, or stop watching it;
+  // otherwise it is called again at once. kAbandon ends the run at once: the
+  // command's process group gets SIGKILL and is reaped, and the result says
+  // `abandoned`. Required when `watch_fds` is not empty.
+  std::vector<int> watch_fds;
+  std::function<WatchResult(int fd)> on_ready;
 };
 
 // Runs `argv` to completion with `options.input` on stdin, then EOF,
-// collecting its output.
+// collecting its output, watching `options.watch_fds` meanwhile.
 // Spawn's errors when it cannot start; otherwise the result, whatever the
 // exit status (a timeout is a result too). Blocks the calling thread;
 // thread-safe.

@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,6 +26,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
@@ -209,6 +212,120 @@ TEST(RunCommandTest, InputTheCommandNeverReadsIsDropped) {
   EXPECT_TRUE(result->ok()) << result->Describe();
   EXPECT_FALSE(result->timed_out);
   EXPECT_EQ(result->output, "done\n");
+}
+
+// A scratch directory for one test, removed afterwards.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    char pattern[] = "/tmp/subprocess_test.XXXXXX";
+    path_ = ::mkdtemp(pattern);
+  }
+  ~ScratchDir() { std::system(("rm -rf '" + path_ + "'").c_str()); }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// True once `pid` is gone or a zombie (killed, not yet reaped by init),
+// waiting up to `timeout`.
+bool GoneWithin(pid_t pid, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t paren = text.rfind(')');
+    if (text.empty() || (paren != std::string::npos && text.substr(paren + 2, 1) == "Z")) {
+      return true;
+    }
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+}
+
+// The caller's own descriptor is served while the command runs (the command
+// waits for what the callback does), and one that hung up is left alone.
+TEST(RunCommandTest, WatchedDescriptorsAreServedWhileTheCommandRuns) {
+  ScratchDir dir;
+  const std::string release = dir.path() + "/release";
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  ASSERT_EQ(::write(pipe_fds[1], "x", 1), 1);
+  ::close(pipe_fds[1]);  // after "x", end of file
+  std::string got;
+  int calls = 0;
+  RunOptions options;
+  options.timeout = absl::Seconds(20);
+  options.watch_fds = {pipe_fds[0]};
+  options.on_ready = [&](int fd) {
+    ++calls;
+    char c;
+    if (::read(fd, &c, 1) != 1) return WatchResult::kStopWatching;
+    got.push_back(c);
+    std::ofstream(release) << "go";
+    return WatchResult::kKeepWatching;
+  };
+  absl::StatusOr<CommandResult> result = RunCommand(
+      {"sh", "-c", "while [ ! -e \"$1\" ]; do sleep 0.01; done; echo released", "sh", release},
+      options);
+  ::close(pipe_fds[0]);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_TRUE(result->ok()) << result->Describe();
+  EXPECT_FALSE(result->abandoned);
+  EXPECT_EQ(result->output, "released\n");
+  EXPECT_EQ(got, "x");
+  EXPECT_EQ(calls, 2);  // "x", then the end of file; never again
+}
+
+// kAbandon ends the run at once and kills the command's whole process group,
+// a background child included.
+TEST(RunCommandTest, AbandonKillsTheWholeGroupAtOnce) {
+  ScratchDir dir;
+  const std::string fifo = dir.path() + "/fifo";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const int fd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  ASSERT_GE(fd, 0);
+  std::string pid_text;
+  RunOptions options;
+  options.timeout = absl::Seconds(60);
+  options.watch_fds = {fd};
+  options.on_ready = [&](int ready) {
+    char buffer[64];
+    const ssize_t n = ::read(ready, buffer, sizeof(buffer));
+    if (n > 0) pid_text.append(buffer, static_cast<size_t>(n));
+    // Once the command has said which child it left in the background.
+    return absl::StrContains(pid_text, "\n") ? WatchResult::kAbandon : WatchResult::kKeepWatching;
+  };
+  const absl::Time start = absl::Now();
+  absl::StatusOr<CommandResult> result =
+      RunCommand({"sh", "-c", "sleep 60 & echo $! > \"$1\"; sleep 60", "sh", fifo}, options);
+  const absl::Duration took = absl::Now() - start;
+  ::close(fd);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_TRUE(result->abandoned);
+  EXPECT_FALSE(result->timed_out);
+  EXPECT_FALSE(result->ok());
+  EXPECT_LT(took, absl::Seconds(10));
+  EXPECT_THAT(result->Describe(), HasSubstr("abandoned after"));
+  EXPECT_THAT(result->Describe(), HasSubstr("killed by signal 9"));
+  pid_t background = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(pid_text), &background)) << pid_text;
+  EXPECT_TRUE(GoneWithin(background, absl::Seconds(5))) << "the background sleep outlived the run";
+}
+
+TEST(ShellWordTest, QuotesOnlyWhatTheShellWouldRead) {
+  EXPECT_EQ(ShellWord("plain-word_1.txt"), "plain-word_1.txt");
+  EXPECT_EQ(ShellWord("k=v"), "k=v");
+  EXPECT_EQ(ShellWord(""), "''");
+  EXPECT_EQ(ShellWord("a=1 2"), "'a=1 2'");
+  EXPECT_EQ(ShellWord("it's $HOME"), "'it'\\''s $HOME'");
+  // Whatever it holds, /bin/sh reads it back as the same one word.
+  const std::string hostile = "a'b\"c $(id) `x` ;|&\n\t* ~ \\";
+  absl::StatusOr<CommandResult> echoed =
+      RunCommand({"/bin/sh", "-c", "printf '%s|' " + ShellWord(hostile) + " " + ShellWord("")});
+  ASSERT_THAT(echoed, IsOk());
+  EXPECT_EQ(echoed->output, hostile + "||");
 }
 
 TEST(RunCommandTest, MergeAndCaptureStderrExcludeEachOther) {

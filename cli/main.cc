@@ -534,8 +534,9 @@ int main(int argc, char** argv) {
   validate_cmd->footer(
       "Exit: 0 no errors (warnings allowed), 1 some file has errors, 2 usage, 3 unreadable file.\n"
       "Packs are looked up in $UNDERSTUDY_SCENARIOS, then in the scenarios/ shipped with understudy.\n"
-      "A file with `schema: understudy.sim/v1` or a top-level `behaviours` is checked as a sim\n"
-      "config (`understudy sim --config`, docs/sim.md) instead.\n"
+      "A file with `schema: understudy.sim/v1` or a top-level `behaviours` (or, in the MEOW\n"
+      "dialect, `behaviors`, `hooks` or `logging`) is checked as a sim config (`understudy sim\n"
+      "--config`, docs/sim.md) instead.\n"
       "Examples:\n"
       "  understudy validate tests/review-loop.yaml\n"
       "  understudy validate coder.sim.yaml\n"
@@ -609,8 +610,10 @@ int main(int argc, char** argv) {
 
   std::string schema_kind;
   CLI::App* schema_cmd = app.add_subcommand(
-      "schema", "Print the JSON Schema of a document kind: scenario, spec, session or sim.");
-  schema_cmd->add_option("kind", schema_kind, "scenario | spec | session | sim")->required();
+      "schema",
+      "Print the JSON Schema of a document kind: scenario, spec, session, sim or sim-meow.");
+  schema_cmd->add_option("kind", schema_kind, "scenario | spec | session | sim | sim-meow")
+      ->required();
   schema_cmd->footer(
       "JSON Schema 2020-12, for editors (docs/schemas.md).\n"
       "Example:\n"

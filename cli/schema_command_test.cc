@@ -24,7 +24,7 @@ TEST(SchemaCommandTest, UnknownKindIsAUsageErrorListingTheKinds) {
   EXPECT_EQ(Schema("scenarios", out, err), 2);
   EXPECT_EQ(out.str(), "");
   EXPECT_EQ(err.str(),
-            "understudy: unknown schema kind \"scenarios\"; kinds: scenario, session, sim, spec\n");
+            "understudy: unknown schema kind \"scenarios\"; kinds: scenario, session, sim, sim-meow, spec\n");
 }
 
 TEST(SchemaCommandTest, AFailedWriteIsReported) {

@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
+#include "trace/sim_vocabulary.h"
 #include "validation/json_bounds.h"
 
 namespace understudy {
@@ -465,6 +466,159 @@ std::string AgentExecution(const v1::TraceEvent& e, const Painter& p) {
   return line;
 }
 
+// ---- The simulated terminal agent (trace/sim_vocabulary.h) -------------
+
+namespace sim_attr = trace::sim_attr;
+namespace sim_event = trace::sim_event;
+
+// The attribute's text when it is a whole number, else -1.
+int64_t Number(const v1::TraceEvent& e, const char* key) {
+  int64_t n = 0;
+  return absl::SimpleAtoi(Attr(e, key), &n) ? n : -1;
+}
+
+// "coder ▶ sim started (session 3f2a…, resumed, model opus, skipping permissions)".
+std::string SimStarted(const v1::TraceEvent& e, const Painter& p) {
+  std::vector<std::string> parts;
+  const std::string& session = Attr(e, sim_attr::kSessionId);
+  if (!session.empty()) parts.push_back(absl::StrCat("session ", Name(session)));
+  if (Attr(e, sim_attr::kResumed) == "true") parts.push_back("resumed");
+  const std::string& model = Attr(e, sim_attr::kModel);
+  if (!model.empty() && model != "default") parts.push_back(absl::StrCat("model ", Name(model)));
+  if (Attr(e, sim_attr::kSkipPermissions) == "true") parts.push_back("skipping permissions");
+  std::string line = absl::StrCat(p.Agent(AgentOf(e)), " ▶ sim started");
+  if (!parts.empty()) absl::StrAppend(&line, " (", absl::StrJoin(parts, ", "), ")");
+  return line;
+}
+
+// "coder WORKING → IDLE (completed)"; a crash in red.
+std::string SimState(const v1::TraceEvent& e, const Painter& p) {
+  const std::string& to = Attr(e, sim_attr::kState);
+  const std::string& from = Attr(e, sim_attr::kStateFrom);
+  std::string change = from.empty() || from == "NONE" ? Name(to)
+                                                      : absl::StrCat(Name(from), " → ", Name(to));
+  if (to == "CRASHED") change = p.Red(change);
+  std::string line = absl::StrCat(p.Agent(AgentOf(e)), " ", change);
+  const std::string& reason = Attr(e, sim_attr::kReason);
+  if (!reason.empty()) absl::StrAppend(&line, " ", p.Dim(absl::StrCat("(", Clean(reason, 0), ")")));
+  return line;
+}
+
+// `coder ← prompt "deploy to prod" [behaviour deploy]`.
+std::string SimPrompt(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
+  std::vector<std::string> source;
+  const std::string& behaviour = Attr(e, sim_attr::kBehaviour);
+  if (!behaviour.empty()) source.push_back(absl::StrCat("behaviour ", Name(behaviour)));
+  if (Attr(e, sim_attr::kModel) == "true") source.push_back("model");
+  std::string line = absl::StrCat(p.Agent(AgentOf(e)), " ← prompt ",
+                                  Quote(Attr(e, sim_attr::kPrompt), o.width));
+  if (!source.empty()) {
+    absl::StrAppend(&line, " ", p.Dim(absl::StrCat("[", absl::StrJoin(source, ", "), "]")));
+  }
+  return line;
+}
+
+// `coder → tool Bash {command: "ls"}`, as the sim ran it.
+std::string SimToolCall(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
+  std::string line = absl::StrCat(p.Agent(AgentOf(e)), " → tool ", ToolName(e));
+  const std::string args = Arguments(Attr(e, "gen_ai.tool.call.arguments"), o.width);
+  if (!args.empty()) absl::StrAppend(&line, " ", args);
+  return line;
+}
+
+// `coder ← result Bash: "a.txt"`, or `✗ blocked by hook: REASON` in red.
+std::string SimToolResult(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
+  std::string line = absl::StrCat(p.Agent(AgentOf(e)), " ← result ", ToolName(e));
+  if (Attr(e, sim_attr::kBlocked) == "true") {
+    std::string blocked = "✗ blocked by hook";
+    const std::string& reason = Attr(e, sim_attr::kReason);
+    if (!reason.empty()) absl::StrAppend(&blocked, ": ", Clean(reason, o.width));
+    absl::StrAppend(&line, " ", p.Red(blocked));
+    return line;
+  }
+  absl::StrAppend(&line, ": ", Quote(Attr(e, "gen_ai.tool.call.result"), o.width));
+  return line;
+}
+
+// `coder ? "Which database?" [postgres, sqlite]`.
+std::string SimQuestion(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
+  std::string line = absl::StrCat(p.Agent(AgentOf(e)), " ? ",
+                                  Quote(Attr(e, sim_attr::kQuestion), o.width));
+  const nlohmann::json options =
+      validation::ParseJsonOrDiscarded<nlohmann::json>(Attr(e, sim_attr::kOptions));
+  if (options.is_array() && !options.empty()) {
+    std::vector<std::string> each;
+    for (const nlohmann::json& option : options) {
+      each.push_back(option.is_string() ? Clean(option.get<std::string>(), o.width)
+                                        : Clean(option.dump(), o.width));
+    }
+    absl::StrAppend(&line, " ", Clean(absl::StrCat("[", absl::StrJoin(each, ", "), "]"), o.width));
+  }
+  return line;
+}
+
+// `coder ← answer "1" (option 1)`.
+std::string SimAnswer(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
+  std::string line = absl::StrCat(p.Agent(AgentOf(e)), " ← answer ",
+                                  Quote(Attr(e, sim_attr::kAnswer), o.width));
+  const int64_t option = Number(e, sim_attr::kOption);
+  if (option > 0) absl::StrAppend(&line, " ", p.Dim(absl::StrCat("(option ", option, ")")));
+  return line;
+}
+
+// `coder ■ completion ok {status: "ok"}`, or `✗ failed (exit 1, attempt 2)`
+// in red; the command itself is dim.
+std::string SimCompletion(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
+  const std::string& outcome = Attr(e, sim_attr::kOutcome);
+  std::string line = absl::StrCat(p.Agent(AgentOf(e)), " ■ completion ");
+  if (outcome == "ok") {
+    absl::StrAppend(&line, "ok");
+  } else {
+    std::string failed = absl::StrCat("✗ ", outcome.empty() ? "?" : Name(outcome));
+    std::vector<std::string> detail;
+    const int64_t code = Number(e, sim_attr::kExitCode);
+    if (code >= 0) detail.push_back(absl::StrCat("exit ", code));
+    const int64_t attempt = Number(e, sim_attr::kAttempt);
+    if (attempt > 1) detail.push_back(absl::StrCat("attempt ", attempt));
+    if (!detail.empty()) absl::StrAppend(&failed, " (", absl::StrJoin(detail, ", "), ")");
+    absl::StrAppend(&line, p.Red(failed));
+  }
+  const std::string outputs = Arguments(Attr(e, sim_attr::kOutputs), o.width);
+  if (!outputs.empty() && outputs != "{}") absl::StrAppend(&line, " ", outputs);
+  const nlohmann::json argv =
+      validation::ParseJsonOrDiscarded<nlohmann::json>(Attr(e, sim_attr::kCommand));
+  if (argv.is_array() && !argv.empty()) {
+    std::vector<std::string> words;
+    for (const nlohmann::json& word : argv) {
+      words.push_back(word.is_string() ? word.get<std::string>() : word.dump());
+    }
+    absl::StrAppend(&line, " ", p.Dim(Clean(absl::StrJoin(words, " "), o.width)));
+  }
+  return line;
+}
+
+// `coder ✗ "Error: the build is broken"`, red.
+std::string SimError(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
+  return absl::StrCat(p.Agent(AgentOf(e)), " ",
+                      p.Red(absl::StrCat("✗ ", Quote(Attr(e, sim_attr::kMessage), o.width))));
+}
+
+// `coder hook Stop: ok (12 ms) ./on-stop.sh`; any outcome but ok in red.
+std::string SimHook(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
+  const std::string& outcome = Attr(e, sim_attr::kHookOutcome);
+  std::string result = outcome.empty() ? "?" : Name(outcome);
+  const int64_t code = Number(e, sim_attr::kHookExitCode);
+  if (outcome != "ok" && code >= 0) absl::StrAppend(&result, " (exit ", code, ")");
+  std::string line = absl::StrCat(p.Agent(AgentOf(e)), " hook ",
+                                  Name(Attr(e, sim_attr::kHookEvent)), ": ",
+                                  outcome == "ok" ? result : p.Red(result));
+  const int64_t ms = Number(e, sim_attr::kHookDurationMs);
+  if (ms >= 0) absl::StrAppend(&line, " ", p.Dim(absl::StrCat(ms, " ms")));
+  const std::string& command = Attr(e, sim_attr::kHookCommand);
+  if (!command.empty()) absl::StrAppend(&line, " ", p.Dim(Clean(command, o.width)));
+  return line;
+}
+
 // custom.* and kinds this binary does not know: the kind, the agent, and
 // every attribute but the agent's name, sorted by key.
 std::string Generic(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
@@ -504,6 +658,26 @@ std::string FormatEvent(const v1::TraceEvent& e, const TimelineOptions& o, const
     body = absl::StrCat(p.Agent(AgentOf(e)), " ■ workflow end");
   } else if (kind == "agent_execution") {
     body = AgentExecution(e, p);
+  } else if (kind == sim_event::kStarted) {
+    body = SimStarted(e, p);
+  } else if (kind == sim_event::kState) {
+    body = SimState(e, p);
+  } else if (kind == sim_event::kPrompt) {
+    body = SimPrompt(e, o, p);
+  } else if (kind == sim_event::kToolCall) {
+    body = SimToolCall(e, o, p);
+  } else if (kind == sim_event::kToolResult) {
+    body = SimToolResult(e, o, p);
+  } else if (kind == sim_event::kQuestion) {
+    body = SimQuestion(e, o, p);
+  } else if (kind == sim_event::kAnswer) {
+    body = SimAnswer(e, o, p);
+  } else if (kind == sim_event::kCompletion) {
+    body = SimCompletion(e, o, p);
+  } else if (kind == sim_event::kError) {
+    body = SimError(e, o, p);
+  } else if (kind == sim_event::kHook) {
+    body = SimHook(e, o, p);
   } else {
     body = Generic(e, o, p);
   }

@@ -24,6 +24,17 @@
 //   #12 executor ■ workflow end
 //   #13 custom.checkpoint executor k=v note="two words"
 //   #14 run ended: served 7, misses 0, unconsumed 0
+// A simulated agent's events (`understudy sim`, docs/sim.md#trace):
+//   #15 coder ▶ sim started (session 3f2a…, skipping permissions)
+//   #16 coder IDLE → WORKING (prompt)
+//   #17 coder ← prompt "deploy to prod" [behaviour deploy]
+//   #18 coder hook UserPromptSubmit: ok 12 ms ./hooks/log.sh
+//   #19 coder → tool Bash {command: "ls"}
+//   #20 coder ← result Bash: "a.txt"           (✗ blocked by hook: REASON)
+//   #21 coder ? "Which database?" [postgres, sqlite]
+//   #22 coder ← answer "1" (option 1)
+//   #23 coder ■ completion ok {status: "ok"} meow done --output status=ok
+//   #24 coder ✗ "Error: the build is broken"
 // Any other kind prints like custom.checkpoint: kind, agent, attributes.
 // An answer whose content is a JSON object (a routing decision, structured
 // output) shows it like tool arguments, `{agents: ["executor"], phase: …}`.

@@ -280,6 +280,97 @@ TEST(FormatTimelineTest, CustomAndUnknownKindsListTheirAttributes) {
             "#7 custom.long v=yyyyyyy…");
 }
 
+// `understudy sim`'s events read like the rest, not as raw attributes.
+TEST(FormatTimelineTest, SimEventsReadLikeTheRest) {
+  EXPECT_EQ(Plain(Event(1, "sim.started", "coder",
+                        {{"understudy.sim.session_id", "3f2a0c1e-0000-4000-8000-000000000001"},
+                         {"understudy.sim.resumed", "true"},
+                         {"understudy.sim.model", "default"},
+                         {"understudy.sim.skip_permissions", "true"}})),
+            "#1 coder ▶ sim started (session 3f2a0c1e-0000-4000-8000-000000000001, resumed, "
+            "skipping permissions)");
+  EXPECT_EQ(Plain(Event(2, "sim.state", "coder",
+                        {{"understudy.sim.state", "STARTING"},
+                         {"understudy.sim.state.from", "NONE"},
+                         {"understudy.sim.reason", "started"}})),
+            "#2 coder STARTING (started)");
+  EXPECT_EQ(Plain(Event(3, "sim.state", "coder",
+                        {{"understudy.sim.state", "IDLE"},
+                         {"understudy.sim.state.from", "WORKING"},
+                         {"understudy.sim.reason", "completed"}})),
+            "#3 coder WORKING → IDLE (completed)");
+  EXPECT_EQ(Plain(Event(4, "sim.prompt", "coder",
+                        {{"understudy.sim.prompt", "deploy to prod\nthen report"},
+                         {"understudy.sim.prompt.bytes", "26"},
+                         {"understudy.sim.behaviour", "deploy"},
+                         {"understudy.sim.model", "false"}})),
+            "#4 coder ← prompt \"deploy to prod then report\" [behaviour deploy]");
+  EXPECT_EQ(Plain(Event(5, "sim.hook", "coder",
+                        {{"understudy.sim.hook.event", "PreToolUse"},
+                         {"understudy.sim.hook.command", "./guard.sh"},
+                         {"understudy.sim.hook.exit_code", "2"},
+                         {"understudy.sim.hook.outcome", "blocked"},
+                         {"understudy.sim.hook.duration_ms", "12"}})),
+            "#5 coder hook PreToolUse: blocked (exit 2) 12 ms ./guard.sh");
+  EXPECT_EQ(Plain(Event(6, "sim.tool_call", "coder",
+                        {{"gen_ai.tool.name", "Bash"},
+                         {"gen_ai.tool.call.id", "toolu_sim_1"},
+                         {"gen_ai.tool.call.arguments", R"({"command":"ls -la"})"}})),
+            "#6 coder → tool Bash {command: \"ls -la\"}");
+  EXPECT_EQ(Plain(Event(7, "sim.tool_result", "coder",
+                        {{"gen_ai.tool.name", "Bash"},
+                         {"gen_ai.tool.call.result", "a.txt"},
+                         {"understudy.sim.blocked", "false"}})),
+            "#7 coder ← result Bash: \"a.txt\"");
+  EXPECT_EQ(Plain(Event(8, "sim.tool_result", "coder",
+                        {{"gen_ai.tool.name", "Edit"},
+                         {"gen_ai.tool.call.result", ""},
+                         {"understudy.sim.blocked", "true"},
+                         {"understudy.sim.reason", "edits are frozen"}})),
+            "#8 coder ← result Edit ✗ blocked by hook: edits are frozen");
+  EXPECT_EQ(Plain(Event(9, "sim.question", "coder",
+                        {{"understudy.sim.question", "Which database?"},
+                         {"understudy.sim.options", R"(["postgres","sqlite"])"}})),
+            "#9 coder ? \"Which database?\" [postgres, sqlite]");
+  EXPECT_EQ(Plain(Event(10, "sim.answer", "coder",
+                        {{"understudy.sim.answer", "1"}, {"understudy.sim.option", "1"}})),
+            "#10 coder ← answer \"1\" (option 1)");
+  EXPECT_EQ(Plain(Event(11, "sim.completion", "coder",
+                        {{"understudy.sim.command", R"(["meow","done","--output","status=ok"])"},
+                         {"understudy.sim.exit_code", "0"},
+                         {"understudy.sim.outcome", "ok"},
+                         {"understudy.sim.attempt", "1"},
+                         {"understudy.sim.outputs", R"({"status":"ok"})"}})),
+            "#11 coder ■ completion ok {status: \"ok\"} meow done --output status=ok");
+  EXPECT_EQ(Plain(Event(12, "sim.completion", "coder",
+                        {{"understudy.sim.command", R"(["meow","done"])"},
+                         {"understudy.sim.exit_code", "1"},
+                         {"understudy.sim.outcome", "failed"},
+                         {"understudy.sim.attempt", "2"},
+                         {"understudy.sim.outputs", "{}"}})),
+            "#12 coder ■ completion ✗ failed (exit 1, attempt 2) meow done");
+  EXPECT_EQ(Plain(Event(13, "sim.error", "coder",
+                        {{"understudy.sim.message", "Error: the build is broken"}})),
+            "#13 coder ✗ \"Error: the build is broken\"");
+  EXPECT_EQ(Plain(Event(14, "sim.state", "coder",
+                        {{"understudy.sim.state", "CRASHED"},
+                         {"understudy.sim.state.from", "WORKING"},
+                         {"understudy.sim.reason", "crash behaviour"}})),
+            "#14 coder WORKING → CRASHED (crash behaviour)");
+}
+
+TEST(FormatTimelineColorTest, SimErrorsAreRedAndDetailsDim) {
+  const std::string crashed = Colored(Event(14, "sim.state", "coder",
+                                            {{"understudy.sim.state", "CRASHED"},
+                                             {"understudy.sim.state.from", "WORKING"},
+                                             {"understudy.sim.reason", "crash behaviour"}}));
+  EXPECT_THAT(crashed, ::testing::HasSubstr("\x1b[31mWORKING → CRASHED\x1b[0m"));
+  EXPECT_THAT(crashed, ::testing::HasSubstr("\x1b[2m(crash behaviour)\x1b[0m"));
+  EXPECT_THAT(Colored(Event(13, "sim.error", "coder",
+                            {{"understudy.sim.message", "Error: broken"}})),
+              ::testing::HasSubstr("\x1b[31m✗ \"Error: broken\"\x1b[0m"));
+}
+
 TEST(FormatTimelineTest, OneLinePerEventInTheGivenOrder) {
   std::vector<v1::TraceEvent> events = {
       Event(1, "run_started", "",

@@ -6,6 +6,7 @@
 #   bin/understudy, bin/understudy-sim                     component server
 #   share/understudy/scenarios/*.yaml (the named packs)    component server
 #   share/understudy/schemas/*.json                        component server
+#   share/understudy/sim/meow, hook (the sim walk-through's) component server
 #   share/doc/understudy/ (README.md, docs/)               component server
 #   include/understudy/clients/cpp/understudy_testing.h    component dev
 #   include/understudy/understudy/v1/*.pb.h, *.proto       component dev
@@ -35,6 +36,11 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/scenarios/
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/schemas/
         DESTINATION ${CMAKE_INSTALL_DATADIR}/understudy/schemas COMPONENT server
         FILES_MATCHING PATTERN "*.json")
+# The completion command and the hook command docs/sim.md's tmux
+# walk-through runs: small reporters to an orchestrator's Unix socket, the
+# ones the sim's end-to-end tests use (tests/sim).
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tests/sim/meow ${PROJECT_SOURCE_DIR}/tests/sim/hook
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/understudy/sim COMPONENT server)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT server)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
@@ -137,6 +143,9 @@ set(CPACK_DEBIAN_SERVER_PACKAGE_SECTION devel)
 # Depends: the Debian runtime libraries the programs link, as dpkg-shlibdeps
 # reads them off the binaries (dpkg-dev).
 set(CPACK_DEBIAN_SERVER_PACKAGE_SHLIBDEPS ON)
+# What the sim's tmux walk-through (docs/sim.md) runs besides: its reporters
+# (share/understudy/sim) are Python, the terminal is tmux.
+set(CPACK_DEBIAN_SERVER_PACKAGE_SUGGESTS "python3, tmux")
 # Descriptions: the synopsis line, then paragraphs (CPack indents them).
 set(CPACK_DEBIAN_SERVER_DESCRIPTION
 "stand-in model server for testing LLM-agent systems
@@ -147,7 +156,8 @@ SQLite, replays it in CI byte for byte with no network, scripts answers
 with scenario files, and asserts on the trace of every run.
 
 This package holds the understudy and understudy-sim programs, the
-shipped scenario packs and the JSON Schemas of the document formats.")
+shipped scenario packs, the JSON Schemas of the document formats and the
+two reporters the simulated agent's tmux walk-through runs.")
 
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME understudy-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)

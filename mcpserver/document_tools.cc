@@ -75,8 +75,9 @@ std::vector<ToolDef> DocumentTools() {
   tools.push_back(
       {"get_schema",
        "Get a document schema",
-       "The JSON Schema (2020-12) of a document kind understudy reads: scenario, spec or "
-       "session (one line of an exported session). `understudy schema KIND` prints the same.",
+       "The JSON Schema (2020-12) of a document kind understudy reads: scenario, spec, session "
+       "(one line of an exported session), sim or sim-meow (a sim config in understudy's or "
+       "the MEOW orchestrator's dialect). `understudy schema KIND` prints the same.",
        ObjectSchema({{"kind", {{"type", "string"}, {"enum", kinds}}}}, {"kind"}),
        ObjectSchema({{"kind", {{"type", "string"}}},
                      {"schema", {{"type", "object"}, {"description", "the JSON Schema"}}}},

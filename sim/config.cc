@@ -13,7 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/duration.h"
+#include "sim/config_checker.h"
 #include "validation/suggest.h"
 #include "validation/yaml_checker.h"
 #include "yaml-cpp/yaml.h"
@@ -53,7 +53,7 @@ const ActionInfo kActions[] = {
     {ActionKind::kFail, "fail", {"message", "output", "events"}},
     {ActionKind::kFailThenSucceed,
      "fail_then_succeed",
-     {"failures", "message", "output", "outputs", "events", "completion"}},
+     {"failures", "message", "output", "outputs", "events", "completion", "exit_code", "signal"}},
     {ActionKind::kHang, "hang", {"output", "events"}},
     {ActionKind::kCrash, "crash", {"exit_code", "signal", "output"}},
     {ActionKind::kModel,
@@ -105,9 +105,10 @@ std::string ActionsTaking(absl::string_view key) {
   return absl::StrCat(names.size() == 1 ? "action " : "actions ", absl::StrJoin(names, ", "));
 }
 
-class Checker : public validation::YamlChecker {
+// The understudy dialect.
+class Checker : public SimChecker {
  public:
-  Checker(validation::Report* report, SimConfig* out) : YamlChecker(report), out_(out) {}
+  Checker(validation::Report* report, SimConfig* out) : SimChecker(report, out) {}
 
   void Document(const YAML::Node& root) {
     if (!root.IsMap()) {
@@ -122,14 +123,14 @@ class Checker : public validation::YamlChecker {
             absl::StrCat("unknown schema \"", schema, "\"; this build reads ", kSimSchema),
             absl::StrCat("use schema: ", kSimSchema));
     }
-    if (root["name"].IsDefined()) NonEmptyString(root["name"], "name", &out_->name);
+    if (root["name"].IsDefined()) NonEmptyString(root["name"], "name", &out()->name);
     if (root["startup"].IsDefined()) Startup(root["startup"], "startup");
-    if (root["prompt"].IsDefined()) NonEmptyString(root["prompt"], "prompt", &out_->prompt);
+    if (root["prompt"].IsDefined()) NonEmptyString(root["prompt"], "prompt", &out()->prompt);
     if (root["timing"].IsDefined()) TimingField(root["timing"], "timing");
-    if (root["settings"].IsDefined()) String(root["settings"], "settings", &out_->settings);
+    if (root["settings"].IsDefined()) String(root["settings"], "settings", &out()->settings);
     if (root["env"].IsDefined()) Env(root["env"], "env");
     if (root["completion"].IsDefined()) {
-      CompletionField(root["completion"], "completion", &out_->completion);
+      CompletionField(root["completion"], "completion", &out()->completion);
     }
     int catch_all = -1;  // the first behaviour that matches every prompt
     const YAML::Node list = root["behaviours"];
@@ -151,7 +152,7 @@ class Checker : public validation::YamlChecker {
         if (catch_all < 0 && b->contains.empty() && b->matches == nullptr) {
           catch_all = static_cast<int>(i);
         }
-        out_->behaviours.push_back(b);
+        out()->behaviours.push_back(b);
       }
     }
     if (root["default"].IsDefined()) {
@@ -161,14 +162,9 @@ class Checker : public validation::YamlChecker {
                 absl::StrCat("never reached: behaviours[", catch_all, "] matches every prompt"));
       }
       std::shared_ptr<Behaviour> b = Parse(d, "default", Place::kDefault);
-      if (b != nullptr) out_->default_behaviour = b;
+      if (b != nullptr) out()->default_behaviour = b;
     }
-    if (out_->default_behaviour == nullptr) {
-      auto b = std::make_shared<Behaviour>();
-      b->path = "default";
-      b->completion = out_->completion;
-      out_->default_behaviour = b;
-    }
+    if (out()->default_behaviour == nullptr) out()->default_behaviour = PlainComplete("default");
     Link();
   }
 
@@ -182,22 +178,6 @@ class Checker : public validation::YamlChecker {
     std::string path;
   };
 
-  // A number of milliseconds, or a duration with its unit ("150ms", "2s").
-  bool Duration(const YAML::Node& n, const std::string& path, absl::Duration* out) {
-    if (!n.IsScalar() || n.Scalar().empty()) {
-      Error(n, path,
-            absl::StrCat(DurationExpected(PlainNumber::kMilliseconds), ", got ", DescribeNode(n)));
-      return false;
-    }
-    absl::StatusOr<absl::Duration> d = ParseDuration(n.Scalar(), PlainNumber::kMilliseconds);
-    if (!d.ok()) {
-      Error(n, path, std::string(d.status().message()));
-      return false;
-    }
-    *out = *d;
-    return true;
-  }
-
   // A list of strings, or one string standing for a list of one.
   bool Lines(const YAML::Node& n, const std::string& path, std::vector<std::string>* out) {
     if (n.IsScalar()) {
@@ -209,8 +189,8 @@ class Checker : public validation::YamlChecker {
 
   void Startup(const YAML::Node& n, const std::string& path) {
     if (!Map(n, path, Names(kStartupKeys))) return;
-    if (n["lines"].IsDefined()) Lines(n["lines"], Join(path, "lines"), &out_->startup_lines);
-    if (n["delay"].IsDefined()) Duration(n["delay"], Join(path, "delay"), &out_->startup_delay);
+    if (n["lines"].IsDefined()) Lines(n["lines"], Join(path, "lines"), &out()->startup_lines);
+    if (n["delay"].IsDefined()) Duration(n["delay"], Join(path, "delay"), &out()->startup_delay);
   }
 
   void TimingField(const YAML::Node& n, const std::string& path) {
@@ -222,7 +202,7 @@ class Checker : public validation::YamlChecker {
               absl::StrCat("must be more than 0, got ", n["scale"].Scalar()),
               "1 keeps the delays as written; 0.1 runs ten times faster");
       } else {
-        out_->timing.scale = v;
+        out()->timing.scale = v;
       }
     }
     if (n["jitter"].IsDefined() && NonNegativeNumber(n["jitter"], Join(path, "jitter"), &v)) {
@@ -232,7 +212,7 @@ class Checker : public validation::YamlChecker {
                            n["jitter"].Scalar()),
               "0.2 varies each delay by up to 20%");
       } else {
-        out_->timing.jitter = v;
+        out()->timing.jitter = v;
       }
     }
   }
@@ -247,7 +227,7 @@ class Checker : public validation::YamlChecker {
         continue;
       }
       std::string v;
-      if (String(value, p, &v)) out_->env[name] = v;
+      if (String(value, p, &v)) out()->env[name] = v;
     }
   }
 
@@ -263,6 +243,7 @@ class Checker : public validation::YamlChecker {
                 "give a command line (run by /bin/sh -c) or a list of arguments");
         } else {
           out->command = {"/bin/sh", "-c", command.Scalar()};
+          out->is_line = true;
         }
       } else if (command.IsSequence() && command.size() == 0) {
         Error(command, p, "must not be empty",
@@ -271,6 +252,7 @@ class Checker : public validation::YamlChecker {
         std::vector<std::string> argv;
         if (StringList(command, p, &argv) && !argv[0].empty()) {
           out->command = std::move(argv);
+          out->is_line = false;
         } else if (!argv.empty() && argv[0].empty()) {
           Error(command[0], At(p, 0), "must not be empty (it is the program to run)");
         }
@@ -350,18 +332,6 @@ class Checker : public validation::YamlChecker {
               absl::StrCat("expected a mapping (the tool's input), got ", DescribeNode(input)));
       }
       out->push_back(std::move(event));
-    }
-  }
-
-  void Outputs(const YAML::Node& n, const std::string& path, std::map<std::string, std::string>* out) {
-    for (const auto& [key, value] : Entries(n, path)) {
-      const std::string p = validation::KeyPath(path, key.Scalar());
-      if (key.Scalar().empty()) {
-        Error(key, p, "must not be empty");
-        continue;
-      }
-      std::string v;
-      if (String(value, p, &v)) (*out)[key.Scalar()] = v;
     }
   }
 
@@ -510,12 +480,12 @@ class Checker : public validation::YamlChecker {
     if (field("outputs")) Outputs(n["outputs"], Join(path, "outputs"), &b->outputs);
     if (field("events")) Events(n["events"], Join(path, "events"), &b->events);
     if (field("completion")) {
-      Completion merged = out_->completion;
+      Completion merged = out()->completion;
       CompletionField(n["completion"], Join(path, "completion"), &merged);
       b->completion = std::move(merged);
     } else if (b->action == ActionKind::kComplete || b->action == ActionKind::kFailThenSucceed ||
                b->action == ActionKind::kModel) {
-      b->completion = out_->completion;
+      b->completion = out()->completion;
     }
     if (field("message")) NonEmptyString(n["message"], Join(path, "message"), &b->message);
     if (b->action == ActionKind::kAsk) {
@@ -533,14 +503,9 @@ class Checker : public validation::YamlChecker {
     if (field("failures") && Int(n["failures"], Join(path, "failures"), &v, 1)) {
       b->failures = static_cast<int>(std::min<int64_t>(v, 1 << 30));
     }
-    if (field("exit_code") && Int(n["exit_code"], Join(path, "exit_code"), &v, 0)) {
-      if (v > 255) {
-        Error(n["exit_code"], Join(path, "exit_code"),
-              absl::StrCat("must be at most 255 (an exit status), got ", v),
-              "to die by a signal, give signal: SIGKILL");
-      } else {
-        b->exit_code = static_cast<int>(v);
-      }
+    if (field("exit_code")) {
+      ExitCode(n["exit_code"], Join(path, "exit_code"), &b->exit_code,
+               "to die by a signal, give signal: SIGKILL");
     }
     if (field("signal")) {
       Signal(n["signal"], Join(path, "signal"), &b->signal);
@@ -549,6 +514,9 @@ class Checker : public validation::YamlChecker {
               "give exit_code or signal, not both (a process dies by a signal or exits)");
       }
     }
+    // A fail_then_succeed given how to crash crashes on its failing turns.
+    b->crash_on_failure = b->action == ActionKind::kFailThenSucceed &&
+                          (field("exit_code") || field("signal"));
     if (field("model")) NonEmptyString(n["model"], Join(path, "model"), &b->model);
     if (field("agent")) NonEmptyString(n["agent"], Join(path, "agent"), &b->model_agent);
     if (field("system_prompt")) {
@@ -596,12 +564,7 @@ class Checker : public validation::YamlChecker {
       if (b->options.empty() && fallback != nullptr) b->options.push_back(AskOption{"", fallback});
       for (size_t i = 0; i < b->options.size(); ++i) {
         if (b->options[i].then != nullptr) continue;
-        if (fallback == nullptr) {
-          auto complete = std::make_shared<Behaviour>();
-          complete->path = Join(b->path, "then");
-          complete->completion = out_->completion;
-          fallback = complete;
-        }
+        if (fallback == nullptr) fallback = PlainComplete(Join(b->path, "then"));
         b->options[i].then = fallback;
       }
     }
@@ -653,7 +616,6 @@ class Checker : public validation::YamlChecker {
 
   static std::string Label(const Behaviour& b) { return b.name.empty() ? b.path : b.name; }
 
-  SimConfig* out_;
   std::vector<std::shared_ptr<Behaviour>> all_;  // every behaviour parsed, inline ones too
   std::map<std::string, std::string> names_;     // name -> path of its behaviour
   std::map<std::string, std::shared_ptr<Behaviour>> named_;
@@ -665,6 +627,7 @@ validation::Report Check(absl::string_view text, absl::string_view source, SimCo
   validation::Report report;
   report.source = std::string(source);
   out->source = std::string(source);
+  out->content = std::string(text);
   validation::YamlLimits limits;
   limits.what = "sim config";
   limits.max_bytes = kMaxSimConfigBytes;
@@ -673,19 +636,27 @@ validation::Report Check(absl::string_view text, absl::string_view source, SimCo
   limits.empty_message = "empty document; expected a mapping with behaviours";
   std::optional<YAML::Node> root = validation::LoadYamlDocument(text, limits, &report);
   if (!root.has_value()) return report;
-  Checker check(&report, out);
   try {
-    check.Document(*root);
+    if (IsMeowDocument(*root)) {
+      CheckMeowDocument(*root, &report, out);
+    } else {
+      Checker(&report, out).Document(*root);
+    }
   } catch (const YAML::Exception& e) {
     // Not expected: every access checks types first. Reported rather than
     // thrown, so that a validator bug never takes the simulator down.
-    check.Error(YAML::Node(), "", absl::StrCat("internal error reading the config: ", e.msg));
+    SimChecker(&report, out)
+        .Error(YAML::Node(), "", absl::StrCat("internal error reading the config: ", e.msg));
   }
   report.SortByPosition();
   return report;
 }
 
 }  // namespace
+
+absl::string_view DialectName(Dialect dialect) {
+  return dialect == Dialect::kMeow ? "meow" : "understudy";
+}
 
 absl::string_view ActionName(ActionKind kind) {
   for (const ActionInfo& a : kActions) {
@@ -739,7 +710,7 @@ bool LooksLikeSimConfig(absl::string_view text) {
   // scalars are indented, so text inside one never starts there), or the
   // JSON spelling of the same keys.
   static const RE2* const kSim = new RE2(
-      R"re((?m)(^schema[ \t]*:[ \t]*["']?understudy\.sim/|^behaviours[ \t]*:|"schema"\s*:\s*"understudy\.sim/|(^|[^\\])"behaviours"\s*:))re");
+      R"re((?m)(^schema[ \t]*:[ \t]*["']?understudy\.sim/|^(behaviours|behaviors|hooks|logging)[ \t]*:|"schema"\s*:\s*"understudy\.sim/|(^|[^\\])"(behaviours|behaviors)"\s*:))re");
   return RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *kSim);
 }
 

@@ -5,6 +5,12 @@
 // validated the way scenarios are: every problem at once, each with its path,
 // line and a suggestion.
 //
+// Two dialects describe the same SimConfig: understudy's own
+// (`schema: understudy.sim/v1`, `behaviours`), and the MEOW orchestrator's
+// (`timing`, `hooks`, `behaviors` each with `match` and an `action` object,
+// `default`, `logging`; docs/sim.md#the-meow-dialect). ParseSimConfig tells
+// them apart by their keys (IsMeowDocument in sim/config_checker.h).
+//
 //   absl::StatusOr<SimConfig> config = ParseSimConfig(text, "coder.yaml");
 //   const Behaviour& b = config->Select(prompt);
 //
@@ -53,6 +59,12 @@ enum class ActionKind {
 // "complete", "ask", ... as written in the config.
 absl::string_view ActionName(ActionKind kind);
 
+// Which dialect a config was written in.
+enum class Dialect { kUnderstudy, kMeow };
+
+// "understudy" or "meow".
+absl::string_view DialectName(Dialect dialect);
+
 // A timed tool event during the work: tool-starting at `at` (PreToolUse
 // hooks first; a blocking hook stops the tool), tool-completed at
 // `at + duration` (PostToolUse hooks).
@@ -73,7 +85,11 @@ struct Completion {
   // argv; empty means no completion command (the work just ends).
   // A string in the config is run as {"/bin/sh", "-c", string}.
   std::vector<std::string> command;
-  // Appended to argv once per output, sorted by key: `--output key=value`.
+  // `command` is {"/bin/sh", "-c", LINE}, written as a command line: the
+  // outputs are appended to LINE as shell-quoted words (appended to argv
+  // they would be the shell's $0, $1, ..., never seen by LINE's command).
+  bool is_line = false;
+  // Added once per output, sorted by key: `--output key=value`.
   std::string output_flag = "--output";
   OnFailure on_failure = OnFailure::kGiveUp;
   int retries = 2;  // kRetry: attempts after the first
@@ -107,6 +123,12 @@ struct Behaviour {
   std::optional<Completion> completion;  // overrides SimConfig::completion
   // kAsk
   std::string question;
+  // kAsk: an answer that is none of the options is taken too, and goes on
+  // with `then` (the MEOW dialect's asks: options are only shown).
+  bool any_answer = false;
+  // The answer to the question that led here is passed to the completion
+  // as this output ("" none; the MEOW dialect's `answer`).
+  std::string answer_output;
   // Each option's `then` is its own, else the behaviour's `then`, else a
   // plain `complete`. An ask written without options has exactly one, with
   // answer "" (printed as no option; any answer selects it) and the
@@ -117,8 +139,10 @@ struct Behaviour {
   std::shared_ptr<const Behaviour> then;
   // kFail (and each failure of kFailThenSucceed)
   std::string message = "Error: the task failed";
-  // kFailThenSucceed
+  // kFailThenSucceed; its failing turns crash (with exit_code or signal)
+  // instead of printing `message` when crash_on_failure.
   int failures = 1;
+  bool crash_on_failure = false;
   // kCrash: exit_code, or signal when non-zero (SIGKILL, SIGSEGV, ...)
   int exit_code = 1;
   int signal = 0;
@@ -136,13 +160,31 @@ struct Timing {
   double jitter = 0.0;
 };
 
+// How the agent logs (sim/event_log.h); the flags and environment
+// (--log-format, --log-file, --log-level) override these.
+struct LogSettings {
+  std::string level;   // "debug", "info", "warn", "error"; "" everything
+  std::string format;  // "text", "json"; "" text
+  std::string file;    // a path; "" stderr
+};
+
 struct SimConfig {
-  std::string source;  // file name, for messages
+  Dialect dialect = Dialect::kUnderstudy;
+  std::string source;   // file name, for messages
+  std::string content;  // the text parsed: what a deterministic session id derives from
   std::string name;    // the agent's name in the trace when --agent is not given
   std::vector<std::string> startup_lines;  // printed at start; "{session_id}", "{cwd}", "{model}" expanded
   absl::Duration startup_delay = absl::ZeroDuration();
+  // After a turn ends (its Stop hooks have run), before the indicator shows
+  // again.
+  absl::Duration prompt_delay = absl::ZeroDuration();
   std::string prompt = "> ";  // the prompt indicator
   Timing timing;
+  // Whether Stop hooks, and PreToolUse/PostToolUse hooks, are fired at all
+  // (the settings files still say which).
+  bool stop_hooks = true;
+  bool tool_hooks = true;
+  LogSettings log;
   Completion completion;  // default for every completing behaviour
   std::string settings;   // a Claude Code settings file with hooks ("" none)
   std::map<std::string, std::string> env;  // added to the completion's and hooks' environment
@@ -167,7 +209,8 @@ absl::StatusOr<SimConfig> ParseSimConfig(absl::string_view text, absl::string_vi
 validation::Report ValidateSimConfig(absl::string_view text, absl::string_view source);
 
 // True when `text` is meant as a sim config rather than a scenario or a spec:
-// a top-level `schema: understudy.sim/v1`, or a top-level `behaviours` key.
+// a top-level `schema: understudy.sim/v1`, or a top-level `behaviours` key,
+// or (the MEOW dialect) a top-level `behaviors`, `hooks` or `logging` key.
 // Cheap; never fails (false for anything unparseable).
 bool LooksLikeSimConfig(absl::string_view text);
 

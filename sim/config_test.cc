@@ -251,8 +251,10 @@ TEST(SimConfigTest, SignalsByNameOrNumber) {
 }
 
 TEST(SimConfigTest, UnknownKeysGetSuggestions) {
-  EXPECT_THAT(Problems("behaviors: []\n"),
-              ElementsAre("1:1: error: behaviors: unknown field (did you mean \"behaviours\"?)"));
+  // (`behaviors` alone is the MEOW dialect's; with this dialect's schema it
+  // is a misspelling.)
+  EXPECT_THAT(Problems("schema: understudy.sim/v1\nbehaviors: []\n"),
+              ElementsAre("2:1: error: behaviors: unknown field (did you mean \"behaviours\"?)"));
   EXPECT_THAT(Problems("behaviours: [{when: {contain: x}}]\n"),
               ElementsAre("1:22: error: behaviours[0].when.contain: unknown field (did you mean "
                           "\"contains\"?)"));

@@ -6,6 +6,7 @@
 #include <cerrno>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -28,6 +29,16 @@ std::string TextValue(const nlohmann::json& value) {
 
 }  // namespace
 
+absl::StatusOr<LogLevel> ParseLogLevel(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "debug") return LogLevel::kDebug;
+  if (lower == "info") return LogLevel::kInfo;
+  if (lower == "warn" || lower == "warning") return LogLevel::kWarn;
+  if (lower == "error") return LogLevel::kError;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown log level \"", name, "\"; expected debug, info, warn or error"));
+}
+
 EventLog::EventLog(int fd, LogFormat format) : fd_(fd), format_(format) {}
 
 absl::StatusOr<std::unique_ptr<EventLog>> EventLog::Open(const std::string& path,
@@ -47,6 +58,7 @@ EventLog::~EventLog() {
 }
 
 void EventLog::State(absl::string_view to, absl::string_view from, absl::string_view reason) {
+  if (level_ > LogLevel::kInfo) return;
   if (format_ == LogFormat::kJson) {
     Write("state", {{"state", std::string(to)}, {"from", std::string(from)},
                     {"reason", std::string(reason)}});
@@ -55,7 +67,8 @@ void EventLog::State(absl::string_view to, absl::string_view from, absl::string_
   WriteLine(absl::StrCat("state ", to, " <- ", from, " (", reason, ")"));
 }
 
-void EventLog::Write(absl::string_view event, const Fields& fields) {
+void EventLog::Write(absl::string_view event, const Fields& fields, LogLevel level) {
+  if (level < level_) return;
   if (format_ == LogFormat::kJson) {
     nlohmann::ordered_json line;
     line["ts"] = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());

@@ -26,6 +26,16 @@ namespace sim {
 
 enum class LogFormat { kText, kJson };
 
+// How much is logged: a line goes out when its level is at least the log's.
+// Debug: what was typed or printed by the completion command, prompts
+// queued; info: states, prompts, hooks, completions; warn: what went wrong
+// without stopping the agent (the trace unreachable, state not saved).
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
+
+// "debug", "info", "warn", "error" (also "warning"), case-insensitive;
+// INVALID_ARGUMENT naming the levels for anything else.
+absl::StatusOr<LogLevel> ParseLogLevel(absl::string_view name);
+
 class EventLog {
  public:
   using Fields = std::vector<std::pair<std::string, nlohmann::json>>;
@@ -39,17 +49,22 @@ class EventLog {
   EventLog(const EventLog&) = delete;
   EventLog& operator=(const EventLog&) = delete;
 
-  // "state TO <- FROM (reason)".
+  // Lines below `level` are dropped from now on (default kDebug: all).
+  // Not to be called while other threads write.
+  void set_level(LogLevel level) { level_ = level; }
+
+  // "state TO <- FROM (reason)", at level info.
   void State(absl::string_view to, absl::string_view from, absl::string_view reason);
   // "EVENT k=v k=\"v w\" ...": strings quoted when they hold a space, a quote
   // or a control character (JSON-escaped), other values as JSON.
-  void Write(absl::string_view event, const Fields& fields);
+  void Write(absl::string_view event, const Fields& fields, LogLevel level = LogLevel::kInfo);
 
  private:
   void WriteLine(std::string line);
 
   int fd_;
   const LogFormat format_;
+  LogLevel level_ = LogLevel::kDebug;
   bool owns_fd_ = false;
 };
 

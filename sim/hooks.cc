@@ -314,7 +314,8 @@ std::vector<HookCommand> Hooks::For(HookEvent event, absl::string_view tool_name
 bool Hooks::empty() const { return entries_.empty(); }
 
 HookResult RunHook(HookEvent event, const HookCommand& command, const nlohmann::json& payload,
-                   const std::vector<std::string>& env, const std::string& cwd) {
+                   const std::vector<std::string>& env, const std::string& cwd,
+                   const HookWatch& watch) {
   HookResult r;
   r.command = command.command;
   RunOptions options;
@@ -331,6 +332,8 @@ HookResult RunHook(HookEvent event, const HookCommand& command, const nlohmann::
   options.max_output = kMaxHookOutput;
   options.input = absl::StrCat(
       payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "\n");
+  options.watch_fds = watch.fds;
+  options.on_ready = watch.on_ready;
   const absl::Time start = absl::Now();
   absl::StatusOr<CommandResult> run =
       RunCommand({"/bin/sh", "-c", command.command}, options);
@@ -343,6 +346,12 @@ HookResult RunHook(HookEvent event, const HookCommand& command, const nlohmann::
   r.stdout_text = std::move(run->output);
   r.stderr_text = std::move(run->error_output);
   r.timed_out = run->timed_out;
+  if (run->abandoned) {
+    r.cancelled = true;
+    r.outcome = "cancelled";
+    r.reason = run->Describe();
+    return r;
+  }
   if (run->timed_out) {
     r.outcome = "timeout";
     r.reason = absl::StrCat("timed out after ", absl::FormatDuration(command.timeout));
@@ -381,6 +390,16 @@ nlohmann::json HookPayload(HookEvent event, absl::string_view session_id,
     for (auto it = fields.begin(); it != fields.end(); ++it) out[it.key()] = std::move(it.value());
   }
   return out;
+}
+
+nlohmann::json ToolResponse(absl::string_view tool, absl::string_view result) {
+  if (tool == "Bash") {
+    return {{"stdout", std::string(result)},
+            {"stderr", ""},
+            {"interrupted", false},
+            {"isImage", false}};
+  }
+  return {{"output", std::string(result)}};
 }
 
 }  // namespace sim

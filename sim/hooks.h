@@ -23,6 +23,7 @@
 #ifndef UNDERSTUDY_SIM_HOOKS_H_
 #define UNDERSTUDY_SIM_HOOKS_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/subprocess.h"
 #include "nlohmann/json.hpp"
 #include "re2/re2.h"
 
@@ -96,9 +98,21 @@ struct HookResult {
   // block: there exit 2 is outcome "error" with stderr as the reason.
   bool blocked = false;
   bool stop = false;       // {"continue": false}
+  // The caller's watch abandoned it (the session ended while it ran): its
+  // process group was killed; nothing it printed is acted on.
+  bool cancelled = false;
   std::string reason;      // stderr (exit 2) or the JSON reason / stopReason
-  // "ok", "blocked", "stopped", "error" (other exit), "timeout", "not started"
+  // "ok", "blocked", "stopped", "error" (other exit), "timeout", "cancelled",
+  // "not started"
   std::string outcome;
+};
+
+// What the caller goes on watching while a hook runs (RunOptions::watch_fds
+// and on_ready, base/subprocess.h): the simulator's terminal and signal
+// pipe, so that a keystroke or the terminal closing is seen while it runs.
+struct HookWatch {
+  std::vector<int> fds;
+  std::function<WatchResult(int fd)> on_ready;
 };
 
 // Runs `command` for `event` with `payload` (serialized compact, one line,
@@ -106,16 +120,24 @@ struct HookResult {
 // which CLAUDE_PROJECT_DIR=`cwd` is added when it lacks one; `cwd` its
 // directory. Never fails: a command that cannot start is an outcome ("not
 // started", reason saying why). At the timeout the process group gets
-// SIGTERM, then SIGKILL 2 s later. Blocks the calling thread.
+// SIGTERM, then SIGKILL 2 s later; when `watch.on_ready` abandons it,
+// SIGKILL at once (outcome "cancelled"). Blocks the calling thread, which
+// meanwhile serves `watch`.
 HookResult RunHook(HookEvent event, const HookCommand& command, const nlohmann::json& payload,
-                   const std::vector<std::string>& env, const std::string& cwd);
+                   const std::vector<std::string>& env, const std::string& cwd,
+                   const HookWatch& watch = {});
 
 // The payload Claude Code sends: session_id, transcript_path, cwd,
-// hook_event_name, plus `fields` (tool_name, tool_input, tool_response,
-// prompt, source, stop_hook_active) merged in.
+// hook_event_name, plus `fields` (permission_mode, tool_name, tool_input,
+// tool_use_id, tool_response, prompt, source, stop_hook_active) merged in.
 nlohmann::json HookPayload(HookEvent event, absl::string_view session_id,
                            absl::string_view transcript_path, absl::string_view cwd,
                            nlohmann::json fields);
+
+// A tool's result as PostToolUse's `tool_response`, an object as Claude Code
+// sends it: Bash's {"stdout", "stderr", "interrupted", "isImage"}; any other
+// tool's {"output"}.
+nlohmann::json ToolResponse(absl::string_view tool, absl::string_view result);
 
 }  // namespace sim
 }  // namespace understudy

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <initializer_list>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -24,6 +25,7 @@
 #include "sim/event_log.h"
 #include "sim/hooks.h"
 #include "sim/model_backend.h"
+#include "sim/session_state.h"
 #include "sim/simulator.h"
 #include "sim/trace_sink.h"
 
@@ -50,6 +52,7 @@ struct Flags {
   std::string run;
   std::string log_format = "text";
   std::string log_file;
+  std::string log_level;
   bool print = false;
   std::string prompt;
 };
@@ -59,12 +62,21 @@ std::string Getenv(const char* name) {
   return value == nullptr ? "" : value;
 }
 
-// UNDERSTUDY_SIM_DELAY, read as the config reads durations.
-absl::StatusOr<absl::Duration> ParseDelay(const std::string& text) {
+// The first of the variables `names` that is set and not empty: its name
+// and value; ("", "") when none is.
+std::pair<std::string, std::string> FirstSet(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (std::string value = Getenv(name); !value.empty()) return {name, value};
+  }
+  return {"", ""};
+}
+
+// UNDERSTUDY_SIM_DELAY (or MEOW_SIM_DELAY, named by `variable`), read as the
+// config reads durations.
+absl::StatusOr<absl::Duration> ParseDelay(const std::string& variable, const std::string& text) {
   absl::StatusOr<absl::Duration> delay = ParseDuration(text, PlainNumber::kMilliseconds);
   if (!delay.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("UNDERSTUDY_SIM_DELAY: ", delay.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat(variable, ": ", delay.status().message()));
   }
   return delay;
 }
@@ -148,9 +160,11 @@ int SimMain(int argc, char** argv) {
   app.set_version_flag("--version", std::string("understudy sim ") + UNDERSTUDY_VERSION);
   app.allow_extras();
   app.option_defaults()->always_capture_default();
-  app.add_option("--config", flags.config, "Sim config (YAML or JSON): behaviours, timing, completion")
+  app.add_option("--config", flags.config,
+                 "Sim config (YAML or JSON, understudy's or MEOW's dialect): behaviours, timing, "
+                 "completion")
       ->envname("UNDERSTUDY_SIM_CONFIG")
-      ->default_str("built-in: every prompt completes at once, no command");
+      ->default_str("MEOW_SIM_CONFIG, else built-in: every prompt completes at once, no command");
   app.add_option("--settings", flags.settings, "Claude Code settings file with hooks")
       ->default_str("config `settings:`, else .claude/settings.json + .claude/settings.local.json");
   app.add_flag("--dangerously-skip-permissions", flags.skip_permissions,
@@ -169,12 +183,18 @@ int SimMain(int argc, char** argv) {
   app.add_option("--run", flags.run, "The run trace events join (with --addr)")
       ->envname("UNDERSTUDY_RUN")
       ->default_str("none: no trace");
-  app.add_option("--log-format", flags.log_format, "State changes and hook calls as text or json")
-      ->envname("UNDERSTUDY_SIM_LOG_FORMAT")
-      ->check(CLI::IsMember({"text", "json"}));
-  app.add_option("--log-file", flags.log_file, "Append the log to this file")
-      ->envname("UNDERSTUDY_SIM_LOG_FILE")
-      ->default_str("stderr");
+  CLI::Option* log_format =
+      app.add_option("--log-format", flags.log_format, "State changes and hook calls as text or json")
+          ->envname("UNDERSTUDY_SIM_LOG_FORMAT")
+          ->check(CLI::IsMember({"text", "json"}))
+          ->default_str("the config's logging.format, else text");
+  CLI::Option* log_file = app.add_option("--log-file", flags.log_file, "Append the log to this file")
+                              ->envname("UNDERSTUDY_SIM_LOG_FILE")
+                              ->default_str("the config's logging.file, else stderr");
+  app.add_option("--log-level", flags.log_level,
+                 "Log lines of this level and above: debug, info, warn, error")
+      ->envname("UNDERSTUDY_SIM_LOG_LEVEL")
+      ->default_str("MEOW_SIM_LOG_LEVEL, else the config's logging.level, else debug (all)");
   app.add_flag("-p,--print", flags.print,
                "Run the prompt (argument, else stdin), print the result and exit (0 ok, 1 failed)");
   app.add_option("prompt", flags.prompt, "A first prompt, submitted at start")
@@ -182,9 +202,14 @@ int SimMain(int argc, char** argv) {
   app.footer(
       "Environment: UNDERSTUDY_SIM_DELAY=DURATION replaces every delay (ms, or 150ms, 2s); "
       "UNDERSTUDY_SIM_DETERMINISTIC=1 no jitter,\n"
-      "a session id derived from the agent and config. The completion command and hooks get "
-      "UNDERSTUDY_SIM_SESSION_ID,\n"
-      "UNDERSTUDY_SIM_AGENT and the config's `env`. Unknown flags are ignored with a note.\n"
+      "a session id derived from the agent and the config's content. MEOW_SIM_CONFIG, "
+      "MEOW_SIM_DELAY, MEOW_SIM_LOG_LEVEL and\n"
+      "MEOW_SIM_DETERMINISTIC are read when the UNDERSTUDY_SIM_ ones are not set. "
+      "UNDERSTUDY_SIM_STATE_DIR: where sessions\n"
+      "keep their fail_then_succeed counts for --resume (default ~/.local/state/understudy/sim). "
+      "The completion command and\n"
+      "hooks get UNDERSTUDY_SIM_SESSION_ID, UNDERSTUDY_SIM_AGENT and the config's `env`. Unknown "
+      "flags are ignored with a note.\n"
       "Keys: Enter submits, \\ before Enter or a pasted newline continues the prompt, Escape "
       "interrupts, Ctrl-C twice or\n"
       "Ctrl-D or /exit ends. Exit: 0 ended, 1 -p failed, 2 bad flag/config/settings, 143 SIGTERM.\n"
@@ -208,14 +233,18 @@ int SimMain(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
 
+  // The UNDERSTUDY_SIM_ variables first, then the MEOW dialect's.
   std::optional<absl::Duration> delay_override;
-  if (const std::string delay = Getenv("UNDERSTUDY_SIM_DELAY"); !delay.empty()) {
-    absl::StatusOr<absl::Duration> parsed = ParseDelay(delay);
+  if (const auto [name, delay] = FirstSet({"UNDERSTUDY_SIM_DELAY", "MEOW_SIM_DELAY"});
+      !delay.empty()) {
+    absl::StatusOr<absl::Duration> parsed = ParseDelay(name, delay);
     if (!parsed.ok()) return Fatal(parsed.status().message());
     delay_override = *parsed;
   }
-  const std::string deterministic_text = absl::AsciiStrToLower(Getenv("UNDERSTUDY_SIM_DETERMINISTIC"));
+  const std::string deterministic_text = absl::AsciiStrToLower(
+      FirstSet({"UNDERSTUDY_SIM_DETERMINISTIC", "MEOW_SIM_DETERMINISTIC"}).second);
   const bool deterministic = deterministic_text == "1" || deterministic_text == "true";
+  if (flags.config.empty()) flags.config = Getenv("MEOW_SIM_CONFIG");
 
   absl::StatusOr<std::shared_ptr<const SimConfig>> config = LoadConfig(flags.config);
   if (!config.ok()) return Fatal(config.status().message());
@@ -224,9 +253,19 @@ int SimMain(int argc, char** argv) {
   SimOptions options;
   absl::Status hooks = LoadHooks(flags, **config, cwd, &options.hooks);
   if (!hooks.ok()) return Fatal(hooks.message());
-  absl::StatusOr<std::unique_ptr<EventLog>> log = EventLog::Open(
-      flags.log_file, flags.log_format == "json" ? LogFormat::kJson : LogFormat::kText);
+  // The log: flags and environment, else the config's `logging` (MEOW).
+  const LogSettings& logging = (*config)->log;
+  const std::string format = log_format->count() > 0 ? flags.log_format : logging.format;
+  const std::string file = log_file->count() > 0 ? flags.log_file : logging.file;
+  std::string level = flags.log_level;
+  if (level.empty()) level = Getenv("MEOW_SIM_LOG_LEVEL");
+  if (level.empty()) level = logging.level;
+  absl::StatusOr<LogLevel> min_level = ParseLogLevel(level.empty() ? "debug" : level);
+  if (!min_level.ok()) return Fatal(min_level.status().message());
+  absl::StatusOr<std::unique_ptr<EventLog>> log =
+      EventLog::Open(file, format == "json" ? LogFormat::kJson : LogFormat::kText);
   if (!log.ok()) return Fatal(log.status().message());
+  (*log)->set_level(*min_level);
 
   if (flags.print && flags.prompt.empty() && !isatty(STDIN_FILENO)) {
     // `cat task.md | understudy sim -p`
@@ -254,6 +293,7 @@ int SimMain(int argc, char** argv) {
   options.print_mode = flags.print;
   options.delay_override = delay_override;
   options.deterministic = deterministic;
+  options.state_dir = DefaultSessionStateDirectory();
   options.cwd = cwd;
   options.log = log->get();
   EventLog* log_ptr = log->get();
@@ -262,7 +302,7 @@ int SimMain(int argc, char** argv) {
   trace_options.run = flags.run;
   trace_options.agent = options.agent;
   trace_options.on_error = [log_ptr](const std::string& message) {
-    log_ptr->Write("trace_error", {{"message", message}});
+    log_ptr->Write("trace_error", {{"message", message}}, LogLevel::kWarn);
   };
   TraceSink trace(std::move(trace_options));
   options.trace = &trace;

@@ -17,11 +17,16 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "base/fd_io.h"
+#include "sim/session_state.h"
+#include "trace/sim_vocabulary.h"
 #include "validation/utf8.h"
 
 namespace understudy {
 namespace sim {
 namespace {
+
+namespace sim_attr = trace::sim_attr;
+namespace sim_event = trace::sim_event;
 
 constexpr absl::Duration kCtrlCWindow = absl::Seconds(1);
 
@@ -93,7 +98,7 @@ Simulator::Simulator(SimOptions options)
   }
   session_id_ = options_.session_id.empty()
                     ? NewSessionId(options_.deterministic,
-                                   absl::StrCat(options_.agent, "\n", config_->source))
+                                   absl::StrCat(options_.agent, "\n", config_->content))
                     : options_.session_id;
   rng_.seed(options_.deterministic ? 42 : std::random_device()());
   std::vector<std::string> set;
@@ -129,15 +134,26 @@ void Simulator::Start() {
 
   SetState(SimState::kStarting, "started");
   const std::string model = options_.model.empty() ? "default" : options_.model;
-  Trace("sim.started", {{"understudy.sim.session_id", session_id_},
-                        {"understudy.sim.resumed", options_.resumed ? "true" : "false"},
-                        {"understudy.sim.model", model},
-                        {"understudy.sim.skip_permissions",
+  Trace(sim_event::kStarted, {{sim_attr::kSessionId, session_id_},
+                        {sim_attr::kResumed, options_.resumed ? "true" : "false"},
+                        {sim_attr::kModel, model},
+                        {sim_attr::kSkipPermissions,
                          options_.skip_permissions ? "true" : "false"}});
   LogEvent("session", {{"session_id", session_id_},
                        {"resumed", options_.resumed},
                        {"agent", options_.agent},
                        {"cwd", cwd_}});
+  if (options_.resumed && !options_.state_dir.empty()) {
+    // What the session counted before it was stopped (a crash, say).
+    absl::StatusOr<std::map<std::string, int>> counts =
+        LoadSessionCounts(options_.state_dir, session_id_);
+    if (counts.ok()) {
+      uses_ = *std::move(counts);
+    } else {
+      LogEvent("session_state", {{"error", std::string(counts.status().message())}},
+               LogLevel::kWarn);
+    }
+  }
   if (!options_.print_mode) {
     for (const std::string& line : config_->startup_lines) {
       Line(absl::StrReplaceAll(line,
@@ -148,11 +164,14 @@ void Simulator::Start() {
   }
   RunHooks(HookEvent::kSessionStart, "",
            {{"source", options_.resumed ? "resume" : "startup"}});
+  if (done_) return;
   if (!options_.first_prompt.empty()) queue_.push_back(options_.first_prompt);
   Schedule(Delay(config_->startup_delay), [this] { EnterIdle("ready"); });
 }
 
 void Simulator::PollOnce() {
+  TakeHeld();
+  if (done_) return;
   absl::Time next = std::min(escape_deadline_, child_deadline_);
   if (!timers_.empty()) next = std::min(next, timers_.begin()->first.first);
   pollfd fds[5];
@@ -217,12 +236,104 @@ void Simulator::ReadInput() {
     InputClosed();
     return;
   }
+  FeedInput(absl::string_view(buffer, static_cast<size_t>(n)), absl::Now());
+}
+
+void Simulator::FeedInput(absl::string_view bytes, absl::Time at) {
+  last_input_at_ = at;
   // Each event is acted on before the bytes after it are decoded (a Ctrl-C
   // clears the line the following text is typed into).
-  decoder_->Feed(absl::string_view(buffer, static_cast<size_t>(n)),
-                 [this](InputEvent event) { HandleInput(event); });
-  escape_deadline_ = decoder_->escape_pending() ? absl::Now() + InputDecoder::kEscapeTimeout
+  decoder_->Feed(bytes, [this](InputEvent event) { HandleInput(event); });
+  escape_deadline_ = decoder_->escape_pending() ? at + InputDecoder::kEscapeTimeout
                                                 : absl::InfiniteFuture();
+}
+
+HookWatch Simulator::WatchDuringHook() {
+  HookWatch watch;
+  const int input = input_open_ && !held_input_closed_ ? options_.input_fd : -1;
+  const int signal = signals_ != nullptr ? signals_->read_fd() : -1;
+  if (input >= 0) watch.fds.push_back(input);
+  if (signal >= 0) watch.fds.push_back(signal);
+  watch.on_ready = [this, input](int fd) { return fd == input ? HoldInput() : HoldSignals(); };
+  return watch;
+}
+
+WatchResult Simulator::HoldInput() {
+  char buffer[65536];
+  const ssize_t n = read(options_.input_fd, buffer, sizeof(buffer));
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return WatchResult::kKeepWatching;
+  if (n <= 0) {
+    held_input_closed_ = true;
+    // A terminal gone ends the session: the hook is not waited for (a pane
+    // killed leaves nobody to see what it decides).
+    return input_tty_ ? WatchResult::kAbandon : WatchResult::kStopWatching;
+  }
+  held_input_.append(buffer, static_cast<size_t>(n));
+  last_input_at_ = absl::Now();
+  LogEvent("input_during_hook", {{"bytes", n}, {"held", held_input_.size()}}, LogLevel::kDebug);
+  return WatchResult::kKeepWatching;
+}
+
+WatchResult Simulator::HoldSignals() {
+  for (int number : signals_->Drain()) held_signals_.push_back(number);
+  // Every signal the session handles ends it.
+  return held_signals_.empty() ? WatchResult::kKeepWatching : WatchResult::kAbandon;
+}
+
+void Simulator::AfterHook() {
+  const uint64_t epoch = work_epoch_;
+  auto stopped = [&] { return done_ || work_epoch_ != epoch; };
+  for (;;) {
+    std::vector<int> signals;
+    signals.swap(held_signals_);
+    for (int number : signals) OnSignal(number);
+    if (done_) return;
+    // One byte at a time, so that what follows an interrupt is not acted on
+    // before the work it stopped has unwound: the loop takes the rest.
+    size_t used = 0;
+    while (used < held_input_.size() && !stopped()) {
+      decoder_->Feed(absl::string_view(held_input_).substr(used++, 1),
+                     [this](InputEvent event) { HandleInput(event); });
+    }
+    held_input_.erase(0, used);
+    if (stopped()) return;
+    if (held_input_closed_) {
+      held_input_closed_ = false;
+      InputClosed();
+      return;
+    }
+    // A lone ESC is the Escape key once kEscapeTimeout passes without more
+    // bytes (the rest of an arrow key's sequence may still be on its way).
+    if (!decoder_->escape_pending()) break;
+    const absl::Duration left = last_input_at_ + InputDecoder::kEscapeTimeout - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      decoder_->Flush([this](InputEvent event) { HandleInput(event); });
+      break;
+    }
+    pollfd fds[2] = {{input_open_ && !held_input_closed_ ? options_.input_fd : -1, POLLIN, 0},
+                     {-1, POLLIN, 0}};
+    if (signals_ != nullptr) fds[1].fd = signals_->read_fd();
+    if (poll(fds, 2, PollMs(left)) > 0) {
+      if (fds[0].revents != 0) HoldInput();
+      if (fds[1].revents != 0) HoldSignals();
+    }
+  }
+  escape_deadline_ = absl::InfiniteFuture();
+}
+
+void Simulator::TakeHeld() {
+  std::vector<int> signals;
+  signals.swap(held_signals_);
+  for (int number : signals) OnSignal(number);
+  if (!held_input_.empty() && !done_) {
+    std::string bytes;
+    bytes.swap(held_input_);
+    FeedInput(bytes, last_input_at_);
+  }
+  if (held_input_closed_ && !done_) {
+    held_input_closed_ = false;
+    InputClosed();
+  }
 }
 
 void Simulator::InputClosed() {
@@ -289,7 +400,8 @@ void Simulator::OnSubmit(std::string prompt) {
   }
   if (state_ != SimState::kIdle || !prompt_shown_) {
     if (trimmed.empty()) return;
-    LogEvent("prompt_queued", {{"bytes", prompt.size()}, {"queued", queue_.size() + 1}});
+    LogEvent("prompt_queued", {{"bytes", prompt.size()}, {"queued", queue_.size() + 1}},
+             LogLevel::kDebug);
     queue_.push_back(std::move(prompt));
     return;
   }
@@ -360,9 +472,9 @@ void Simulator::SetState(SimState to, absl::string_view reason) {
   started_ = true;
   state_ = to;
   options_.log->State(StateName(to), from, reason);
-  Trace("sim.state", {{"understudy.sim.state", std::string(StateName(to))},
-                      {"understudy.sim.state.from", from},
-                      {"understudy.sim.reason", std::string(reason)}});
+  Trace(sim_event::kState, {{sim_attr::kState, std::string(StateName(to))},
+                      {sim_attr::kStateFrom, from},
+                      {sim_attr::kReason, std::string(reason)}});
 }
 
 void Simulator::EnterIdle(absl::string_view reason) {
@@ -452,8 +564,8 @@ void Simulator::Trace(std::string kind, TraceAttributes attributes) {
   if (options_.trace != nullptr) options_.trace->Emit(std::move(kind), std::move(attributes));
 }
 
-void Simulator::LogEvent(absl::string_view event, EventLog::Fields fields) {
-  options_.log->Write(event, fields);
+void Simulator::LogEvent(absl::string_view event, EventLog::Fields fields, LogLevel level) {
+  options_.log->Write(event, fields, level);
 }
 
 }  // namespace sim

@@ -15,9 +15,13 @@
 // session (Done, signals, the terminal closed), cancels the model call and
 // waits at most ModelCall::kCancelWait for it; a cancelled call's late answer
 // is dropped unseen. Hooks (sim/hooks.h) run synchronously at their moments:
-// SessionStart at start, UserPromptSubmit before the work, PreToolUse and
-// PostToolUse around each tool event, Stop when a turn ends or a question
-// waits.
+// SessionStart at start, UserPromptSubmit before the work (and before an
+// answer to a question is taken), PreToolUse and PostToolUse around each tool
+// event, Stop when a turn ends or a question waits. While one runs the loop
+// still reads the terminal and the signals: what is typed is held and acted
+// on when the hook ends (an interrupt then stops the work before anything
+// the hook came before, a tool say, happens), and a closed terminal or an
+// ending signal kills the hook's process group and ends the session at once.
 //
 // What the pane shows (the output contract orchestrators match):
 //   start-up lines, a blank line, the prompt indicator (config `prompt`,
@@ -70,8 +74,8 @@ enum class SimState { kStarting, kIdle, kWorking, kAsking, kDone, kCrashed };
 absl::string_view StateName(SimState state);
 
 // A session id shaped like Claude Code's (8-4-4-4-12 hex): random, or, when
-// `deterministic`, derived from `seed_text` (the agent name and config
-// source) so that two runs print the same bytes.
+// `deterministic`, derived from `seed_text` (the agent name and the config's
+// content, not its path) so that two runs print the same bytes.
 std::string NewSessionId(bool deterministic, absl::string_view seed_text);
 
 struct SimOptions {
@@ -95,6 +99,9 @@ struct SimOptions {
   std::optional<absl::Duration> delay_override;
   // UNDERSTUDY_SIM_DETERMINISTIC: no jitter; derived session id.
   bool deterministic = false;
+  // Where the session's fail_then_succeed counts are kept across a restart
+  // with --resume (sim/session_state.h); "" keeps them in memory only.
+  std::string state_dir;
   std::string cwd;              // "" → the current directory
   bool handle_signals = true;   // SIGTERM, SIGHUP, SIGINT end the session
   EventLog* log = nullptr;               // required; borrowed for Run
@@ -130,6 +137,9 @@ class Simulator {
   struct HookOutcome {
     bool blocked = false;
     bool stop = false;
+    // The work the hooks ran for was stopped while they ran (an interrupt
+    // typed meanwhile, the session ended): the caller goes no further.
+    bool cancelled = false;
     std::string reason;
   };
 
@@ -137,7 +147,20 @@ class Simulator {
   void Start();
   void PollOnce();
   void ReadInput();
+  // Decodes `bytes` that arrived at `at`, acting on each event.
+  void FeedInput(absl::string_view bytes, absl::Time at);
   void InputClosed();
+  // While a hook runs (its HookWatch): input and signals are held, not
+  // acted on; a closed terminal or an ending signal abandons the hook.
+  HookWatch WatchDuringHook();
+  WatchResult HoldInput();
+  WatchResult HoldSignals();
+  // After a hook: the held signals, then the held input up to the first
+  // event that stops the work (the rest waits for the loop), then a held
+  // lone ESC once kEscapeTimeout has passed since it came.
+  void AfterHook();
+  // At the top of the loop: everything still held.
+  void TakeHeld();
   // Acts on one input event; nothing once the session is done.
   void HandleInput(const InputEvent& event);
   void OnSubmit(std::string prompt);
@@ -155,7 +178,8 @@ class Simulator {
   void ShowPrompt();
   void Echo(absl::string_view text, bool flush);
   void Trace(std::string kind, TraceAttributes attributes);
-  void LogEvent(absl::string_view event, EventLog::Fields fields);
+  void LogEvent(absl::string_view event, EventLog::Fields fields,
+                LogLevel level = LogLevel::kInfo);
 
   // A submitted or queued prompt: `/exit` and `/quit` end the session,
   // anything else is work.
@@ -182,7 +206,11 @@ class Simulator {
   void CompletionEnded(const std::string& outcome, int exit_code, const std::string& description);
   void Fail(const std::string& message);
   void Ask(const Behaviour& behaviour);
+  // ASKING: the question is up; Stop hooks, then the indicator.
+  void AwaitAnswer();
   void Answer(const std::string& answer);
+  // A fail_then_succeed takes a prompt: true when this turn fails.
+  bool CountFailure(const Behaviour& behaviour);
   // Starts the model call; ModelAnswered goes on once the loop sees its answer.
   void Model(const Behaviour& behaviour);
   void ModelAnswered();
@@ -191,7 +219,7 @@ class Simulator {
   void EndTurn(absl::string_view reason, bool failed);
   void StopWork();  // timers, the completion command, the model call
   HookOutcome RunHooks(HookEvent event, absl::string_view tool, nlohmann::json fields);
-  void RunStopHooks();
+  HookOutcome RunStopHooks();
 
   SimOptions options_;
   std::shared_ptr<const SimConfig> config_;
@@ -215,6 +243,14 @@ class Simulator {
   uint64_t bytes_written_ = 0;
   std::string echo_held_;  // an incomplete UTF-8 sequence of the echo
   absl::Time escape_deadline_ = absl::InfiniteFuture();
+  absl::Time last_input_at_ = absl::InfinitePast();  // when input last arrived
+  // Held while a hook ran (AfterHook, TakeHeld).
+  std::string held_input_;
+  bool held_input_closed_ = false;
+  std::vector<int> held_signals_;
+  // Bumped by StopWork: a hook's caller compares it to see that the work it
+  // ran for was stopped while it ran.
+  uint64_t work_epoch_ = 0;
   absl::Time ctrl_c_until_ = absl::InfinitePast();
   std::deque<std::string> queue_;  // prompts submitted while busy
 
@@ -225,9 +261,14 @@ class Simulator {
   std::string prompt_;
   bool turn_failed_ = false;
   const Behaviour* asking_ = nullptr;
+  std::string answer_;    // the answer that led to the work under way
+  bool failing_ = false;  // a fail_then_succeed's turn that fails
   std::vector<ToolRun> tools_;
   int tool_counter_ = 0;
-  std::map<const Behaviour*, int> uses_;  // fail_then_succeed
+  // fail_then_succeed: prompts taken, by behaviour path; kept in
+  // options_.state_dir across --resume.
+  std::map<std::string, int> uses_;
+  std::map<std::string, std::string> completion_outputs_;
   const Behaviour* completing_ = nullptr;
   Completion completion_;
   std::vector<std::string> completion_argv_;

@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace understudy {
 namespace sim {
@@ -670,6 +671,448 @@ TEST(SimulatorTest, PreToolUseHookBlocksTheTool) {
               HasSubstr("⏺ Bash(rm -rf /)\n  ⎿  Blocked by hook: not that\nFinished."));
   EXPECT_THAT(session.Output(), Not(HasSubstr("gone")));
   EXPECT_THAT(session.Log(), HasSubstr("hook hook=PreToolUse exit=2 outcome=blocked"));
+}
+
+// Waits until the file at `path` exists and is not empty.
+bool WaitForFile(const std::string& path, absl::Duration timeout = kWait) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (ReadFile(path).empty()) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(2));
+  }
+  return true;
+}
+
+// The hook events (and prompts) a hook appending its payloads to
+// `hooks.log` saw, one "Event" or "Event:prompt" each.
+std::vector<std::string> HookCalls(const std::string& log) {
+  std::vector<std::string> calls;
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty()) continue;
+    const nlohmann::json payload = nlohmann::json::parse(line, nullptr, false);
+    std::string call = payload.value("hook_event_name", "?");
+    if (payload.contains("prompt")) call += ":" + payload.value("prompt", "");
+    calls.push_back(call);
+  }
+  return calls;
+}
+
+constexpr char kLogEveryPrompt[] = R"({"hooks": {
+    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}]}})";
+
+// An answer to a question is a prompt like any other: UserPromptSubmit fires
+// for it (a wrong one too, which is asked again, with a Stop), so that an
+// orchestrator tracking work by these hooks sees the agent busy.
+TEST(SimulatorTest, AnsweringAQuestionFiresUserPromptSubmit) {
+  auto postgres = NewBehaviour("", ActionKind::kComplete);
+  postgres->output = {"Using postgres."};
+  auto ask = NewBehaviour("database", ActionKind::kAsk);
+  ask->question = "Which database?";
+  ask->options = {{"postgres", postgres}, {"sqlite", postgres}};
+  PtySession session(NewConfig({ask}), [](SimOptions& options) {
+    ASSERT_TRUE(options.hooks.AddText(kLogEveryPrompt, "settings.json").ok());
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("set up the database\r");
+  ASSERT_TRUE(session.WaitForEnd("  2. sqlite\n\n> "));
+  session.Type("mysql\r");
+  ASSERT_TRUE(session.WaitForEnd("Please answer with 1-2 or an option's text.\n\n> "));
+  session.Type("1\r");
+  ASSERT_TRUE(session.WaitFor("Using postgres.\n\n> "));
+  ASSERT_TRUE(session.WaitForLog("hook hook=Stop", 3));
+  EXPECT_THAT(HookCalls(ReadFile(session.dir() + "/hooks.log")),
+              ::testing::ElementsAre("UserPromptSubmit:set up the database", "Stop",
+                                     "UserPromptSubmit:mysql", "Stop", "UserPromptSubmit:1",
+                                     "Stop"));
+  const std::string log = session.Log();
+  EXPECT_THAT(log, HasSubstr("state WORKING <- ASKING (answered)"));
+  EXPECT_THAT(log, HasSubstr("state ASKING <- WORKING (question)"));
+}
+
+// A UserPromptSubmit hook that blocks an answer drops it: the question
+// still waits.
+TEST(SimulatorTest, BlockedAnswerKeepsTheQuestionOpen) {
+  auto done = NewBehaviour("", ActionKind::kComplete);
+  done->output = {"Going on."};
+  auto ask = NewBehaviour("deploy", ActionKind::kAsk);
+  ask->question = "Really?";
+  ask->options = {{"yes", done}};
+  PtySession session(NewConfig({ask}), [](SimOptions& options) {
+    ASSERT_TRUE(options.hooks
+                    .AddText(R"({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+                        "command": "grep -q '\"prompt\":\"yes\"' && { echo 'not now' >&2; exit 2; }; exit 0"}]}]}})",
+                             "settings.json")
+                    .ok());
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("deploy\r");
+  ASSERT_TRUE(session.WaitForEnd("  1. yes\n\n> "));
+  session.Type("yes\r");
+  ASSERT_TRUE(session.WaitForEnd("Prompt blocked by hook: not now\n\n> "));
+  EXPECT_THAT(session.Log(), HasSubstr("state ASKING <- WORKING (prompt blocked by hook)"));
+  EXPECT_THAT(session.Output(), Not(HasSubstr("Going on.")));
+}
+
+// Every action does its work (delay, tool events), then prints its output,
+// then ends its way: a crash's lines are on the pane before it dies, a
+// hang's before it waits, a failure's before its message.
+TEST(SimulatorTest, CrashHangAndFailPrintTheirOutput) {
+  auto boom = NewBehaviour("boom", ActionKind::kCrash);
+  boom->exit_code = 3;
+  boom->output = {"Boom: the agent fell over."};
+  auto stuck = NewBehaviour("stuck", ActionKind::kHang);
+  stuck->output = {"Thinking very hard..."};
+  ToolEvent read;
+  read.tool = "Read";
+  read.input_json = R"({"file_path":"/etc/motd"})";
+  read.result = "motd";
+  stuck->events = {read};
+  auto broken = NewBehaviour("broken", ActionKind::kFail);
+  broken->output = {"Tried twice."};
+  broken->message = "Error: the build is broken";
+  PtySession session(NewConfig({boom, stuck, broken}), [](SimOptions& options) {
+    options.on_crash = [](int, int) {};
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("broken\r");
+  ASSERT_TRUE(session.WaitFor("> broken\nTried twice.\nError: the build is broken\n\n> "));
+  session.Type("stuck\r");
+  ASSERT_TRUE(session.WaitForEnd("> stuck\n⏺ Read(/etc/motd)\n  ⎿  motd\nThinking very hard...\n"));
+  session.Type("\x1b");
+  ASSERT_TRUE(session.WaitForEnd("Interrupted by user\n\n> "));
+  session.Type("boom\r");
+  EXPECT_EQ(session.Join(), 3);
+  EXPECT_THAT(session.Output(), HasSubstr("> boom\nBoom: the agent fell over.\n"));
+}
+
+// Escape or Ctrl-C typed while a PreToolUse hook runs is taken when the hook
+// ends, before the tool runs: no tool line, no result, no output, no
+// completion; and a Ctrl-C is not left over for the idle prompt.
+TEST(SimulatorTest, InterruptDuringAHookStopsTheWorkBeforeTheTool) {
+  for (const char* key : {"\x1b", "\x03"}) {
+    SCOPED_TRACE(key[0] == '\x1b' ? "Escape" : "Ctrl-C");
+    auto deploy = NewBehaviour("deploy", ActionKind::kComplete);
+    ToolEvent bash;
+    bash.tool = "Bash";
+    bash.input_json = R"({"command":"make deploy"})";
+    bash.result = "deployed";
+    deploy->events = {bash};
+    deploy->output = {"Finished."};
+    PtySession session(NewConfig({deploy}), [](SimOptions& options) {
+      // Runs until the test lets it end.
+      ASSERT_TRUE(options.hooks
+                      .AddText(R"({"hooks": {"PreToolUse": [{"hooks": [{"type": "command",
+                          "command": "echo running > started; while [ ! -e release ]; do sleep 0.005; done"}]}]}})",
+                               "settings.json")
+                      .ok());
+    });
+    ASSERT_TRUE(session.WaitForEnd("> "));
+    session.Type("deploy\r");
+    ASSERT_TRUE(WaitForFile(session.dir() + "/started"));
+    session.Type(key);
+    ASSERT_TRUE(session.WaitForLog("input_during_hook bytes=1"));
+    std::ofstream(session.dir() + "/release") << "go";
+    ASSERT_TRUE(session.WaitForEnd("> deploy\n  ⎿  Interrupted by user\n\n> "));
+    EXPECT_THAT(session.Log(), HasSubstr("state IDLE <- WORKING (interrupted)"));
+    EXPECT_THAT(session.Log(), HasSubstr("hook hook=PreToolUse exit=0 outcome=ok"));
+    session.Type("/exit\r");
+    EXPECT_EQ(session.Join(), 0);
+    const std::string output = session.Output();
+    EXPECT_THAT(output, Not(HasSubstr("Bash(")));
+    EXPECT_THAT(output, Not(HasSubstr("deployed")));
+    EXPECT_THAT(output, Not(HasSubstr("Finished.")));
+    EXPECT_THAT(output, Not(HasSubstr("Press Ctrl-C again")));
+    EXPECT_THAT(session.Log(), Not(HasSubstr("state IDLE <- WORKING (completed)")));
+  }
+}
+
+// Typing during a hook is kept: what was typed (a prompt submitted meanwhile
+// is queued) is there once the hook has ended.
+TEST(SimulatorTest, TypingDuringAHookIsKept) {
+  auto first = NewBehaviour("first", ActionKind::kComplete);
+  first->output = {"First done."};
+  PtySession session(NewConfig({first}), [](SimOptions& options) {
+    ASSERT_TRUE(options.hooks
+                    .AddText(R"({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+                        "command": "grep -q first || exit 0; echo running > started; while [ ! -e release ]; do sleep 0.005; done"}]}]}})",
+                             "settings.json")
+                    .ok());
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("first\r");
+  ASSERT_TRUE(WaitForFile(session.dir() + "/started"));
+  session.Type("second\r");
+  ASSERT_TRUE(session.WaitForLog("input_during_hook"));
+  std::ofstream(session.dir() + "/release") << "go";
+  ASSERT_TRUE(session.WaitFor("First done.\n\n> second\nDone.\n\n> "));
+}
+
+// A closed terminal ends the session at once even while a hook runs: the
+// hook's process group is killed, not waited for.
+TEST(SimulatorTest, ClosedTerminalDuringAHookKillsTheHook) {
+  PtySession session(NewConfig({}), [](SimOptions& options) {
+    ASSERT_TRUE(options.hooks
+                    .AddText(R"({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+                        "command": "sleep 20 & echo $! > hook.pid; wait"}]}]}})",
+                             "settings.json")
+                    .ok());
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("anything\r");
+  ASSERT_TRUE(WaitForFile(session.dir() + "/hook.pid"));
+  const pid_t hook = std::atoi(ReadFile(session.dir() + "/hook.pid").c_str());
+  ASSERT_GT(hook, 0);
+  const absl::Time start = absl::Now();
+  session.CloseTerminal();
+  EXPECT_EQ(session.Join(/*drain=*/false), 0);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  EXPECT_THAT(session.Log(), HasSubstr("outcome=cancelled"));
+  EXPECT_THAT(session.Log(), HasSubstr("state DONE <- WORKING (terminal closed)"));
+  // The hook's background child was in its process group: killed with it.
+  const absl::Time deadline = absl::Now() + absl::Seconds(2);
+  bool gone = false;
+  while (!gone && absl::Now() < deadline) {
+    const std::string stat = ReadFile(absl::StrCat("/proc/", hook, "/stat"));
+    gone = stat.empty() || stat.substr(stat.rfind(')') + 2, 1) == "Z";
+    if (!gone) absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_TRUE(gone) << "the hook's child " << hook << " outlived the session";
+}
+
+// A completion command written as one line gets its outputs as words of that
+// line, quoted for the shell, the way `meow done --output k=v` is typed.
+TEST(SimulatorTest, CompletionLineGetsItsOutputsAsWords) {
+  TempDir scripts;
+  const std::string script = scripts.path() + "/record";
+  {
+    std::ofstream out(script);
+    out << "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$0.args\"\n";
+  }
+  chmod(script.c_str(), 0755);
+  absl::StatusOr<SimConfig> config = ParseSimConfig(
+      absl::StrCat("completion: {command: \"", script, " done\"}\n",
+                   "behaviours:\n",
+                   "  - {when: {contains: deploy}, outputs: {a: \"1 2\", b: \"it's $HOME\"}}\n"),
+      "line.yaml");
+  ASSERT_TRUE(config.ok()) << config.status();
+  PtySession session(std::make_shared<SimConfig>(*std::move(config)));
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("deploy\r");
+  ASSERT_TRUE(session.WaitForLog("completion attempt=1 outcome=ok"));
+  EXPECT_EQ(ReadFile(script + ".args"), "done\n--output\na=1 2\n--output\nb=it's $HOME\n");
+}
+
+// UNDERSTUDY_SIM_DETERMINISTIC: the session id follows the agent and the
+// config's content, wherever the file is (a harness writes each test's config
+// into a fresh temporary folder).
+TEST(SimulatorTest, DeterministicSessionIdFollowsTheConfigsContentNotItsPath) {
+  const std::string text = "name: coder\nbehaviours:\n  - {when: {contains: x}, output: [\"X.\"]}\n";
+  auto id = [](const std::string& text, const std::string& source, const std::string& agent) {
+    absl::StatusOr<SimConfig> config = ParseSimConfig(text, source);
+    EXPECT_TRUE(config.ok()) << config.status();
+    SimOptions options;
+    options.config = std::make_shared<SimConfig>(*std::move(config));
+    options.agent = agent;
+    options.deterministic = true;
+    return Simulator(std::move(options)).session_id();
+  };
+  const std::string here = id(text, "/tmp/run-1/coder.yaml", "coder");
+  EXPECT_EQ(here, id(text, "/tmp/run-2/other-name.yaml", "coder"));
+  EXPECT_NE(here, id(text + "# changed\n", "/tmp/run-1/coder.yaml", "coder"));
+  EXPECT_NE(here, id(text, "/tmp/run-1/coder.yaml", "reviewer"));
+}
+
+// A completion command named `name` on PATH for the life of the object (the
+// MEOW dialect runs `meow done`), recording its arguments to NAME.args.
+class CommandOnPath {
+ public:
+  explicit CommandOnPath(const std::string& name) : script_(dir_.path() + "/" + name) {
+    {
+      std::ofstream out(script_);
+      out << "#!/bin/sh\nprintf '%s\\n' \"$@\" >> \"$0.args\"\n";
+    }
+    chmod(script_.c_str(), 0755);
+    const char* path = std::getenv("PATH");
+    saved_ = path != nullptr ? path : "";
+    setenv("PATH", (dir_.path() + ":" + saved_).c_str(), 1);
+  }
+  ~CommandOnPath() { setenv("PATH", saved_.c_str(), 1); }
+  std::string Args() const { return ReadFile(script_ + ".args"); }
+
+ private:
+  TempDir dir_;
+  std::string script_;
+  std::string saved_;
+};
+
+std::shared_ptr<SimConfig> ParsedConfig(const std::string& text) {
+  absl::StatusOr<SimConfig> config = ParseSimConfig(text, "sim.yaml");
+  EXPECT_TRUE(config.ok()) << config.status();
+  return std::make_shared<SimConfig>(config.ok() ? *std::move(config) : DefaultSimConfig());
+}
+
+// The MEOW dialect's ask: its options are shown, any answer is taken, and the
+// turn completes with the answer as output `answer` (through `meow done`).
+TEST(SimulatorTest, MeowAskTakesAnyAnswerAndCompletesWithIt) {
+  CommandOnPath meow("meow");
+  PtySession session(ParsedConfig(R"(behaviors:
+  - match: review
+    action: {type: ask, question: "Found 3 issues. Continue anyway?", options: ["yes", "no"]}
+)"), [](SimOptions& options) { options.delay_override = absl::ZeroDuration(); });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("review the code\r");
+  ASSERT_TRUE(session.WaitForEnd("Continue anyway?\n  1. yes\n  2. no\n\n> "));
+  session.Type("yes, but fix them first\r");
+  ASSERT_TRUE(session.WaitForLog("completion attempt=1 outcome=ok"));
+  EXPECT_EQ(meow.Args(), "done\n--output\nanswer=yes, but fix them first\n");
+  EXPECT_THAT(session.Output(), Not(HasSubstr("Please answer")));
+}
+
+// prompt_delay: after the turn's Stop hooks the indicator waits; the agent is
+// still working meanwhile (an interrupt ends the wait).
+TEST(SimulatorTest, PromptDelayHoldsTheIndicatorAfterATurn) {
+  PtySession session(ParsedConfig(R"(timing: {startup_delay: 0, default_work_delay: 0, prompt_delay: 30s}
+behaviors:
+  - {match: go, action: {type: fail, fail_message: "no luck"}}
+)"), [](SimOptions& options) {
+    ASSERT_TRUE(options.hooks.AddText(kLogEveryPrompt, "settings.json").ok());
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("go\r");
+  ASSERT_TRUE(session.WaitForLog("hook hook=Stop"));
+  ASSERT_TRUE(session.WaitForEnd("Error: no luck\n"));
+  EXPECT_THAT(session.Log(), Not(HasSubstr("state IDLE <- WORKING (failed)")));
+  session.Type("\x1b");
+  ASSERT_TRUE(session.WaitForEnd("Interrupted by user\n\n> "));
+}
+
+// hooks.fire_stop_hook and hooks.fire_tool_events: off, those hooks are not
+// run though the settings name them; the tools still show.
+TEST(SimulatorTest, MeowHookSwitchesTurnHooksOff) {
+  constexpr char kEveryHook[] = R"({"hooks": {
+    "UserPromptSubmit": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}],
+    "PreToolUse": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}],
+    "PostToolUse": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}],
+    "Stop": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}]}})";
+  CommandOnPath meow("meow");
+  for (const bool fire : {true, false}) {
+    SCOPED_TRACE(fire ? "fired" : "not fired");
+    PtySession session(ParsedConfig(absl::StrCat(
+                           "hooks: {fire_stop_hook: ", fire ? "true" : "false",
+                           ", fire_tool_events: ", fire ? "true" : "false", "}\n", R"(behaviors:
+  - match: go
+    action:
+      type: complete
+      events: [{type: tool-starting, data: {tool: Bash, command: ls}}]
+)")),
+                       [&](SimOptions& options) {
+                         options.delay_override = absl::ZeroDuration();
+                         ASSERT_TRUE(options.hooks.AddText(kEveryHook, "settings.json").ok());
+                       });
+    ASSERT_TRUE(session.WaitForEnd("> "));
+    session.Type("go\r");
+    ASSERT_TRUE(session.WaitForLog("state IDLE <- WORKING (completed)"));
+    EXPECT_THAT(session.Output(), HasSubstr("⏺ Bash(ls)\n  ⎿  (no output)\n"));
+    if (fire) {
+      EXPECT_THAT(HookCalls(ReadFile(session.dir() + "/hooks.log")),
+                  ::testing::ElementsAre("UserPromptSubmit:go", "PreToolUse", "PostToolUse",
+                                         "Stop"));
+    } else {
+      EXPECT_THAT(HookCalls(ReadFile(session.dir() + "/hooks.log")),
+                  ::testing::ElementsAre("UserPromptSubmit:go"));
+    }
+  }
+}
+
+// Payloads carry what Claude Code's do: permission_mode everywhere,
+// tool_use_id with the tool events, tool_response as an object.
+TEST(SimulatorTest, HookPayloadsCarryPermissionModeToolUseIdAndAResponseObject) {
+  auto deploy = NewBehaviour("deploy", ActionKind::kComplete);
+  ToolEvent bash;
+  bash.tool = "Bash";
+  bash.input_json = R"({"command":"ls"})";
+  bash.result = "a.txt";
+  ToolEvent read;
+  read.tool = "Read";
+  read.input_json = R"({"file_path":"/etc/hosts"})";
+  read.result = "127.0.0.1 localhost";
+  deploy->events = {bash, read};
+  PtySession session(NewConfig({deploy}), [](SimOptions& options) {
+    options.skip_permissions = true;
+    ASSERT_TRUE(options.hooks
+                    .AddText(R"({"hooks": {
+    "PreToolUse": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}],
+    "PostToolUse": [{"hooks": [{"type": "command", "command": "cat >> hooks.log; echo >> hooks.log"}]}]}})",
+                             "settings.json")
+                    .ok());
+  });
+  ASSERT_TRUE(session.WaitForEnd("> "));
+  session.Type("deploy\r");
+  ASSERT_TRUE(session.WaitForLog("state IDLE <- WORKING (completed)"));
+  std::vector<nlohmann::json> payloads;
+  std::istringstream lines(ReadFile(session.dir() + "/hooks.log"));
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) payloads.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_EQ(payloads.size(), 4u);
+  for (const nlohmann::json& p : payloads) EXPECT_EQ(p["permission_mode"], "bypassPermissions");
+  EXPECT_EQ(payloads[0]["hook_event_name"], "PreToolUse");
+  EXPECT_EQ(payloads[0]["tool_use_id"], "toolu_sim_1");
+  EXPECT_EQ(payloads[1]["hook_event_name"], "PostToolUse");
+  EXPECT_EQ(payloads[1]["tool_use_id"], "toolu_sim_1");
+  EXPECT_EQ(payloads[1]["tool_response"],
+            nlohmann::json({{"stdout", "a.txt"}, {"stderr", ""}, {"interrupted", false},
+                            {"isImage", false}}));
+  EXPECT_EQ(payloads[3]["tool_use_id"], "toolu_sim_2");
+  EXPECT_EQ(payloads[3]["tool_response"], nlohmann::json({{"output", "127.0.0.1 localhost"}}));
+}
+
+// A fail_then_succeed's count is the session's, kept across a restart with
+// --resume: "crash, then succeed after the restart" in two processes.
+TEST(SimulatorTest, FailThenSucceedCountSurvivesACrashAndAResume) {
+  TempDir state;
+  CommandOnPath meow("meow");
+  const std::string text = R"(behaviors:
+  - match: step-2
+    action: {type: fail_then_succeed, fail_count: 1, exit_code: 137, success_outputs: {result: done}}
+)";
+  std::string session_id;
+  {
+    int crashed_with = -1;
+    PtySession session(ParsedConfig(text), [&](SimOptions& options) {
+      options.delay_override = absl::ZeroDuration();
+      options.state_dir = state.path();
+      options.on_crash = [&](int exit_code, int) { crashed_with = exit_code; };
+    });
+    ASSERT_TRUE(session.WaitForEnd("> "));
+    session_id = session.session_id();
+    session.Type("step-2\r");
+    EXPECT_EQ(session.Join(), 137);
+    EXPECT_EQ(crashed_with, 137);
+  }
+  EXPECT_EQ(meow.Args(), "");
+  PtySession resumed(ParsedConfig(text), [&](SimOptions& options) {
+    options.delay_override = absl::ZeroDuration();
+    options.state_dir = state.path();
+    options.session_id = session_id;
+    options.resumed = true;
+  });
+  ASSERT_TRUE(resumed.WaitForEnd("> "));
+  resumed.Type("step-2\r");
+  ASSERT_TRUE(resumed.WaitForLog("state IDLE <- WORKING (completed)"));
+  EXPECT_EQ(meow.Args(), "done\n--output\nresult=done\n");
+  // A new session (not resumed) counts from zero: it crashes again.
+  int crashed_with = -1;
+  PtySession fresh(ParsedConfig(text), [&](SimOptions& options) {
+    options.delay_override = absl::ZeroDuration();
+    options.state_dir = state.path();
+    options.on_crash = [&](int exit_code, int) { crashed_with = exit_code; };
+  });
+  ASSERT_TRUE(fresh.WaitForEnd("> "));
+  fresh.Type("step-2\r");
+  EXPECT_EQ(fresh.Join(), 137);
 }
 
 // Runs the simulator on `input` through pipes (not a terminal); its output

@@ -16,12 +16,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/fd_io.h"
+#include "base/subprocess.h"
+#include "sim/session_state.h"
 #include "sim/simulator.h"
+#include "trace/sim_vocabulary.h"
 #include "validation/utf8.h"
 
 namespace understudy {
 namespace sim {
 namespace {
+
+namespace sim_attr = trace::sim_attr;
+namespace sim_event = trace::sim_event;
 
 constexpr size_t kMaxOutputLine = 64 * 1024;
 constexpr int kMaxStopRefires = 3;
@@ -64,20 +70,21 @@ std::string BehaviourName(const Behaviour& behaviour) {
 
 void Simulator::StartPrompt(const std::string& prompt) {
   prompt_ = prompt;
+  answer_.clear();
   turn_failed_ = false;
   const Behaviour& behaviour = config_->Select(prompt);
   SetState(SimState::kWorking, "prompt");
   const std::string text = validation::SanitizeUtf8(prompt);
-  Trace("sim.prompt", {{"understudy.sim.prompt", text},
-                       {"understudy.sim.prompt.bytes", absl::StrCat(prompt.size())},
-                       {"understudy.sim.behaviour", BehaviourName(behaviour)},
-                       {"understudy.sim.model",
+  Trace(sim_event::kPrompt, {{sim_attr::kPrompt, text},
+                       {sim_attr::kPromptBytes, absl::StrCat(prompt.size())},
+                       {sim_attr::kBehaviour, BehaviourName(behaviour)},
+                       {sim_attr::kModel,
                         behaviour.action == ActionKind::kModel ? "true" : "false"}});
   LogEvent("prompt", {{"bytes", prompt.size()},
                       {"behaviour", BehaviourName(behaviour)},
                       {"action", std::string(ActionName(behaviour.action))}});
   const HookOutcome hooks = RunHooks(HookEvent::kUserPromptSubmit, "", {{"prompt", text}});
-  if (done_) return;
+  if (hooks.cancelled) return;
   if (hooks.blocked) {
     Line(absl::StrCat("Prompt blocked by hook: ", hooks.reason));
     EnterIdle("prompt blocked by hook");
@@ -91,33 +98,25 @@ void Simulator::StartPrompt(const std::string& prompt) {
 }
 
 void Simulator::Act(const Behaviour& behaviour) {
-  switch (behaviour.action) {
-    case ActionKind::kComplete:
-      StartWork(behaviour);
-      return;
-    case ActionKind::kFailThenSucceed:
-      if (++uses_[&behaviour] <= behaviour.failures) {
-        Fail(behaviour.message);
-      } else {
-        StartWork(behaviour);
-      }
-      return;
-    case ActionKind::kFail:
-      Fail(behaviour.message);
-      return;
-    case ActionKind::kAsk:
-      Ask(behaviour);
-      return;
-    case ActionKind::kHang:
-      LogEvent("hang", {{"behaviour", BehaviourName(behaviour)}});
-      return;
-    case ActionKind::kCrash:
-      Crash(behaviour);
-      return;
-    case ActionKind::kModel:
-      Model(behaviour);
-      return;
+  if (behaviour.action == ActionKind::kModel) {
+    Model(behaviour);  // the model's answer first, then the work (StartWork)
+    return;
   }
+  failing_ = behaviour.action == ActionKind::kFailThenSucceed && CountFailure(behaviour);
+  StartWork(behaviour);
+}
+
+bool Simulator::CountFailure(const Behaviour& behaviour) {
+  const int taken = ++uses_[behaviour.path];
+  if (!options_.state_dir.empty()) {
+    // Saved before the turn goes on, so that a crash (this turn's own, a
+    // kill) and a restart with --resume count it.
+    absl::Status saved = SaveSessionCounts(options_.state_dir, session_id_, uses_);
+    if (!saved.ok()) {
+      LogEvent("session_state", {{"error", std::string(saved.message())}}, LogLevel::kWarn);
+    }
+  }
+  return taken <= behaviour.failures;
 }
 
 void Simulator::StartWork(const Behaviour& behaviour) {
@@ -148,22 +147,23 @@ void Simulator::ToolEnd(const ToolEvent& event, size_t index) {
 
 bool Simulator::ToolBegin(const std::string& id, const std::string& tool,
                           const std::string& input_json) {
-  Trace("sim.tool_call", {{"gen_ai.tool.name", tool},
+  Trace(sim_event::kToolCall, {{"gen_ai.tool.name", tool},
                           {"gen_ai.tool.call.id", id},
                           {"gen_ai.tool.call.arguments", input_json}});
   nlohmann::json input = nlohmann::json::parse(input_json, nullptr, false);
   if (input.is_discarded()) input = input_json;
-  const HookOutcome hooks =
-      RunHooks(HookEvent::kPreToolUse, tool, {{"tool_name", tool}, {"tool_input", input}});
-  if (done_) return false;
+  const HookOutcome hooks = RunHooks(
+      HookEvent::kPreToolUse, tool,
+      {{"tool_name", tool}, {"tool_input", input}, {"tool_use_id", id}});
+  if (hooks.cancelled) return false;
   Line(absl::StrCat("⏺ ", tool, "(", ToolSummary(input_json), ")"));
   if (hooks.blocked) {
     Line(absl::StrCat("  ⎿  Blocked by hook: ", hooks.reason));
-    Trace("sim.tool_result", {{"gen_ai.tool.name", tool},
+    Trace(sim_event::kToolResult, {{"gen_ai.tool.name", tool},
                               {"gen_ai.tool.call.id", id},
                               {"gen_ai.tool.call.result", ""},
-                              {"understudy.sim.blocked", "true"},
-                              {"understudy.sim.reason", hooks.reason}});
+                              {sim_attr::kBlocked, "true"},
+                              {sim_attr::kReason, hooks.reason}});
     return false;
   }
   if (hooks.stop) {
@@ -180,16 +180,18 @@ void Simulator::ToolFinish(const std::string& id, const std::string& tool,
     Line(absl::StrCat(first ? "  ⎿  " : "     ", line));
     first = false;
   }
-  Trace("sim.tool_result", {{"gen_ai.tool.name", tool},
+  Trace(sim_event::kToolResult, {{"gen_ai.tool.name", tool},
                             {"gen_ai.tool.call.id", id},
                             {"gen_ai.tool.call.result", result},
-                            {"understudy.sim.blocked", "false"}});
+                            {sim_attr::kBlocked, "false"}});
   nlohmann::json input = nlohmann::json::parse(input_json, nullptr, false);
   if (input.is_discarded()) input = input_json;
-  const HookOutcome hooks = RunHooks(
-      HookEvent::kPostToolUse, tool,
-      {{"tool_name", tool}, {"tool_input", input}, {"tool_response", validation::SanitizeUtf8(result)}});
-  if (!done_ && hooks.stop) StoppedByHook(hooks.reason);
+  const HookOutcome hooks = RunHooks(HookEvent::kPostToolUse, tool,
+                                     {{"tool_name", tool},
+                                      {"tool_input", input},
+                                      {"tool_use_id", id},
+                                      {"tool_response", ToolResponse(tool, validation::SanitizeUtf8(result))}});
+  if (!hooks.cancelled && hooks.stop) StoppedByHook(hooks.reason);
 }
 
 void Simulator::StoppedByHook(const std::string& reason) {
@@ -199,6 +201,37 @@ void Simulator::StoppedByHook(const std::string& reason) {
 }
 
 void Simulator::FinishWork(const Behaviour& behaviour) {
+  // The work is done: what each action does at its end.
+  switch (behaviour.action) {
+    case ActionKind::kAsk:
+      Ask(behaviour);
+      return;
+    case ActionKind::kFail:
+      for (const std::string& line : behaviour.output) Line(line);
+      Fail(behaviour.message);
+      return;
+    case ActionKind::kHang:
+      for (const std::string& line : behaviour.output) Line(line);
+      LogEvent("hang", {{"behaviour", BehaviourName(behaviour)}});
+      return;  // WORKING until interrupted
+    case ActionKind::kCrash:
+      for (const std::string& line : behaviour.output) Line(line);
+      Crash(behaviour);
+      return;
+    case ActionKind::kFailThenSucceed:
+      if (failing_ && behaviour.crash_on_failure) {
+        Crash(behaviour);
+        return;
+      }
+      if (failing_) {
+        Fail(behaviour.message);
+        return;
+      }
+      break;
+    case ActionKind::kComplete:
+    case ActionKind::kModel:
+      break;
+  }
   for (const std::string& line : behaviour.output) Line(line);
   completion_ = behaviour.completion.value_or(config_->completion);
   if (completion_.command.empty()) {
@@ -206,9 +239,20 @@ void Simulator::FinishWork(const Behaviour& behaviour) {
     return;
   }
   completion_argv_ = completion_.command;
-  for (const auto& [key, value] : behaviour.outputs) {  // a std::map: sorted by key
-    completion_argv_.push_back(completion_.output_flag);
-    completion_argv_.push_back(absl::StrCat(key, "=", value));
+  completion_outputs_ = behaviour.outputs;
+  if (!behaviour.answer_output.empty()) completion_outputs_[behaviour.answer_output] = answer_;
+  std::vector<std::string> words;
+  for (const auto& [key, value] : completion_outputs_) {  // a std::map: sorted by key
+    words.push_back(completion_.output_flag);
+    words.push_back(absl::StrCat(key, "=", value));
+  }
+  if (completion_.is_line) {
+    // {"/bin/sh", "-c", LINE}: the outputs become words of the line, so
+    // that its command gets them (appended to the argv they would be the
+    // shell's $0, $1, ...).
+    for (const std::string& word : words) absl::StrAppend(&completion_argv_[2], " ", ShellWord(word));
+  } else {
+    completion_argv_.insert(completion_argv_.end(), words.begin(), words.end());
   }
   completing_ = &behaviour;
   attempt_ = 0;
@@ -248,11 +292,14 @@ void Simulator::DrainChildOutput() {
     child_output_.append(buffer, static_cast<size_t>(n));
     size_t newline;
     while ((newline = child_output_.find('\n')) != std::string::npos) {
-      LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_.substr(0, newline))}});
+      LogEvent("completion_output",
+               {{"line", validation::SanitizeUtf8(child_output_.substr(0, newline))}},
+               LogLevel::kDebug);
       child_output_.erase(0, newline + 1);
     }
     if (child_output_.size() > kMaxOutputLine) {
-      LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_)}});
+      LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_)}},
+               LogLevel::kDebug);
       child_output_.clear();
     }
   }
@@ -264,7 +311,8 @@ void Simulator::PollChild() {
   if (!status.has_value()) return;
   DrainChildOutput();
   if (!child_output_.empty()) {
-    LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_)}});
+    LogEvent("completion_output", {{"line", validation::SanitizeUtf8(child_output_)}},
+             LogLevel::kDebug);
     child_output_.clear();
   }
   const bool ok = WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
@@ -278,17 +326,15 @@ void Simulator::CompletionEnded(const std::string& outcome, int exit_code,
   child_output_open_ = false;
   child_deadline_ = absl::InfiniteFuture();
   nlohmann::json outputs = nlohmann::json::object();
-  if (completing_ != nullptr) {
-    for (const auto& [key, value] : completing_->outputs) outputs[key] = value;
-  }
-  Trace("sim.completion",
-        {{"understudy.sim.command",
+  for (const auto& [key, value] : completion_outputs_) outputs[key] = value;
+  Trace(sim_event::kCompletion,
+        {{sim_attr::kCommand,
           nlohmann::json(completion_argv_).dump(-1, ' ', false,
                                                 nlohmann::json::error_handler_t::replace)},
-         {"understudy.sim.exit_code", absl::StrCat(exit_code)},
-         {"understudy.sim.outcome", outcome},
-         {"understudy.sim.attempt", absl::StrCat(attempt_)},
-         {"understudy.sim.outputs",
+         {sim_attr::kExitCode, absl::StrCat(exit_code)},
+         {sim_attr::kOutcome, outcome},
+         {sim_attr::kAttempt, absl::StrCat(attempt_)},
+         {sim_attr::kOutputs,
           outputs.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)}});
   LogEvent("completion", {{"attempt", attempt_},
                           {"outcome", outcome},
@@ -313,7 +359,7 @@ void Simulator::CompletionEnded(const std::string& outcome, int exit_code,
 
 void Simulator::Fail(const std::string& message) {
   Line(message);
-  Trace("sim.error", {{"understudy.sim.message", validation::SanitizeUtf8(message)}});
+  Trace(sim_event::kError, {{sim_attr::kMessage, validation::SanitizeUtf8(message)}});
   EndTurn("failed", true);
 }
 
@@ -326,22 +372,44 @@ void Simulator::Ask(const Behaviour& behaviour) {
     Line(absl::StrCat("  ", i + 1, ". ", answer));
     options.push_back(answer);
   }
-  Trace("sim.question", {{"understudy.sim.question", behaviour.question},
-                         {"understudy.sim.options", options.dump()}});
+  Trace(sim_event::kQuestion, {{sim_attr::kQuestion, behaviour.question},
+                         {sim_attr::kOptions, options.dump()}});
   if (options_.print_mode) {  // nobody to answer: the question is the result
     EndTurn("asked", false);
     return;
   }
   asking_ = &behaviour;
+  AwaitAnswer();
+}
+
+void Simulator::AwaitAnswer() {
   SetState(SimState::kAsking, "question");
-  RunHooks(HookEvent::kStop, "", {{"stop_hook_active", false}});
-  if (done_) return;
+  const HookOutcome hooks = RunHooks(HookEvent::kStop, "", {{"stop_hook_active", false}});
+  if (hooks.cancelled) return;
   ShowPrompt();
 }
 
 void Simulator::Answer(const std::string& answer) {
   const Behaviour& behaviour = *asking_;
   const std::string trimmed(absl::StripAsciiWhitespace(answer));
+  // An answer is a prompt submitted like any other: the agent works on it
+  // (UserPromptSubmit hooks, which may drop it), so an orchestrator that
+  // tracks work by those hooks sees the agent busy until the next Stop.
+  SetState(SimState::kWorking, "answered");
+  const HookOutcome hooks = RunHooks(HookEvent::kUserPromptSubmit, "",
+                                     {{"prompt", validation::SanitizeUtf8(answer)}});
+  if (hooks.cancelled) return;
+  if (hooks.blocked) {
+    Line(absl::StrCat("Prompt blocked by hook: ", hooks.reason));
+    SetState(SimState::kAsking, "prompt blocked by hook");  // still waiting for the answer
+    ShowPrompt();
+    return;
+  }
+  if (hooks.stop) {
+    asking_ = nullptr;
+    StoppedByHook(hooks.reason);
+    return;
+  }
   const size_t count = behaviour.options.size();
   int chosen = -1;
   if (count == 0 || (count == 1 && behaviour.options[0].answer.empty())) {
@@ -355,21 +423,26 @@ void Simulator::Answer(const std::string& answer) {
       if (absl::EqualsIgnoreCase(trimmed, behaviour.options[i].answer)) chosen = static_cast<int>(i);
     }
   }
-  if (chosen < 0) {
+  // An ask that takes any answer goes on with its `then` when the answer is
+  // none of its options (option 0).
+  const Behaviour* next = chosen >= 0 ? behaviour.options[static_cast<size_t>(chosen)].then.get()
+                          : behaviour.any_answer ? behaviour.then.get()
+                                                 : nullptr;
+  if (next == nullptr && count > 0) {
     Line(absl::StrCat("Please answer with 1-", count, " or an option's text."));
-    ShowPrompt();
+    AwaitAnswer();
     return;
   }
   asking_ = nullptr;
-  Trace("sim.answer", {{"understudy.sim.answer", validation::SanitizeUtf8(trimmed)},
-                       {"understudy.sim.option", absl::StrCat(chosen + 1)}});
+  answer_ = trimmed;
+  Trace(sim_event::kAnswer, {{sim_attr::kAnswer, validation::SanitizeUtf8(trimmed)},
+                       {sim_attr::kOption, absl::StrCat(chosen + 1)}});
   LogEvent("answer", {{"option", chosen + 1}});
-  SetState(SimState::kWorking, "answered");
-  if (count == 0) {
+  if (next == nullptr) {
     EndTurn("answered", false);
     return;
   }
-  Act(*behaviour.options[static_cast<size_t>(chosen)].then);
+  Act(*next);
 }
 
 void Simulator::Model(const Behaviour& behaviour) {
@@ -450,12 +523,19 @@ void Simulator::Crash(const Behaviour& behaviour) {
 
 void Simulator::EndTurn(absl::string_view reason, bool failed) {
   turn_failed_ = failed;
-  RunStopHooks();
-  if (done_ || state_ != SimState::kWorking) return;
+  const HookOutcome hooks = RunStopHooks();
+  if (hooks.cancelled || state_ != SimState::kWorking) return;
+  const absl::Duration wait = Delay(config_->prompt_delay);
+  if (wait > absl::ZeroDuration()) {
+    // Still WORKING until the indicator shows: what is typed meanwhile queues.
+    Schedule(wait, [this, why = std::string(reason)] { EnterIdle(why); });
+    return;
+  }
   EnterIdle(reason);
 }
 
 void Simulator::StopWork() {
+  ++work_epoch_;
   timers_.clear();
   if (child_ != nullptr) {
     child_->Signal(SIGKILL);
@@ -472,9 +552,15 @@ void Simulator::StopWork() {
 Simulator::HookOutcome Simulator::RunHooks(HookEvent event, absl::string_view tool,
                                            nlohmann::json fields) {
   HookOutcome outcome;
+  const bool tool_event = event == HookEvent::kPreToolUse || event == HookEvent::kPostToolUse;
+  if ((event == HookEvent::kStop && !config_->stop_hooks) || (tool_event && !config_->tool_hooks)) {
+    return outcome;
+  }
+  fields["permission_mode"] = options_.skip_permissions ? "bypassPermissions" : "default";
+  const uint64_t epoch = work_epoch_;
   for (const HookCommand& command : options_.hooks.For(event, tool)) {
     const nlohmann::json payload = HookPayload(event, session_id_, "", cwd_, fields);
-    const HookResult result = RunHook(event, command, payload, env_, cwd_);
+    const HookResult result = RunHook(event, command, payload, env_, cwd_, WatchDuringHook());
     const int64_t duration_ms = absl::ToInt64Milliseconds(result.duration);
     EventLog::Fields line = {{"hook", std::string(HookEventName(event))},
                              {"exit", result.exit_code},
@@ -483,11 +569,11 @@ Simulator::HookOutcome Simulator::RunHooks(HookEvent event, absl::string_view to
                              {"command", result.command}};
     if (!result.reason.empty()) line.emplace_back("reason", validation::SanitizeUtf8(result.reason));
     LogEvent("hook", std::move(line));
-    Trace("sim.hook", {{"understudy.sim.hook.event", std::string(HookEventName(event))},
-                       {"understudy.sim.hook.command", result.command},
-                       {"understudy.sim.hook.exit_code", absl::StrCat(result.exit_code)},
-                       {"understudy.sim.hook.outcome", result.outcome},
-                       {"understudy.sim.hook.duration_ms", absl::StrCat(duration_ms)}});
+    Trace(sim_event::kHook, {{sim_attr::kHookEvent, std::string(HookEventName(event))},
+                       {sim_attr::kHookCommand, result.command},
+                       {sim_attr::kHookExitCode, absl::StrCat(result.exit_code)},
+                       {sim_attr::kHookOutcome, result.outcome},
+                       {sim_attr::kHookDurationMs, absl::StrCat(duration_ms)}});
     if (result.blocked && !outcome.blocked) {
       outcome.blocked = true;
       outcome.reason = result.reason;
@@ -496,16 +582,25 @@ Simulator::HookOutcome Simulator::RunHooks(HookEvent event, absl::string_view to
       outcome.stop = true;
       if (outcome.reason.empty()) outcome.reason = result.reason;
     }
+    // What was typed meanwhile takes effect now: an interrupt stops the
+    // work before whatever this hook came before.
+    AfterHook();
+    if (done_ || work_epoch_ != epoch) {
+      outcome.cancelled = true;
+      break;
+    }
   }
   return outcome;
 }
 
-void Simulator::RunStopHooks() {
+Simulator::HookOutcome Simulator::RunStopHooks() {
+  HookOutcome outcome;
   for (int round = 0; round <= kMaxStopRefires; ++round) {
-    const HookOutcome outcome = RunHooks(HookEvent::kStop, "", {{"stop_hook_active", round > 0}});
-    if (done_ || outcome.stop || !outcome.blocked) return;
+    outcome = RunHooks(HookEvent::kStop, "", {{"stop_hook_active", round > 0}});
+    if (outcome.cancelled || outcome.stop || !outcome.blocked) break;
     Line(absl::StrCat("Stop hook: ", outcome.reason));
   }
+  return outcome;
 }
 
 }  // namespace sim

@@ -15,6 +15,7 @@
 #include "trace/filter.h"
 #include "trace/json_subset.h"
 #include "trace/render.h"
+#include "trace/sim_vocabulary.h"
 #include "trace/spec.h"
 #include "validation/json_bounds.h"
 
@@ -211,11 +212,13 @@ v1::AssertionResult CompareSequences(const SequenceInput& in) {
 // a model-backed one (understudy.sim.model = "true") has its exchange.
 bool IsAgentTurn(const EventRef& e) {
   if (e.kind == "exchange") return true;
-  return e.kind == "sim.prompt" && Attr(Full(e), "understudy.sim.model") != "true";
+  return e.kind == sim_event::kPrompt && Attr(Full(e), sim_attr::kModel) != "true";
 }
 
 // A tool call: one a model asked for, or one a simulated agent made.
-bool IsToolCall(const EventRef& e) { return e.kind == "tool_call" || e.kind == "sim.tool_call"; }
+bool IsToolCall(const EventRef& e) {
+  return e.kind == "tool_call" || e.kind == sim_event::kToolCall;
+}
 
 // The call id of a tool event ("" when it has none).
 std::string CallId(const EventRef& e) { return Attr(Full(e), "gen_ai.tool.call.id"); }
@@ -678,14 +681,14 @@ void ReadPlan::Add(const v1::Assertion& a) {
   switch (a.check_case()) {
     case v1::Assertion::kAgentSequence:
       Need("exchange", /*body=*/false);  // AgentOf and seq only
-      Need("sim.prompt", true);          // and understudy.sim.model
+      Need(sim_event::kPrompt, true);    // and understudy.sim.model
       break;
     case v1::Assertion::kPhaseTransitions:
       Need("phase_transition", true);
       break;
     case v1::Assertion::kToolCalls:
       Need("tool_call", true);
-      Need("sim.tool_call", true);
+      Need(sim_event::kToolCall, true);
       break;
     case v1::Assertion::kFeedbackPropagated:
       Need("exchange", true);

@@ -7,6 +7,7 @@
 //   session   ONE LINE of a session file, understudy.session/v1
 //             (store/session_file.h)
 //   sim       a sim config, understudy.sim/v1 (sim/config.h)
+//   sim-meow  a sim config in the MEOW orchestrator's dialect (sim/config.h)
 //
 // The texts are the files schemas/KIND.v1.json, embedded at build time. The
 // validators stay the final word: they also check what a schema cannot say
@@ -26,11 +27,11 @@
 namespace understudy {
 namespace validation {
 
-// The schema of document kind `kind` ("scenario", "spec", "session", "sim"): a
-// JSON text ending in a newline. The view points at static storage and
-// stays valid for the life of the process. NOT_FOUND for any other kind,
-// naming the kinds there are ("unknown schema kind \"x\"; kinds: scenario,
-// session, sim, spec"). Thread-safe.
+// The schema of document kind `kind` ("scenario", "spec", "session", "sim",
+// "sim-meow"): a JSON text ending in a newline. The view points at static
+// storage and stays valid for the life of the process. NOT_FOUND for any
+// other kind, naming the kinds there are ("unknown schema kind \"x\"; kinds:
+// scenario, session, sim, sim-meow, spec"). Thread-safe.
 absl::StatusOr<absl::string_view> SchemaText(absl::string_view kind);
 
 // The kinds SchemaText knows, sorted. Thread-safe.

@@ -16,7 +16,7 @@ namespace {
 using ::testing::ElementsAre;
 
 TEST(SchemasTest, KnowsTheFourKindsSorted) {
-  EXPECT_THAT(SchemaKinds(), ElementsAre("scenario", "session", "sim", "spec"));
+  EXPECT_THAT(SchemaKinds(), ElementsAre("scenario", "session", "sim", "sim-meow", "spec"));
 }
 
 TEST(SchemasTest, EachKindIsAJsonSchemaOfItsVersion) {
@@ -65,7 +65,7 @@ TEST(SchemasTest, EmbedsTheFilesByteForByte) {
 TEST(SchemasTest, UnknownKindNamesTheKinds) {
   EXPECT_THAT(SchemaText("scenarios"),
               StatusIs(absl::StatusCode::kNotFound,
-                       "unknown schema kind \"scenarios\"; kinds: scenario, session, sim, spec"));
+                       "unknown schema kind \"scenarios\"; kinds: scenario, session, sim, sim-meow, spec"));
   EXPECT_THAT(SchemaText(""), StatusIs(absl::StatusCode::kNotFound));
 }
 

@@ -24,7 +24,11 @@
 #      database with `understudy serve`, and builds and runs a GoogleTest
 #      against the installed CMake package (cpp_smoke/: find_package
 #      (understudy), understudy::testing) that asserts on the replayed run;
-#   4. checks that the installed program finds its installed scenario packs.
+#   4. checks that the installed program finds its installed scenario packs;
+#   5. runs the sim's tmux walk-through (docs/sim.md) as the installed docs
+#      write it, with the installed reporters (share/understudy/sim), in a
+#      private tmux server: the agent's completion and Stop hook reach a
+#      listener on a Unix socket.
 #
 # The last stdout line is `UNDERSTUDY_BIN=PATH` of the installed program
 # (for packaging/verify/npm.sh and wheel.sh). Exit 0 when every check passed;
@@ -76,7 +80,8 @@ step "packages $(basename "$server_deb") ($(du -k "$server_deb" | cut -f1) KiB),
 # The files a package must hold, as shell patterns over its paths ("*" for
 # the library directory, lib or lib/<triplet>). The packs and schemas are
 # the repository's own lists, so a new one cannot be forgotten.
-server_files=(/usr/bin/understudy /usr/bin/understudy-sim /usr/share/doc/understudy/README.md)
+server_files=(/usr/bin/understudy /usr/bin/understudy-sim /usr/share/doc/understudy/README.md
+  /usr/share/doc/understudy/docs/sim.md /usr/share/understudy/sim/meow /usr/share/understudy/sim/hook)
 for f in "$repo"/scenarios/*.yaml; do server_files+=("/usr/share/understudy/scenarios/${f##*/}"); done
 for f in "$repo"/schemas/*.json; do server_files+=("/usr/share/understudy/schemas/${f##*/}"); done
 dev_files=(
@@ -166,11 +171,14 @@ check_depends() {
   fi
 }
 
-# Background processes (the fake upstream, the server) die with the check.
+# Background processes (the fake upstream, the server, the walk-through's
+# listener and tmux server) die with the check.
 pids=
+walk_tmux=
 cleanup() {
   local pid
   for pid in $pids; do kill "$pid" 2>/dev/null || true; done
+  if [[ -n $walk_tmux ]]; then tmux -S "$walk_tmux" kill-server 2>/dev/null || true; fi
 }
 trap cleanup EXIT
 
@@ -388,5 +396,87 @@ for f in "$packs_dir"/*.yaml; do
     fail_with_log "$work/validate.log" "the installed pack $f does not validate"
 done
 step "scenario packs found by name in $packs_dir and valid"
+
+# --- 5. the sim's tmux walk-through, as the installed docs write it -------------
+# Its config and settings are taken from the installed docs/sim.md (the
+# first yaml and json blocks of "Walk-through with tmux"), with
+# /usr/share/understudy standing for this installation's; its reporters are
+# the installed ones.
+command -v tmux >/dev/null || die "tmux is not installed here: the sim's walk-through needs it"
+for f in meow hook; do
+  [[ -x $prefix/share/understudy/sim/$f ]] || die "$prefix/share/understudy/sim/$f is not executable"
+done
+walk=$sandbox/walk
+rm -rf "$walk"
+mkdir -p "$walk"
+cat >"$walk/extract.py" <<'PY'
+import re, sys
+doc, prefix, out = sys.argv[1:]
+text = open(doc, encoding="utf-8").read()
+section = text.split("## Walk-through with tmux", 1)[1].split("\n## ", 1)[0]
+config = re.search(r"```yaml\n(.*?)```", section, re.S).group(1)
+settings = re.search(r"```json\n(.*?)```", section, re.S).group(1)
+for name, body in (("coder.yaml", config), ("settings.json", settings)):
+    with open(f"{out}/{name}", "w", encoding="utf-8") as f:
+        f.write(body.replace("/usr/share/understudy/", prefix + "/share/understudy/"))
+PY
+clean /usr/bin/python3 "$walk/extract.py" "$prefix/share/doc/understudy/docs/sim.md" "$prefix" "$walk" ||
+  die "the walk-through's config and settings are not in $prefix/share/doc/understudy/docs/sim.md"
+grep -q "$prefix/share/understudy/sim/meow" "$walk/coder.yaml" ||
+  die "docs/sim.md's walk-through config does not run the installed meow: $(cat "$walk/coder.yaml")"
+# The orchestrator's end: files each message, then answers "ok" (a listener
+# may, docs/sim.md says).
+cat >"$walk/listen.py" <<'PY'
+import socket, sys
+path, out = sys.argv[1:]
+server = socket.socket(socket.AF_UNIX)
+server.bind(path)
+server.listen()
+while True:
+    conn, _ = server.accept()
+    with conn:
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+        with open(out, "ab") as f:
+            f.write(data)
+        conn.sendall(b"ok\n")
+PY
+"${clean_env[@]}" /usr/bin/python3 "$walk/listen.py" "$walk/orch.sock" "$walk/orch.out" \
+  >/dev/null 2>"$walk/listen.log" &
+pids="$!"
+walk_tmux=$walk/tmux.sock
+tmux_walk() { clean tmux -S "$walk_tmux" -f /dev/null "$@"; }
+# Waits up to 10 s for the command "$@" to succeed.
+wait_until() {
+  local deadline=$((SECONDS + 10))
+  until "$@"; do
+    ((SECONDS < deadline)) || return 1
+    sleep 0.05
+  done
+}
+wait_until test -S "$walk/orch.sock" ||
+  fail_with_log "$walk/listen.log" "the walk-through's listener did not start in 10 s"
+tmux_walk new-session -d -s work -x 200 -y 50 -c "$walk" \
+  -e ORCH_SOCKET="$walk/orch.sock" -e AGENT_ID=a1 -e WORKFLOW_ID=wf-1 -e STEP_ID=s1 \
+  "exec $bin sim --config coder.yaml --settings settings.json --dangerously-skip-permissions 2>$walk/a1.log"
+at_prompt() { [[ $(tmux_walk capture-pane -p -t work | sed '/^ *$/d' | tail -n 1) == ">" ]]; }
+wait_until at_prompt ||
+  fail_with_log "$walk/a1.log" "the walk-through's agent showed no prompt in 10 s: $(tmux_walk capture-pane -p -t work)"
+tmux_walk send-keys -t work -l -- $'deploy to prod\nthen tell me'
+tmux_walk send-keys -t work Enter
+stop_reported() { grep -q '"event": "Stop"' "$walk/orch.out" 2>/dev/null; }
+wait_until stop_reported ||
+  fail_with_log "$walk/a1.log" "no Stop hook reached the walk-through's listener in 10 s: $(cat "$walk/orch.out" 2>/dev/null)"
+grep -q '"type": "completion", "agent_id": "a1", "workflow_id": "wf-1", "step_id": "s1"' "$walk/orch.out" &&
+  grep -q '"outputs": {"status": "ok"}' "$walk/orch.out" ||
+  die "the walk-through's completion did not reach the listener as docs/sim.md says: $(cat "$walk/orch.out")"
+tmux_walk capture-pane -p -t work | grep -qx 'Deployed\.' ||
+  die "the walk-through's pane does not show the behaviour's output: $(tmux_walk capture-pane -p -t work)"
+tmux_walk kill-server
+walk_tmux=
+kill "$pids" 2>/dev/null || true
+pids=
+step "the sim's tmux walk-through (docs/sim.md) from the installed files: completion and Stop hook reported"
 
 echo "UNDERSTUDY_BIN=$bin"

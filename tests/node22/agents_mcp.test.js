@@ -151,7 +151,7 @@ test('understudy mcp over stdio: every tool listed with both schemas, called wit
   // get_schema
   const schema = (await call(client, 'get_schema', { kind: 'spec' })).structuredContent.schema;
   assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema');
-  assert.match(toolError(await call(client, 'get_schema', { kind: 'scenarios' })), /not one of scenario, session, sim, spec/);
+  assert.match(toolError(await call(client, 'get_schema', { kind: 'scenarios' })), /not one of scenario, session, sim, sim-meow, spec/);
 
   // generate_tests_from_spec → validate_test_code → run_tests → analyze_test_results.
   const gen = await call(client, 'generate_tests_from_spec', {

@@ -1,6 +1,7 @@
 // check_documents KIND FILE...: runs this build's validator for KIND
 // (scenario: replayer::ValidateScenario; spec: trace::ValidateSpec;
-// session: store::ParseSessionFile; sim: sim::ValidateSimConfig) on each file and prints one JSON object
+// session: store::ParseSessionFile; sim and sim-meow: sim::ValidateSimConfig,
+// which tells the dialects apart) on each file and prints one JSON object
 // per line, {"file", "ok", "problems": ["formatted problem", ...]}. The
 // schema agreement test (schemas_agree_test.py) compares these verdicts with
 // the JSON Schemas'. Exit 0 when every file was read, 3 otherwise; 2 on
@@ -35,7 +36,8 @@ nlohmann::json Verdict(const std::string& kind, const std::string& file, const s
     return out;
   }
   const Report report = kind == "scenario" ? understudy::replayer::ValidateScenario(text, file)
-                        : kind == "sim"    ? understudy::sim::ValidateSimConfig(text, file)
+                        : kind == "sim" || kind == "sim-meow"
+                            ? understudy::sim::ValidateSimConfig(text, file)
                                            : understudy::trace::ValidateSpec(text, file);
   out["ok"] = report.ok();
   for (const auto& p : report.problems) {
@@ -48,11 +50,12 @@ nlohmann::json Verdict(const std::string& kind, const std::string& file, const s
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: check_documents scenario|spec|session|sim FILE...\n";
+    std::cerr << "usage: check_documents scenario|spec|session|sim|sim-meow FILE...\n";
     return 2;
   }
   const std::string kind = argv[1];
-  if (kind != "scenario" && kind != "spec" && kind != "session" && kind != "sim") {
+  if (kind != "scenario" && kind != "spec" && kind != "session" && kind != "sim" &&
+      kind != "sim-meow") {
     std::cerr << "check_documents: unknown kind \"" << kind << "\"\n";
     return 2;
   }

@@ -3,7 +3,7 @@
 Each document is judged twice: by the schema (python3-jsonschema, draft
 2020-12) and by this build's validator (check_documents: the scenario
 validator, trace::ValidateSpec, the session importer's parser, the sim config
-validator). Proven here:
+validator for both its dialects). Proven here:
 
 - every shipped pack, good test fixture and docs example is valid under both;
 - the broken scenario and sim config fixtures are refused by the validator,
@@ -34,7 +34,7 @@ SOURCE = pathlib.Path(os.environ.get("UNDERSTUDY_SOURCE_DIR",
                                      pathlib.Path(__file__).resolve().parents[2]))
 CHECK = os.environ.get("UNDERSTUDY_CHECK_DOCUMENTS", "")
 HERE = SOURCE / "tests" / "schemas"
-KINDS = ("scenario", "spec", "session", "sim")
+KINDS = ("scenario", "spec", "session", "sim", "sim-meow")
 UNKNOWN = "zz_not_a_field"
 
 
@@ -109,6 +109,7 @@ def good_documents(kind):
         "session": sorted(SOURCE.glob("fuzz/seeds/session_file/*.jsonl"))
                    + [HERE / "every-field.session.jsonl"],
         "sim": sorted(SOURCE.glob("tests/sim/configs/good/*.yaml")),
+        "sim-meow": sorted(SOURCE.glob("tests/sim/configs/meow/good/*.yaml")),
     }[kind]
     docs = {str(f.relative_to(SOURCE)): f.read_text(encoding="utf-8") for f in files}
     if kind == "scenario":
@@ -116,6 +117,8 @@ def good_documents(kind):
         docs.update(docs_blocks("guide.md", "yaml", "schema: understudy.scenario/v1"))
     elif kind == "sim":
         docs.update(docs_blocks("sim.md", "yaml", "schema: understudy.sim/v1"))
+    elif kind == "sim-meow":
+        docs.update(docs_blocks("sim.md", "yaml", "# MEOW dialect"))
     elif kind == "spec":
         docs.update(docs_blocks("assertions.md", "yaml", ("assertions:", "schema: understudy.spec")))
         docs.update(docs_blocks("schemas.md", "yaml", ("assertions:", "schema: understudy.spec",
@@ -167,10 +170,11 @@ NOT_YAML = re.compile(r"YAML syntax|YAML documents|nesting deeper|invalid UTF-8|
 @pytest.mark.parametrize("kind, folder, least", [
     ("scenario", "tests/scenarios/broken", 20),
     ("sim", "tests/sim/configs/broken", 10),
+    ("sim-meow", "tests/sim/configs/meow/broken", 8),
 ])
 def test_broken_documents_are_refused_and_structure_by_the_schema_too(kind, folder, least):
     fixtures = sorted((SOURCE / folder).glob("*.yaml"))
-    assert len(fixtures) > 20
+    assert len(fixtures) > least
     texts = {f.name: f.read_bytes() for f in fixtures}
     verdicts = validator_verdicts(kind, texts)
     checked = 0
@@ -267,8 +271,10 @@ def exercised(schema, instance):
 
 
 def every_field(kind):
-    # The sim's is the good config that uses every key.
-    path = (SOURCE / "tests" / "sim" / "configs" / "good" / "every-key.yaml" if kind == "sim"
+    # The sim's (each dialect's) is the good config that uses every key.
+    sim = SOURCE / "tests" / "sim" / "configs"
+    path = (sim / "good" / "every-key.yaml" if kind == "sim"
+            else sim / "meow" / "good" / "every-key.yaml" if kind == "sim-meow"
             else HERE / f"every-field.{kind}.{'jsonl' if kind == 'session' else 'yaml'}")
     return parse(kind, path.read_text(encoding="utf-8"))
 

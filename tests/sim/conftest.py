@@ -14,10 +14,12 @@ and the panes get an explicit PATH: the shell's `python3` may be another,
 slower interpreter.
 """
 
+import atexit
 import itertools
 import json
 import os
 import pathlib
+import shlex
 import shutil
 import sys
 import tempfile
@@ -47,22 +49,28 @@ REPEAT = int(os.environ.get("UNDERSTUDY_SIM_REPEAT", "20"))
 PY = "/usr/bin/python3"
 MEOW = [PY, "-S", str(HERE / "meow")]
 HOOK = f"{PY} -S {HERE / 'hook'}"
-# The panes' environment: nothing of the caller's UNDERSTUDY_* settings,
-# an explicit PATH, /bin/sh as tmux's shell, zero delays.
+# The panes' environment: nothing of the caller's UNDERSTUDY_* or MEOW_*
+# settings, an explicit PATH, /bin/sh as tmux's shell, zero delays, and the
+# sessions' saved state (fail_then_succeed counts) in a folder of the run's.
 PANE_PATH = "/usr/local/bin:/usr/bin:/bin"
+STATE_DIR = tempfile.mkdtemp(prefix="us-sim-state-", dir="/tmp")
+atexit.register(shutil.rmtree, STATE_DIR, True)
 
 
 def pane_env():
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("UNDERSTUDY_", "TMUX", "CLAUDE"))}
+           if not k.startswith(("UNDERSTUDY_", "TMUX", "CLAUDE", "MEOW_"))}
     env.update({"PATH": PANE_PATH, "SHELL": "/bin/sh", "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8",
-                "TERM": "xterm-256color", "UNDERSTUDY_SIM_DELAY": "0"})
+                "TERM": "xterm-256color", "UNDERSTUDY_SIM_DELAY": "0",
+                "UNDERSTUDY_SIM_STATE_DIR": STATE_DIR})
     return env
 
 
 def config_yaml(meow):
     """The sim's script for most scenarios (docs/sim.md#config-reference)."""
     command = json.dumps(meow + ["done"])
+    # The same command written as one line, as orchestrators' adapters do.
+    line = json.dumps(" ".join(shlex.quote(word) for word in meow + ["done"]))
     return f"""\
 schema: understudy.sim/v1
 name: coder
@@ -113,7 +121,14 @@ behaviours:
   - name: boom
     when: {{contains: "boom"}}
     action: crash
+    output: ["Boom: the agent fell over."]
     exit_code: 3
+  - name: line
+    when: {{contains: "as one line"}}
+    action: complete
+    outputs: {{k: "v w", quote: "it's $HOME"}}
+    completion:
+      command: {line}
   - name: nowhere
     when: {{contains: "no completion"}}
     action: complete
@@ -166,6 +181,42 @@ behaviours:
 """
 
 
+def meow_config_yaml():
+    """A config in the MEOW orchestrator's dialect (docs/sim.md#the-meow-dialect):
+    its completion command is `meow done` found in PATH (tests/sim/meow, for
+    panes whose PATH starts with tests/sim)."""
+    return """\
+# MEOW dialect
+timing: {startup_delay: 0, default_work_delay: 0, prompt_delay: 0}
+hooks: {fire_stop_hook: true, fire_tool_events: true}
+behaviors:
+  - match: "write the tests"
+    action:
+      type: complete
+      outputs: {test_file: src/feature.test.ts, count: 3}
+      events:
+        - {type: tool-starting, data: {tool: Write, file_path: src/feature.test.ts}, when: before}
+        - {type: tool-completed, data: {tool: Write}, when: after}
+  - match: "implement.*feature"
+    type: regex
+    action: {type: ask, question: "Which approach?", options: [fastest, simplest]}
+  - match: "step-2"
+    action:
+      type: fail_then_succeed
+      fail_count: 1
+      exit_code: 137
+      success_outputs: {result: step2-done}
+  - match: "deploy"
+    action:
+      type: complete
+      outputs: {deployed: "yes"}
+      events: [{type: tool-starting, data: {tool: Bash, command: make deploy}}]
+default:
+  action: {type: complete, outputs: {result: default}}
+logging: {level: warn, format: text}
+"""
+
+
 def settings_json(events, extra=None):
     """A Claude Code settings file whose hooks report every `events` to the
     orchestrator; `extra` {event: [matcher entries]} is added after them."""
@@ -215,6 +266,13 @@ def model_config(workdir, sim_config):
 def queue_config(workdir, sim_config):
     path = workdir / "queue.yaml"
     path.write_text(queue_config_yaml(MEOW))
+    return path
+
+
+@pytest.fixture(scope="session")
+def meow_config(workdir, sim_config):
+    path = workdir / "meow-sim.yaml"
+    path.write_text(meow_config_yaml())
     return path
 
 

@@ -21,7 +21,7 @@ import time
 
 import pytest
 
-from conftest import BIN, HOOK, REPEAT, SIM, Spawner, pane_env, write_file
+from conftest import BIN, HERE, HOOK, PANE_PATH, REPEAT, SIM, Spawner, pane_env, write_file
 from orchestrator import Ipc, Orchestrator, Tmux, process_gone, processes_with_env, read_log
 
 LANES = int(os.environ.get("UNDERSTUDY_SIM_LANES", "3"))
@@ -179,24 +179,41 @@ def test_multiline_unicode_prompt_over_4kb_arrives_intact(orch, settings, unders
 
 # --- ask ------------------------------------------------------------------------
 
+def events_of(messages):
+    """Each message as "UserPromptSubmit:prompt", "Stop", "completion"."""
+    out = []
+    for m in messages:
+        if m.get("type") != "hook":
+            out.append(m.get("type"))
+        elif "prompt" in m["payload"]:
+            out.append(f"{m['event']}:{m['payload']['prompt']}")
+        else:
+            out.append(m["event"])
+    return out
+
+
 @repeated
 def test_ask_answered_through_the_pane(orch, settings, rep):
-    agent = orch.spawn("ask", args=["--settings", str(settings("stop", ["Stop"]))])
+    # An orchestrator that tracks "busy" from UserPromptSubmit and "idle" from
+    # Stop sees every answer, a wrong one too, as work that ends in a Stop.
+    path = settings("prompt-stop", ["UserPromptSubmit", "Stop"])
+    agent = orch.spawn("ask", args=["--settings", str(path)])
     orch.orch.wait_prompt(agent)
     asked = orch.orch.turn(agent, "set up the database")
-    assert completions_of(asked) == []
-    assert [h["event"] for h in hooks_of(asked)] == ["Stop"]
-    assert hooks_of(asked)[0]["payload"]["stop_hook_active"] is False
+    assert events_of(asked) == ["UserPromptSubmit:set up the database", "Stop"], asked
+    assert hooks_of(asked)[-1]["payload"]["stop_hook_active"] is False
     screen = orch.orch.wait_prompt(agent, count=2)
     question = screen[screen.index("Which database?"):]
     assert question.index("1. postgres") < question.index("2. sqlite"), screen
 
     # A wrong answer keeps the question open; the right one goes on.
-    orch.orch.send_prompt(agent, "mysql")
+    wrong = orch.orch.turn(agent, "mysql")
+    assert events_of(wrong) == ["UserPromptSubmit:mysql", "Stop"], wrong
     orch.orch.wait_text(agent, "Please answer with 1-2")
     orch.orch.wait_prompt(agent, count=3)
     answer = "1" if rep % 2 else "  PostgreS "
     answered = orch.orch.turn(agent, answer)
+    assert events_of(answered) == [f"UserPromptSubmit:{answer}", "completion", "Stop"], answered
     done = completions_of(answered)
     assert len(done) == 1 and done[0]["outputs"] == {"db": "postgres"}, answered
     orch.orch.wait_text(agent, "Using postgres.")
@@ -258,6 +275,10 @@ def test_crash_then_respawn_with_resume(orch, settings, rep):
     assert orch.orch.exit_status(agent) == 3
     wait_dead(orch, agent)
     assert "state CRASHED <- WORKING" in read_log(agent)
+    # The behaviour's output is on the pane before it dies.
+    screen = orch.orch.capture(agent, history=True)
+    assert turn_lines(screen, "> boom goes the agent")[:2] == [
+        "> boom goes the agent", "Boom: the agent fell over."], screen
     assert not [m for m in orch.orch.messages(agent) if m.get("event") == "Stop"]
 
     orch.orch.respawn(agent, args=["--settings", str(path), "--resume", session])
@@ -269,6 +290,165 @@ def test_crash_then_respawn_with_resume(orch, settings, rep):
     turn = orch.orch.turn(agent, "ship it after the crash")
     done = completions_of(turn)
     assert len(done) == 1 and done[0]["session_id"] == session
+
+
+# --- an interrupt while a hook runs --------------------------------------------------
+
+@repeated
+def test_interrupt_during_a_hook_stops_the_turn_before_the_tool(orch, settings, workdir, rep):
+    # The PreToolUse hook of Bash runs until the test lets it end; Escape (or
+    # Ctrl-C) is typed meanwhile. It takes effect when the hook ends: the tool
+    # never runs, no completion, no Stop; and a Ctrl-C is not left over for
+    # the idle prompt, where a second one would end the agent.
+    release = workdir / f"release-{rep}"
+    release.unlink(missing_ok=True)
+    held = {"matcher": "Bash", "hooks": [{"type": "command", "command": f"{HOOK} wait {release}",
+                                          "timeout": 30}]}
+    path = settings(f"held-{rep}", ["UserPromptSubmit", "PostToolUse", "Stop"],
+                    extra={"PreToolUse": [held]})
+    agent = orch.spawn("hook-interrupt", args=["--settings", str(path)])
+    orch.orch.wait_prompt(agent)
+    orch.orch.send_prompt(agent, "use tools please")
+    waiting = orch.orch.next_message(agent, "hook", "PreToolUse")
+    assert waiting["mode"] == "wait" and waiting["payload"]["tool_name"] == "Bash"
+    key = "Escape" if rep % 2 == 0 else "C-c"
+    orch.orch.key(agent, key)
+    wait_log(agent, "input_during_hook")  # the agent has the key; the hook still runs
+    write_file(release, "go")
+    orch.orch.wait_text(agent, "Interrupted by user")
+    screen = orch.orch.wait_prompt(agent, count=2)
+    assert turn_lines(screen, "> use tools please") == [
+        "> use tools please", "  ⎿  Interrupted by user"], screen
+    log = read_log(agent)
+    assert "state IDLE <- WORKING (interrupted)" in log, log
+    assert "Press Ctrl-C again" not in screen, screen
+
+    # The agent works again, and nothing of the stopped turn came meanwhile.
+    turn = orch.orch.turn(agent, "ship it now")
+    assert completions_of(turn)[0]["outputs"] == {"pr": "42", "status": "ok"}
+    assert events_of(orch.orch.messages(agent)) == [
+        "UserPromptSubmit:use tools please", "PreToolUse", "UserPromptSubmit:ship it now",
+        "completion", "Stop"]
+    assert not orch.orch.pane_state(agent)[0]
+
+
+# --- a completion command written as one line --------------------------------------------
+
+@repeated
+def test_completion_command_line_gets_its_outputs(orch, rep):
+    agent = orch.spawn("line")
+    orch.orch.wait_prompt(agent)
+    orch.orch.send_prompt(agent, f"finish as one line {rep}")
+    done = orch.orch.next_message(agent, "completion")
+    assert done["args"] == ["done"], done
+    assert done["outputs"] == {"k": "v w", "quote": "it's $HOME"}, done
+
+
+# --- deterministic sessions --------------------------------------------------------------
+
+@repeated
+def test_deterministic_session_follows_the_config_not_its_folder(orch, sim_config, workdir,
+                                                                 rep):
+    # A harness writes each test's config into a fresh temporary folder; with
+    # UNDERSTUDY_SIM_DETERMINISTIC=1 the panes print the same bytes.
+    screens = []
+    for side in ("a", "b"):
+        folder = workdir / f"det-{rep}-{side}"
+        folder.mkdir(exist_ok=True)
+        config = folder / f"sim-{side}.yaml"
+        write_file(config, sim_config.read_text())
+        # MEOW's variable does the same (when UNDERSTUDY_SIM_DETERMINISTIC is unset).
+        variable = "UNDERSTUDY_SIM_DETERMINISTIC" if rep % 2 == 0 else "MEOW_SIM_DETERMINISTIC"
+        agent = orch.spawn("det", command=[SIM, "--config", str(config)],
+                           env={variable: "1" if rep % 2 == 0 else "true"})
+        screens.append(orch.orch.wait_prompt(agent))
+    assert screens[0] == screens[1], screens
+    assert "  session: " in screens[0], screens[0]
+
+
+# --- a config in the MEOW orchestrator's dialect ------------------------------------
+
+@repeated
+def test_meow_dialect_config_drives_the_orchestrator(tmux, ipc, meow_config, settings, workdir,
+                                                     rep):
+    """The same orchestrator drives an agent whose config is written in MEOW's
+    shape and given the MEOW way (MEOW_SIM_CONFIG, MEOW_SIM_DELAY,
+    MEOW_SIM_LOG_LEVEL): hooks with Claude Code's payloads, `meow done` with
+    the outputs, an ask answered, an interrupt during a hook, and a step that
+    crashes the agent and succeeds once it is restarted with --resume."""
+    release = workdir / f"meow-release-{rep}"
+    release.unlink(missing_ok=True)
+    held = {"matcher": "Bash", "hooks": [{"type": "command", "command": f"{HOOK} wait {release}",
+                                          "timeout": 30}]}
+    path = settings(f"meow-{rep}", ALL_EVENTS, extra={"PreToolUse": [held]})
+    # `meow` in PATH is tests/sim/meow (set through env: tmux gives a pane the
+    # PATH of the client that made it, whatever -e says); the config comes from
+    # MEOW_SIM_CONFIG.
+    env = {"MEOW_SIM_CONFIG": str(meow_config), "UNDERSTUDY_SIM_DELAY": "", "MEOW_SIM_DELAY": "0",
+           "MEOW_SIM_LOG_LEVEL": "debug"}
+    command = ["/usr/bin/env", f"PATH={HERE}:{PANE_PATH}", SIM, "--dangerously-skip-permissions",
+               "--settings", str(path)]
+    orch = Spawner(Orchestrator(tmux, ipc, command, env=env, log_dir=str(workdir)))
+    try:
+        agent = orch.spawn("meow", keep_status=True)
+        orch.orch.wait_prompt(agent)
+        started = orch.orch.next_message(agent, "hook", "SessionStart")
+        session = started["payload"]["session_id"]
+        assert started["payload"]["permission_mode"] == "bypassPermissions"
+
+        # complete, with its tool events as Claude Code's hooks.
+        turn = orch.orch.turn(agent, "write the tests first")
+        assert events_of(turn) == ["UserPromptSubmit:write the tests first", "PreToolUse",
+                                   "PostToolUse", "completion", "Stop"], (turn, read_log(agent))
+        pre, post, done = turn[1]["payload"], turn[2]["payload"], turn[3]
+        assert pre["tool_name"] == "Write" and pre["tool_input"] == {
+            "file_path": "src/feature.test.ts"}
+        assert pre["tool_use_id"] == post["tool_use_id"] and pre["tool_use_id"].startswith(
+            "toolu_sim_")
+        assert post["tool_response"] == {"output": ""}
+        assert done["args"] == ["done"]
+        assert done["outputs"] == {"count": "3", "test_file": "src/feature.test.ts"}
+
+        # ask: the options are shown, any answer is taken and passed on.
+        asked = orch.orch.turn(agent, "implement the login feature")
+        assert events_of(asked) == ["UserPromptSubmit:implement the login feature", "Stop"]
+        screen = orch.orch.wait_prompt(agent, count=3)
+        assert turn_lines(screen, "> implement the login feature")[1:] == [
+            "Which approach?", "  1. fastest", "  2. simplest"], screen
+        answered = orch.orch.turn(agent, "simplest, with tests")
+        assert events_of(answered) == ["UserPromptSubmit:simplest, with tests", "completion",
+                                       "Stop"], answered
+        assert answered[1]["outputs"] == {"answer": "simplest, with tests"}
+
+        # An interrupt while a PreToolUse hook runs: the tool never runs.
+        orch.orch.send_prompt(agent, "deploy it")
+        reported = orch.orch.next_message(agent, "hook", "PreToolUse")  # the "*" hook, then
+        waiting = orch.orch.next_message(agent, "hook", "PreToolUse")   # Bash's, held
+        assert (reported["mode"], waiting["mode"]) == ("report", "wait")
+        orch.orch.key(agent, "Escape")
+        wait_log(agent, "input_during_hook")  # (a debug line: MEOW_SIM_LOG_LEVEL=debug)
+        write_file(release, "go")
+        orch.orch.wait_text(agent, "Interrupted by user")
+        screen = orch.orch.wait_prompt(agent, count=5)
+        assert turn_lines(screen, "> deploy it") == ["> deploy it", "  ⎿  Interrupted by user"]
+
+        # step-2 crashes the agent; restarted with --resume, it succeeds.
+        before = len(orch.orch.messages(agent))
+        orch.orch.send_prompt(agent, "run step-2")
+        assert orch.orch.exit_status(agent) == 137
+        wait_dead(orch, agent)
+        assert [m for m in orch.orch.messages(agent)[before:]
+                if m.get("type") == "completion"] == []
+        orch.orch.respawn(agent, args=["--resume", session])
+        resumed = orch.orch.next_message(agent, "hook", "SessionStart")
+        assert resumed["payload"]["source"] == "resume"
+        assert resumed["payload"]["session_id"] == session
+        orch.orch.wait_prompt(agent)
+        again = orch.orch.turn(agent, "run step-2")
+        assert completions_of(again)[0]["outputs"] == {"result": "step2-done"}, again
+        assert completions_of(again)[0]["session_id"] == session
+    finally:
+        orch.close()
 
 
 # --- three agents in parallel, joined ------------------------------------------------
@@ -451,32 +631,50 @@ def test_a_hanging_hook_is_bounded_by_its_timeout(orch, workdir, rep):
 
 # --- a terminal closed under the agent -------------------------------------------------
 
+def hook_running_settings(settings, workdir, name):
+    """Settings whose UserPromptSubmit hook runs until the session ends (it
+    waits for a file nobody writes)."""
+    held = {"hooks": [{"type": "command", "command": f"{HOOK} wait {workdir}/never-written",
+                       "timeout": 60}]}
+    return settings(name, [], extra={"UserPromptSubmit": [held]})
+
+
 @repeated
-def test_terminal_closed_under_the_agent(orch, workdir, rep):
-    working = rep % 2 == 1
-    agent = orch.spawn("closed")
+def test_terminal_closed_under_the_agent(orch, settings, workdir, rep):
+    # At its prompt, working, or in a hook: gone within 1 s, no child left.
+    mode = ("idle", "working", "hook")[rep % 3]
+    path = hook_running_settings(settings, workdir, "held-forever")
+    agent = orch.spawn("closed", args=["--settings", str(path)] if mode == "hook" else [])
     orch.orch.wait_prompt(agent)
     pid = int(orch.orch.tmux.run("display-message", "-p", "-t", agent.pane,
                                  "#{pane_pid}").strip())
     assert pid == agent.pid and not process_gone(pid)
-    if working:
+    if mode == "working":
         orch.orch.send_prompt(agent, "stuck forever")
         orch.orch.wait_text(agent, "> stuck forever")
+    elif mode == "hook":
+        orch.orch.send_prompt(agent, "ship it past a hook that never ends")
+        orch.orch.next_message(agent, "hook", "UserPromptSubmit")
     orch.orch.tmux.run("kill-pane", "-t", agent.pane)
     assert wait_gone(pid, 1.0) < 1.0
     wait_only(agent, [], 1.0)
 
 
 @repeated
-def test_tmux_server_killed_under_the_agent(sim_config, workdir, ipc, rep):
+def test_tmux_server_killed_under_the_agent(sim_config, settings, workdir, ipc, rep):
+    in_hook = rep % 2 == 1  # or at its prompt
     directory = workdir / f"kill-{rep}"
     directory.mkdir(exist_ok=True)
     private = Tmux(str(directory), pane_env())
     try:
         orch = Spawner(Orchestrator(private, ipc, [SIM, "--config", str(sim_config)],
                                     log_dir=str(directory)))
-        agent = orch.spawn("server-killed")
+        path = hook_running_settings(settings, workdir, "held-forever")
+        agent = orch.spawn("server-killed", args=["--settings", str(path)] if in_hook else [])
         orch.orch.wait_prompt(agent)
+        if in_hook:
+            orch.orch.send_prompt(agent, "ship it past a hook that never ends")
+            orch.orch.next_message(agent, "hook", "UserPromptSubmit")
         pid = agent.pid
         private.kill()
         assert wait_gone(pid, 1.0) < 1.0
