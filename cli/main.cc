@@ -227,6 +227,10 @@ int main(int argc, char** argv) {
       return option(name, target, help)->delimiter('\n');
     };
     option("db", serve.server.db_path, "SQLite file (created if missing)");
+    option("trace-db", serve.trace_db,
+           "Serve a copy of --db made in this file at start (replacing an earlier copy): runs, "
+           "traces and recordings go there, --db is only read. `replay` makes a temporary one "
+           "unless --mode new");
     if (with_addresses) {
       option("listen", serve.server.listen, "gRPC address; port 0 picks a free port");
       option("http", serve.server.http_listen,
@@ -368,7 +372,13 @@ int main(int argc, char** argv) {
   replay_cmd->footer(
       "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and "
       "UNDERSTUDY_RUN for the command. No upstream is contacted in the default mode (none).\n"
-      "Example:\n  understudy replay --session golden -- node agent.js");
+      "--db is never written in modes none and replay: the command's runs and traces go to a\n"
+      "copy of it, --trace-db FILE to keep them (`understudy trace RUN --db FILE`), else a\n"
+      "temporary file removed at the end. --mode new records into --db.\n"
+      "The run's summary is printed on stderr when the command used it.\n"
+      "Examples:\n  understudy replay --session golden -- node agent.js\n"
+      "  understudy replay --db tests/golden.db --session golden --trace-db /tmp/replay.db "
+      "-- pytest");
 
   // Commands that read or change the database directly.
   DbFlags db;
