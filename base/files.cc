@@ -7,7 +7,12 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -77,6 +82,36 @@ std::string SelfExecutablePath() {
   char buf[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
   return n > 0 ? std::string(buf, static_cast<size_t>(n)) : "understudy";
+}
+
+absl::StatusOr<std::unique_ptr<ScratchDir>> ScratchDir::Create(absl::string_view prefix) {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern =
+      absl::StrCat(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp", "/", prefix, "-XXXXXX");
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (::mkdtemp(buffer.data()) == nullptr) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot make a temporary folder ", pattern, ": ", std::strerror(errno)));
+  }
+  return std::unique_ptr<ScratchDir>(new ScratchDir(buffer.data()));
+}
+
+ScratchDir::~ScratchDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+std::string ScratchDir::File(absl::string_view name) const { return absl::StrCat(path_, "/", name); }
+
+absl::StatusOr<std::string> ScratchDir::Write(absl::string_view name,
+                                              absl::string_view content) const {
+  const std::string path = File(name);
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(content.data(), static_cast<std::streamsize>(content.size()));
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", path));
+  return path;
 }
 
 }  // namespace understudy

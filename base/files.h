@@ -1,13 +1,15 @@
 // Files: reading one within a bound, writing one so that a reader never sees
-// half of it; finding the running executable.
+// half of it; a private temporary folder; finding the running executable.
 #ifndef UNDERSTUDY_BASE_FILES_H_
 #define UNDERSTUDY_BASE_FILES_H_
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace understudy {
 
@@ -27,6 +29,31 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
 //   UNAVAILABLE       "cannot read PATH: REASON"
 // A FIFO is refused without blocking on it.
 absl::StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes);
+
+// A private temporary folder for files a command needs only while it runs
+// (a copy of some code, a compiled binary, a results file, a replay's
+// database), removed with everything in it when the owner goes.
+class ScratchDir {
+ public:
+  // A new folder (mode 0700) under $TMPDIR, else /tmp, named
+  // PREFIX-XXXXXX. UNAVAILABLE with the reason when it cannot be made.
+  static absl::StatusOr<std::unique_ptr<ScratchDir>> Create(
+      absl::string_view prefix = "understudy");
+  // Removes the folder and its contents; errors are ignored.
+  ~ScratchDir();
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+
+  const std::string& path() const { return path_; }
+  // path()/name.
+  std::string File(absl::string_view name) const;
+  // Writes `content` to path()/name; UNAVAILABLE naming it on failure.
+  absl::StatusOr<std::string> Write(absl::string_view name, absl::string_view content) const;
+
+ private:
+  explicit ScratchDir(std::string path) : path_(std::move(path)) {}
+  const std::string path_;
+};
 
 // The absolute path of the running executable (/proc/self/exe), for the
 // processes it starts that must run it again; "understudy" (looked up on

@@ -173,8 +173,23 @@ int Fail(const absl::Status& status) {
   }
 }
 
+void ApplyTraceDb(const ServeFlags& flags, service::ServerOptions* options) {
+  if (flags.trace_db.empty()) return;
+  options->snapshot_of = options->db_path;
+  options->db_path = flags.trace_db;
+}
+
+bool ReplaysOnly(const std::string& mode) { return mode == "none" || mode == "replay"; }
+
+bool RunWasUsed(const v1::RunSummary& summary) {
+  const v1::Run& run = summary.run();
+  return run.served() > 0 || run.recorded() > 0 || run.misses() > 0 ||
+         !summary.failures().empty() || run.state() == v1::RUN_STATE_FAILED;
+}
+
 int Serve(const ServeFlags& flags) {
   service::ServerOptions options = flags.server;
+  ApplyTraceDb(flags, &options);
   absl::Status mode = ApplyMode(flags.mode, &options);
   if (mode.ok()) mode = ApplyTraceFlags(flags, &options);
   if (!mode.ok()) return FailStart(service::Tagged(mode, service::StartStage::kOptions));
@@ -263,6 +278,24 @@ absl::StatusOr<WrapResult> RunWrapped(const ServeFlags& flags,
                                       const WrapOptions& wrap) {
   if (command.empty()) return absl::InvalidArgumentError("no command to run");
   service::ServerOptions options = flags.server;
+  // A replay leaves the recording as it was: it serves a copy, which holds
+  // the runs and traces (--trace-db, else a scratch one).
+  std::unique_ptr<ScratchDir> scratch;
+  ServeFlags copied;
+  const ServeFlags* effective = &flags;
+  if (flags.trace_db.empty() && ReplaysOnly(flags.mode)) {
+    std::string dir = wrap.trace_dir;
+    if (dir.empty()) {
+      absl::StatusOr<std::unique_ptr<ScratchDir>> made = ScratchDir::Create("understudy-replay");
+      if (!made.ok()) return service::Tagged(made.status(), service::StartStage::kStore);
+      scratch = *std::move(made);
+      dir = scratch->path();
+    }
+    copied = flags;
+    copied.trace_db = absl::StrCat(dir, "/trace.db");
+    effective = &copied;
+  }
+  ApplyTraceDb(*effective, &options);
   absl::Status mode = ApplyMode(flags.mode, &options);
   if (mode.ok()) mode = ApplyTraceFlags(flags, &options);
   if (!mode.ok()) return service::Tagged(mode, service::StartStage::kOptions);
@@ -348,9 +381,10 @@ absl::StatusOr<WrapResult> RunWrapped(const ServeFlags& flags,
   absl::StatusOr<v1::RunSummary> summary = server->EndRun(run);
   absl::Status stopped = server->Shutdown();
   US_RETURN_IF_ERROR(summary.status());
-  PrintSummary(*summary);
+  if (RunWasUsed(*summary)) PrintSummary(*summary);
   US_RETURN_IF_ERROR(stopped);
   result.summary = *std::move(summary);
+  result.db = scratch != nullptr ? "" : options.db_path;
   return result;
 }
 

@@ -55,7 +55,15 @@ struct ServeFlags {
   // client that ignores its base URL fails naming the host it wanted
   // instead of reaching a real provider. Set for replays.
   bool refuse_egress = false;
+  // --trace-db: serve a copy of server.db_path made in this file at start
+  // (ServerOptions::snapshot_of), so that runs, traces and recordings go
+  // there and server.db_path is only read; "" for none.
+  std::string trace_db;
 };
+
+// Applies flags.trace_db to `options`: db_path becomes the copy and
+// snapshot_of the database it copies. Nothing when it is "".
+void ApplyTraceDb(const ServeFlags& flags, service::ServerOptions* options);
 
 // Sets the default trace level and the retention bounds of `options` from
 // `flags`; INVALID_ARGUMENT naming the flag for an unknown level or a
@@ -79,8 +87,20 @@ int Serve(const ServeFlags& flags);
 // ports with a default run of `serve.mode`, runs CMD with OPENAI_BASE_URL,
 // ANTHROPIC_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and UNDERSTUDY_RUN
 // set, forwards SIGINT/SIGTERM to it, ends the run, prints the summary on
-// stderr and returns CMD's exit code (128 + N when a signal N ended it).
+// stderr when the run was used (RunWasUsed) and returns CMD's exit code
+// (128 + N when a signal N ended it). A replay that records nothing
+// (modes none and replay) never writes --db: without --trace-db it serves a
+// temporary copy, removed when CMD is done (see RunWrapped).
 int Wrap(const ServeFlags& serve, const std::vector<std::string>& command);
+
+// Whether a run did anything a summary would report: it answered, recorded
+// or missed a request, or failed its scenario's script. The default run of a
+// wrapped command whose tests start runs of their own is not used.
+bool RunWasUsed(const v1::RunSummary& summary);
+
+// Whether `mode` (a ServeFlags::mode of record or replay) only replays,
+// writing no recording: "none" and "replay".
+bool ReplaysOnly(const std::string& mode);
 
 // Where and how RunWrapped runs the command; the defaults are Wrap's.
 struct WrapOptions {
@@ -93,6 +113,11 @@ struct WrapOptions {
   // A file that takes the command's stderr (created or truncated, mode
   // 0600); "": the command inherits this process's stderr.
   std::string stderr_path;
+  // Where a replay that records nothing (ReplaysOnly) and names no
+  // --trace-db keeps its copy of the recording with the run and its trace:
+  // DIR/trace.db, left for the caller. "": a temporary folder, removed
+  // before RunWrapped returns.
+  std::string trace_dir;
 };
 
 // What a wrapped command did.
@@ -101,13 +126,17 @@ struct WrapResult {
   int exit_code = 0;
   // The ended run: its id, state and counts, misses and unused recordings.
   v1::RunSummary summary;
+  // The database that holds the run and its trace: --trace-db, DIR/trace.db
+  // of WrapOptions::trace_dir, or --db itself (record, and replay --mode
+  // new, write there); "" when it was a temporary copy, already removed.
+  std::string db;
 };
 
 // Wrap's work, for commands that run something under a record or replay
 // and go on (verify-install): serves, runs `command` (argv[0] looked up in
 // this process's PATH) with `options`, forwards SIGINT/SIGTERM to it, waits
 // for it, ends the run, stops the server and prints the run's summary on
-// stderr. The run is then in `serve.server.db_path`. Errors: the server's
+// stderr (when RunWasUsed). The run is then in WrapResult::db. Errors: the server's
 // start failure (tagged with its service::StartStage); NOT_FOUND naming
 // the command when it cannot be run; the store's error when the run cannot
 // be ended or the server cannot stop cleanly. Blocks SIGINT, SIGTERM and

@@ -227,6 +227,10 @@ int main(int argc, char** argv) {
       return option(name, target, help)->delimiter('\n');
     };
     option("db", serve.server.db_path, "SQLite file (created if missing)");
+    option("trace-db", serve.trace_db,
+           "Serve a copy of --db made in this file at start (replacing an earlier copy): runs, "
+           "traces and recordings go there, --db is only read. `replay` makes a temporary one "
+           "unless --mode new");
     if (with_addresses) {
       option("listen", serve.server.listen, "gRPC address; port 0 picks a free port");
       option("http", serve.server.http_listen,
@@ -381,7 +385,13 @@ int main(int argc, char** argv) {
       "Also sets HTTPS_PROXY, HTTP_PROXY, ALL_PROXY (and lower case) to understudy, which refuses "
       "every\nconnection naming its host on stderr, NO_PROXY to 127.0.0.1,localhost,::1 and "
       "NODE_USE_ENV_PROXY=1\n(--allow-egress: none of these).\n"
-      "Example:\n  understudy replay --session golden -- node agent.js");
+      "--db is never written in modes none and replay: the command's runs and traces go to a\n"
+      "copy of it, --trace-db FILE to keep them (`understudy trace RUN --db FILE`), else a\n"
+      "temporary file removed at the end. --mode new records into --db.\n"
+      "The run's summary is printed on stderr when the command used it.\n"
+      "Examples:\n  understudy replay --session golden -- node agent.js\n"
+      "  understudy replay --db tests/golden.db --session golden --trace-db /tmp/replay.db "
+      "-- pytest");
 
   // Commands that read or change the database directly.
   DbFlags db;

@@ -628,6 +628,8 @@ int VerifyInstall(const VerifyInstallFlags& flags) {
   wrap.env =
       SandboxEnvironment(environment, RepositoryRoots(package_dir), installed->bin_dir, wrap.cwd);
   wrap.stderr_path = (*sandbox)->path() + "/agent.stderr";
+  // The replay's copy of the recording, with its run: read by the checks.
+  wrap.trace_dir = (*sandbox)->path();
   std::vector<std::string> argv = installed->argv;
   argv.insert(argv.end(), flags.command.begin() + 1, flags.command.end());
   std::cerr << "understudy: running " << ShellQuoted(flags.command) << " from "
@@ -650,7 +652,7 @@ int VerifyInstall(const VerifyInstallFlags& flags) {
     return 1;
   }
   DbFlags db;
-  db.db = flags.serve.server.db_path;
+  db.db = result->db;
   const int checked = CheckRun(db, /*addr=*/"", run.id(), *assertions);
   if (checked == 0 && run.state() == v1::RUN_STATE_FAILED) {
     std::cerr << "understudy: run " << run.id() << " failed: the scenario's script was not followed"

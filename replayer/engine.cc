@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "replayer/run_state.h"
@@ -130,6 +131,31 @@ absl::StatusOr<int64_t> Engine::LatestRecordedVersion(const std::string& name) {
     return absl::NotFoundError(absl::StrCat("session \"", name, "\" not found"));
   }
   return latest_recorded != 0 ? latest_recorded : latest;
+}
+
+absl::Status Engine::WhereSessionsAre(absl::Status status) {
+  if (!absl::IsNotFound(status) || options_.store_name.empty()) return status;
+  std::string where = absl::StrCat(status.message(), " in database ", options_.store_name);
+  absl::StatusOr<std::vector<v1::Session>> sessions = options_.store->ListSessions("");
+  if (sessions.ok()) {
+    // Every version of every session, ordered by name: the distinct names.
+    std::vector<std::string> names;
+    for (const v1::Session& s : *sessions) {
+      if (names.empty() || names.back() != s.name()) names.push_back(s.name());
+    }
+    constexpr size_t kNamesShown = 5;
+    if (names.empty()) {
+      absl::StrAppend(&where, " (which holds no sessions)");
+    } else if (names.size() <= kNamesShown) {
+      absl::StrAppend(&where, " (whose sessions are ", absl::StrJoin(names, ", "), ")");
+    } else {
+      const size_t more = names.size() - kNamesShown;
+      names.resize(kNamesShown);
+      absl::StrAppend(&where, " (whose sessions are ", absl::StrJoin(names, ", "), " and ", more,
+                      " more)");
+    }
+  }
+  return absl::Status(status.code(), where);
 }
 
 absl::StatusOr<std::shared_ptr<const SessionIndex>> Engine::LoadSession(
@@ -268,9 +294,14 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
       run.set_session_version(session.version());
     } else if (mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) {
       if (ref.second == 0) {
-        US_ASSIGN_OR_RETURN(ref.second, LatestRecordedVersion(ref.first));
+        absl::StatusOr<int64_t> latest = LatestRecordedVersion(ref.first);
+        if (!latest.ok()) return WhereSessionsAre(latest.status());
+        ref.second = *latest;
       }
-      US_ASSIGN_OR_RETURN(index, LoadSession(ref.first, ref.second, normalizer));
+      absl::StatusOr<std::shared_ptr<const SessionIndex>> loaded =
+          LoadSession(ref.first, ref.second, normalizer);
+      if (!loaded.ok()) return WhereSessionsAre(loaded.status());
+      index = *std::move(loaded);
       run.set_session(index->session().name());
       run.set_session_version(index->session().version());
     } else {

@@ -105,6 +105,10 @@ struct EngineOptions {
   size_t max_relay_backlog_bytes = 8 << 20;
   // The trace level of runs that ask for none (serve --trace-level).
   v1::TraceLevel default_trace_level = v1::TRACE_LEVEL_FULL;
+  // Names the store in StartRun's errors for a session it does not hold
+  // (the database file, "golden.db"), so that a caller who pointed a test
+  // at the wrong or an empty database sees which; "" leaves it out.
+  std::string store_name;
 };
 
 // Payload type URL on the NOT_FOUND status of a replay miss (the value is
@@ -398,6 +402,10 @@ class Engine {
   absl::StatusOr<std::shared_ptr<const SessionIndex>> LoadSession(
       const std::string& name, int64_t version,
       const std::shared_ptr<const MatchNormalizer>& normalizer);
+  // `status` (a NOT_FOUND for a session) with where it was looked for:
+  // " in database NAME (which holds no sessions | whose sessions are a, b)".
+  // Any other status is returned as it is.
+  absl::Status WhereSessionsAre(absl::Status status);
   std::string NewRunId();
   // Decide for an MCP request (engine_mcp.cc): tool rules, the recording or
   // the upstream, mock_tools, a miss. Never counts an iteration.

@@ -25,6 +25,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 // A scripted upstream: answers each request with the text "<agent>:<n>"
@@ -685,6 +686,37 @@ TEST_F(EngineTest, StartRunRefusesBadRequestsWithSpecificCodes) {
   r.set_run_id("mine");
   ASSERT_TRUE(engine_->StartRun(r).ok());
   EXPECT_THAT(engine_->StartRun(r), StatusIs(absl::StatusCode::kAlreadyExists));
+}
+
+TEST_F(EngineTest, AnUnknownSessionIsNamedWithTheDatabaseAndWhatItHolds) {
+  EngineOptions eo;
+  eo.store = store_.get();
+  eo.store_name = "golden.db";
+  auto engine = Engine::Create(std::move(eo));
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  v1::StartRunRequest r;
+  r.set_mode(v1::RUN_MODE_REPLAY);
+  r.set_session("golden");
+  EXPECT_THAT((*engine)->StartRun(r),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("session \"golden\" not found in database golden.db (which "
+                                 "holds no sessions)")));
+  for (const char* name : {"a1", "a2", "a3", "a4", "a5", "a6", "a7"}) {
+    ASSERT_TRUE(store_->CreateSessionVersion(name).ok());
+  }
+  ASSERT_TRUE(store_->CreateSessionVersion("a1").ok());  // a second version: one name
+  EXPECT_THAT((*engine)->StartRun(r),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("in database golden.db (whose sessions are a1, a2, a3, a4, a5 "
+                                 "and 2 more)")));
+  r.set_session("a2@4");
+  EXPECT_THAT((*engine)->StartRun(r),
+              StatusIs(absl::StatusCode::kNotFound,
+                       HasSubstr("\"a2@4\" not found in database golden.db")));
+  // Without a name, the message is the store's alone.
+  r.set_session("golden");
+  EXPECT_THAT(engine_->StartRun(r), StatusIs(absl::StatusCode::kNotFound,
+                                             Not(HasSubstr("database"))));
 }
 
 TEST_F(EngineTest, RecordWithoutUpstreamIsAFailedPrecondition) {

@@ -206,10 +206,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
 
   store::StoreOptions store_options;
   store_options.path = options.db_path;
+  store_options.snapshot_of = options.snapshot_of;
   absl::StatusOr<std::unique_ptr<store::Store>> store = store::Store::Open(store_options);
   if (!store.ok()) return Tagged(store.status(), StartStage::kStore);
   parts->store = *std::move(store);
   engine_options.store = parts->store.get();
+  engine_options.store_name = options.snapshot_of.empty() ? options.db_path : options.snapshot_of;
   US_ASSIGN_OR_RETURN(parts->engine, replayer::Engine::Create(engine_options));
 
   CallTracker* tracker = &parts->tracker;
@@ -355,6 +357,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   Log(LogLevel::kInfo, "serving",
       {{"grpc", parts->address}, {"http", parts->http_address.empty() ? "none" : parts->http_address},
        {"db", options.db_path},
+       {"snapshot_of", options.snapshot_of.empty() ? "none" : options.snapshot_of},
        {"upstreams", options.upstreams.empty() ? "none" : absl::StrJoin(options.upstreams, ",")},
        {"mcp_upstreams",
         options.mcp_upstreams.empty() ? "none" : absl::StrJoin(options.mcp_upstreams, ",")},

@@ -19,8 +19,14 @@ namespace understudy {
 namespace service {
 
 struct ServerOptions {
-  // The SQLite file.
+  // The SQLite file the server reads and writes.
   std::string db_path = "understudy.db";
+  // When set, a recording to serve without writing it: db_path is made a
+  // copy of this database at start (replacing an earlier copy), and every
+  // run, trace and recording of the server goes to that copy
+  // (store::StoreOptions::snapshot_of). Errors naming a missing session
+  // name this file.
+  std::string snapshot_of;
   // gRPC listen address; port 0 picks a free port (see grpc_address()).
   std::string listen = "127.0.0.1:7140";
   // Provider HTTP listener (OpenAI and Anthropic APIs); "" for none; port 0

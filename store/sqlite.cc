@@ -277,6 +277,23 @@ absl::Status Database::EnableWal() {
   return absl::OkStatus();
 }
 
+absl::Status Database::CopyTo(Database& destination) {
+  sqlite3_backup* backup = sqlite3_backup_init(destination.db_, "main", db_, "main");
+  // On failure the error is the destination connection's.
+  if (backup == nullptr) {
+    return destination.Error(sqlite3_errcode(destination.db_), "backup to " + destination.path_);
+  }
+  // Every page in one step: one read transaction on this file, so the copy
+  // is one snapshot (a source written meanwhile would restart a stepwise
+  // copy). A lock held elsewhere is waited for as busy_timeout says.
+  int rc = sqlite3_backup_step(backup, -1);
+  const int finished = sqlite3_backup_finish(backup);
+  if (rc == SQLITE_DONE) rc = finished;
+  if (rc == SQLITE_OK || rc == SQLITE_DONE) return absl::OkStatus();
+  return StatusFromSqlite(rc, absl::StrCat("cannot copy database \"", path_, "\" to \"",
+                                           destination.path_, "\": ", sqlite3_errstr(rc)));
+}
+
 absl::Status Database::Error(int code, absl::string_view sql) const {
   return StatusFromSqlite(code, Describe(code, sqlite3_errmsg(db_), sql));
 }

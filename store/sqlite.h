@@ -196,6 +196,15 @@ class Database {
   // written into the file. FAILED_PRECONDITION when SQLite refuses it.
   absl::Status EnableWal();
 
+  // Replaces the whole content of `destination` with this database's, page
+  // for page (SQLite's online backup, in one step): a consistent snapshot,
+  // even while other connections write this file, which is only read. The
+  // destination keeps its own journal mode. `destination` is a different
+  // connection, to a different file; neither may be in a transaction.
+  // UNAVAILABLE when either file is locked past its busy timeout, or the
+  // SQLite status of what else failed.
+  absl::Status CopyTo(Database& destination);
+
   // Rows changed by the most recent INSERT, UPDATE or DELETE.
   int64_t Changes() const;
   int64_t LastInsertRowId() const;

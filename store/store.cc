@@ -1,8 +1,12 @@
 #include "store/store.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
-#include <thread>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
+#include <thread>
 #include <functional>
 #include <memory>
 #include <string>
@@ -456,6 +460,57 @@ class Store::Impl {
 
 // --- Store -------------------------------------------------------------------
 
+namespace {
+
+// Whether `a` and `b` name the same existing file (links and relative paths
+// included).
+bool SameFile(const std::string& a, const std::string& b) {
+  struct stat sa, sb;
+  return ::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0 && sa.st_dev == sb.st_dev &&
+         sa.st_ino == sb.st_ino;
+}
+
+// StoreOptions::snapshot_of: `to` becomes a copy of the store at `from`.
+absl::Status CopySnapshot(const std::string& from, const std::string& to,
+                          absl::Duration busy_timeout) {
+  if (SameFile(from, to)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the store's file \"", to, "\" is the database it is a snapshot of; give another file"));
+  }
+  struct stat st;
+  if (::stat(from.c_str(), &st) != 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot open database \"", from, "\": ", std::strerror(errno)));
+  }
+  sql::DatabaseOptions source_options;
+  source_options.create_if_missing = false;
+  source_options.wal = false;  // the file keeps its journal mode
+  source_options.query_only = true;
+  source_options.busy_timeout = busy_timeout;
+  // Opened read-write all the same (query_only forbids writes): a read-only
+  // connection to a WAL file leaves its -wal and -shm files behind, the last
+  // read-write one to close removes them.
+  US_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> source,
+                      sql::Database::Open(from, source_options));
+  absl::Status ours = CheckOwnership(*source);
+  if (!ours.ok()) return absl::Status(ours.code(), absl::StrCat(from, ": ", ours.message()));
+
+  sql::DatabaseOptions copy_options;
+  copy_options.wal = false;
+  copy_options.busy_timeout = busy_timeout;
+  US_ASSIGN_OR_RETURN(std::unique_ptr<sql::Database> copy, sql::Database::Open(to, copy_options));
+  // Never overwrite a file that is not a store: a mistyped path must not
+  // destroy someone's data.
+  ours = CheckOwnership(*copy);
+  if (!ours.ok()) {
+    return absl::Status(ours.code(),
+                        absl::StrCat(to, ": ", ours.message(), "; it is not replaced"));
+  }
+  return source->CopyTo(*copy);
+}
+
+}  // namespace
+
 Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Store::~Store() = default;
@@ -470,6 +525,9 @@ absl::StatusOr<std::unique_ptr<Store>> Store::Open(const StoreOptions& options) 
         absl::StrCat("reader_connections is ", options.reader_connections, ", must be at least 1"));
   }
   if (options.clock == nullptr) return absl::InvalidArgumentError("clock is null");
+  if (!options.snapshot_of.empty()) {
+    US_RETURN_IF_ERROR(CopySnapshot(options.snapshot_of, options.path, options.busy_timeout));
+  }
 
   sql::DatabaseOptions writer_options;
   writer_options.busy_timeout = options.busy_timeout;

@@ -55,6 +55,19 @@ struct StoreOptions {
   size_t max_pending_events = 8192;
   // Not owned; must outlive the Store.
   Clock* clock = Clock::Real();
+  // When not empty: the store at `path` starts as a copy of the store at
+  // `snapshot_of` (its sessions, runs and traces as they are at Open, one
+  // consistent snapshot even while another process writes it), and every
+  // write goes to `path` only. `snapshot_of` is only read: not migrated,
+  // not switched to WAL, its bytes unchanged and, once Open returns, no
+  // -wal or -shm file left beside it that was not there before. This is
+  // how a replay keeps its runs and traces out of a committed recording.
+  // A file at `path` is replaced, but only when it is an understudy store
+  // (or empty). Errors: INVALID_ARGUMENT when both name the same file;
+  // UNAVAILABLE when `snapshot_of` does not exist or cannot be read;
+  // FAILED_PRECONDITION when either is not an understudy store this binary
+  // can read (naming it).
+  std::string snapshot_of;
 };
 
 // Filters for QueryEvents. Events come back in seq order.

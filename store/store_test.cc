@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <string>
@@ -778,6 +780,146 @@ TEST(StoreMigrationTest, AVersion1TraceIsReadableThroughTheKindIndex) {
   ASSERT_THAT(columns, IsOk());
   ASSERT_THAT(columns->Step(), IsOkAndHolds(true));
   EXPECT_EQ(columns->ColumnText(0), "kind,key,agent,tool");
+}
+
+// --- Snapshots (StoreOptions::snapshot_of) -----------------------------------
+
+std::string FileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::set<std::string> FilesIn(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.insert(entry.path().filename().string());
+  }
+  return names;
+}
+
+class StoreSnapshotTest : public StoreTest {
+ protected:
+  // A recording with a session and an ended run, closed: a committed golden.db.
+  void SetUp() override {
+    StoreTest::SetUp();
+    Record("golden", {"planner", "coder"});
+    v1::Run run;
+    run.set_id("recorded-run");
+    run.set_state(v1::RUN_STATE_ENDED);
+    ASSERT_THAT(store_->SaveRun(run), IsOk());
+    store_->AppendEvents({MakeEvent("recorded-run", 1, "exchange", "planner")});
+    ASSERT_THAT(store_->Flush(), IsOk());
+    store_.reset();
+    golden_ = Options().path;
+  }
+
+  StoreOptions SnapshotOptions(const std::string& name) {
+    StoreOptions options = Options();
+    options.path = dir_.File(name);
+    options.snapshot_of = golden_;
+    return options;
+  }
+
+  std::string golden_;
+};
+
+TEST_F(StoreSnapshotTest, ReadsTheRecordingAndWritesOnlyTheCopy) {
+  const std::string before = FileBytes(golden_);
+  {
+    auto copy = Store::Open(SnapshotOptions("replay.db"));
+    ASSERT_THAT(copy, IsOk());
+    // Everything the recording holds...
+    EXPECT_THAT((*copy)->LoadExchanges("golden", 0), IsOkAndHolds(testing::SizeIs(2)));
+    EXPECT_THAT((*copy)->GetRun("recorded-run"), IsOk());
+    // ...and whatever the replay writes, there only.
+    v1::Run run;
+    run.set_id("replay-run");
+    run.set_state(v1::RUN_STATE_ACTIVE);
+    ASSERT_THAT((*copy)->SaveRun(run), IsOk());
+    (*copy)->AppendEvents({MakeEvent("replay-run", 1, "exchange", "planner")});
+    ASSERT_THAT((*copy)->Flush(), IsOk());
+    ASSERT_THAT((*copy)->CreateSessionVersion("golden"), IsOk());
+    EXPECT_THAT((*copy)->CountEvents("replay-run"), IsOkAndHolds(1));
+  }
+  EXPECT_EQ(FileBytes(golden_), before) << "the recording's bytes changed";
+  EXPECT_EQ(FilesIn(dir_.path()), (std::set<std::string>{"understudy.db", "replay.db"}));
+  auto golden = Store::Open(Options());
+  ASSERT_THAT(golden, IsOk());
+  EXPECT_THAT((*golden)->GetRun("replay-run"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT((*golden)->GetSession("golden", 0),
+              IsOkAndHolds(testing::Property(&v1::Session::version, 1)));
+}
+
+TEST_F(StoreSnapshotTest, CopiesWhatAnotherProcessCommittedWhileItStillWrites) {
+  // The recording is open in a writer that has committed more (into its
+  // -wal file, not yet checkpointed).
+  Reopen();
+  Record("later", {"reviewer"});
+  const std::set<std::string> files = FilesIn(dir_.path());
+  ASSERT_TRUE(files.count("understudy.db-wal")) << "the writer's WAL should hold the commit";
+  auto copy = Store::Open(SnapshotOptions("replay.db"));
+  ASSERT_THAT(copy, IsOk());
+  EXPECT_THAT((*copy)->LoadExchanges("later", 0), IsOkAndHolds(testing::SizeIs(1)));
+  EXPECT_THAT(store_->GetSession("later", 0), IsOk()) << "the writer goes on";
+}
+
+TEST_F(StoreSnapshotTest, AnOlderRecordingIsMigratedInTheCopyOnly) {
+  const std::string old_path = dir_.File("old.db");
+  {
+    auto db = sql::Database::Open(old_path, sql::DatabaseOptions());
+    ASSERT_THAT(db, IsOk());
+    ASSERT_THAT(Migrate(**db, {Migrations()[0]}), IsOk());
+  }
+  const std::string before = FileBytes(old_path);
+  StoreOptions options = SnapshotOptions("replay.db");
+  options.snapshot_of = old_path;
+  ASSERT_THAT(Store::Open(options), IsOk());
+  EXPECT_EQ(FileBytes(old_path), before);
+  auto old_db = sql::Database::Open(old_path, sql::DatabaseOptions());
+  ASSERT_THAT(old_db, IsOk());
+  EXPECT_THAT(SchemaVersion(**old_db), IsOkAndHolds(1));
+}
+
+TEST_F(StoreSnapshotTest, ReplacesAnEarlierCopy) {
+  {
+    auto copy = Store::Open(SnapshotOptions("replay.db"));
+    ASSERT_THAT(copy, IsOk());
+    v1::Run run;
+    run.set_id("first-replay");
+    ASSERT_THAT((*copy)->SaveRun(run), IsOk());
+  }
+  auto again = Store::Open(SnapshotOptions("replay.db"));
+  ASSERT_THAT(again, IsOk());
+  EXPECT_THAT((*again)->GetRun("first-replay"), StatusIs(absl::StatusCode::kNotFound));
+  EXPECT_THAT((*again)->GetRun("recorded-run"), IsOk());
+}
+
+TEST_F(StoreSnapshotTest, RefusesToReplaceAFileThatIsNotAStore) {
+  const std::string path = dir_.File("notes.db");
+  {
+    auto db = sql::Database::Open(path, sql::DatabaseOptions());
+    ASSERT_THAT(db, IsOk());
+    ASSERT_THAT((*db)->Execute("CREATE TABLE notes (text TEXT)"), IsOk());
+  }
+  const std::string before = FileBytes(path);
+  EXPECT_THAT(Store::Open(SnapshotOptions("notes.db")),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       AllOf(HasSubstr(path), HasSubstr("it is not replaced"))));
+  EXPECT_EQ(FileBytes(path), before);
+}
+
+TEST_F(StoreSnapshotTest, RefusesTheRecordingItselfAndAMissingOne) {
+  const std::string before = FileBytes(golden_);
+  StoreOptions same = Options();
+  same.snapshot_of = golden_;
+  EXPECT_THAT(Store::Open(same), StatusIs(absl::StatusCode::kInvalidArgument,
+                                          HasSubstr("is the database it is a snapshot of")));
+  EXPECT_EQ(FileBytes(golden_), before);
+  StoreOptions missing = SnapshotOptions("replay.db");
+  missing.snapshot_of = dir_.File("nope.db");
+  EXPECT_THAT(Store::Open(missing),
+              StatusIs(absl::StatusCode::kUnavailable, HasSubstr("nope.db")));
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("nope.db")));
 }
 
 TEST(StoreBackPressureTest, TinyEventQueueLosesNothing) {

@@ -13,10 +13,10 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/files.h"
 #include "base/subprocess.h"
 #include "nlohmann/json.hpp"
 #include "re2/re2.h"
-#include "testgen/scratch_dir.h"
 #include "validation/utf8.h"
 
 namespace understudy {
@@ -275,7 +275,7 @@ validation::Report CheckTestCode(absl::string_view text, Framework framework,
     Error(&report, "", "not valid UTF-8", "save the file as UTF-8", line);
     return report;
   }
-  absl::StatusOr<std::unique_ptr<ScratchDir>> dir = ScratchDir::Create();
+  absl::StatusOr<std::unique_ptr<ScratchDir>> dir = ScratchDir::Create("understudy-testgen");
   if (!dir.ok()) {
     Error(&report, "syntax", std::string(dir.status().message()), "", 0);
   } else {

@@ -28,7 +28,6 @@
 #include "base/subprocess.h"
 #include "re2/re2.h"
 #include "base/files.h"
-#include "testgen/scratch_dir.h"
 #include "validation/utf8.h"
 
 extern char** environ;
@@ -300,7 +299,7 @@ absl::StatusOr<TestRun> RunTests(const std::string& path, Framework framework, c
   const std::string dir = std::filesystem::path(file).parent_path().string();
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + env.timeout;
-  absl::StatusOr<std::unique_ptr<ScratchDir>> scratch = ScratchDir::Create();
+  absl::StatusOr<std::unique_ptr<ScratchDir>> scratch = ScratchDir::Create("understudy-testgen");
   if (!scratch.ok()) return scratch.status();
 
   TestRun run;

@@ -5,9 +5,10 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
@@ -276,6 +277,41 @@ std::string RenderCall(const std::string& name, const std::string& arguments_tex
   return absl::StrCat(Bare(name), "(", Shorten(args, 100), ")");
 }
 
+// A call of the run as a report shows it: whole when it fits in
+// kShownArguments bytes; else only the keys the expectations for its tool
+// name (`named`) check, each shortened, and how many others there are — so
+// that a long first argument (a file's content) never hides the one the
+// test is about.
+constexpr size_t kShownArguments = 100;
+
+std::string RenderActualCall(const std::string& name, const std::string& arguments_text,
+                             const nlohmann::json& arguments,
+                             const std::vector<std::string>* named) {
+  std::string whole = RenderCall(name, arguments_text, arguments);
+  if (named == nullptr || named->empty() || !arguments.is_object() ||
+      arguments_text.size() <= kShownArguments) {
+    return whole;
+  }
+  const std::string dumped =
+      arguments.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (dumped.size() <= kShownArguments) return whole;
+  std::vector<std::string> shown;
+  for (const std::string& key : *named) {
+    auto it = arguments.find(key);
+    if (it == arguments.end()) continue;
+    shown.push_back(absl::StrCat(
+        nlohmann::json(key).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), ":",
+        Shorten(it->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace),
+                kShownArguments)));
+  }
+  const size_t others = arguments.size() - shown.size();
+  if (others > 0) {
+    shown.push_back(absl::StrCat("... ", others, shown.empty() ? "" : " more",
+                                 others == 1 ? " key" : " keys"));
+  }
+  return absl::StrCat(Bare(name), "({", absl::StrJoin(shown, ", "), "})");
+}
+
 absl::StatusOr<v1::AssertionResult> ToolCalls(const v1::ToolCallsAssertion& a, const Events& events,
                                               absl::string_view where) {
   std::vector<Call> expected;
@@ -328,10 +364,22 @@ absl::StatusOr<v1::AssertionResult> ToolCalls(const v1::ToolCallsAssertion& a, c
     actual.push_back(std::move(call));
     in.seqs.push_back(e.seq);
   }
+  // The keys each tool name's expectations check, each once.
+  absl::flat_hash_map<std::string, std::vector<std::string>> named;
+  for (const Call& c : expected) {
+    std::vector<std::string>& keys = named[c.name];
+    if (!c.arguments.is_object()) continue;
+    for (const auto& [key, value] : c.arguments.items()) {
+      if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+    }
+  }
   for (const Call& c : expected)
     in.expected.push_back(RenderCall(c.name, c.arguments_text, c.arguments));
-  for (const Call& c : actual)
-    in.actual.push_back(RenderCall(c.name, c.arguments_text, c.arguments));
+  for (const Call& c : actual) {
+    auto keys = named.find(c.name);
+    in.actual.push_back(RenderActualCall(c.name, c.arguments_text, c.arguments,
+                                         keys == named.end() ? nullptr : &keys->second));
+  }
   // Why actual call x does not satisfy expected call e, or "" when it does.
   auto mismatch = [&](size_t e, size_t x) -> std::string {
     const Call& want = expected[e];

@@ -18,6 +18,7 @@ using testing::AddExchange;
 using testing::AddToolCall;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::ReviewLoop;
 using ::testing::StartsWith;
 
@@ -305,6 +306,36 @@ TEST(ToolCallsTest, ExactMismatchExplainsArguments) {
       r.explanation(),
       HasSubstr(
           R"j((event #12): arguments differ at issues: expected ["XSS"], got ["SQL injection in login()"])j"));
+}
+
+// A call whose arguments are too long to show whole shows the keys the
+// expectation checks, not the first 100 bytes (a file's content, sorted
+// first, would hide the path the test is about).
+TEST(ToolCallsTest, LongArgumentsShowTheKeysTheExpectationNames) {
+  std::vector<v1::TraceEvent> events;
+  const std::string content(300, 'x');
+  AddToolCall(&events, "executor", "write_file",
+              absl::StrCat(R"({"content":")", content, R"(","mode":"w","path":"a.py"})"));
+  v1::AssertionResult r =
+      Eval(Calls("executor", {{"write_file", R"({"path":"b.py"})"}}, v1::SEQUENCE_MATCH_EXACT),
+           events);
+  EXPECT_FALSE(r.passed());
+  EXPECT_THAT(r.explanation(),
+              HasSubstr(R"(but the run had [write_file({"path":"a.py", ... 2 more keys})])"));
+  EXPECT_THAT(r.explanation(),
+              HasSubstr(R"(arguments differ at path: expected "b.py", got "a.py")"));
+  EXPECT_THAT(r.explanation(), Not(HasSubstr("xxxx")));
+
+  // A key the expectation names that the call lacks: only the count.
+  r = Eval(Calls("executor", {{"write_file", R"({"phase":"x"})"}}, v1::SEQUENCE_MATCH_EXACT),
+           events);
+  EXPECT_THAT(r.explanation(), HasSubstr(R"(write_file({... 3 keys}))"));
+  // Short arguments are shown whole, as before.
+  events.clear();
+  AddToolCall(&events, "executor", "write_file", R"({"content":"x","path":"a.py"})");
+  r = Eval(Calls("executor", {{"write_file", R"({"path":"b.py"})"}}, v1::SEQUENCE_MATCH_EXACT),
+           events);
+  EXPECT_THAT(r.explanation(), HasSubstr(R"(write_file({"content":"x","path":"a.py"}))"));
 }
 
 TEST(ToolCallsTest, ArgumentsThatAreNotJsonNeverSatisfyAnArgumentCheck) {

@@ -406,6 +406,8 @@ export interface StartRunOptions {
   strict?: boolean;
   /** Unset: the server's --trace-level. */
   traceLevel?: TraceLevelName;
+  /** Replay: once every identical recording of a request is used, answer it again from the last one instead of missing (default false). */
+  repeat?: boolean;
 }
 
 export interface DeadlineOptions {

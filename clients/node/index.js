@@ -276,12 +276,15 @@ export class Client {
     });
   }
 
-  // Runs.StartRun. mode: record | replay | passthrough | once | new.
+  // Runs.StartRun; the options are StartRunRequest's fields, in camelCase.
+  // mode: record | replay | passthrough | once | new.
   // traceLevel: full | summary (start, misses, end) | off; unset keeps the
-  // server's --trace-level.
+  // server's --trace-level. repeat: in replay, once every identical
+  // recording of a request is used, answer it again from the last one
+  // instead of missing (polling agents, retries).
   // Resolves the Run ({ id, session, sessionVersion, mode, strict, state, ... }).
-  async startRun({ mode = 'replay', session = '', scenario = '', scenarioText = '', runId = '', strict, traceLevel } = {}) {
-    const request = { mode: lookup(MODES, mode, 'mode', 'RUN_MODE_'), session, scenario, scenarioText, runId };
+  async startRun({ mode = 'replay', session = '', scenario = '', scenarioText = '', runId = '', strict, traceLevel, repeat = false } = {}) {
+    const request = { mode: lookup(MODES, mode, 'mode', 'RUN_MODE_'), session, scenario, scenarioText, runId, repeat: Boolean(repeat) };
     if (strict !== undefined) request.strict = Boolean(strict);
     if (traceLevel !== undefined) request.traceLevel = lookup(TRACE_LEVELS, traceLevel, 'traceLevel', 'TRACE_LEVEL_');
     return this._unary(this.runs, 'StartRun', request);
@@ -581,7 +584,8 @@ const BOUND = [
 //   server   a Server (startServer), or { grpc, http }; default the
 //            environment `understudy record|replay -- CMD` sets:
 //            UNDERSTUDY_ADDR and UNDERSTUDY_HTTP
-//   mode, session, scenario, scenarioText, strict, runId, traceLevel: as startRun
+//   mode, session, scenario, scenarioText, strict, runId, traceLevel, repeat:
+//            as startRun
 // Resolves {
 //   runId, run, client, http,
 //   openaiBaseURL      http://H:P/run/ID/v1
@@ -596,7 +600,7 @@ const BOUND = [
 //   assertAll, assert*: the Client's,
 //                      with the run id bound
 // }
-export async function useUnderstudy(t, { server, client, mode = 'replay', session, scenario, scenarioText, strict, runId, traceLevel } = {}) {
+export async function useUnderstudy(t, { server, client, mode = 'replay', session, scenario, scenarioText, strict, runId, traceLevel, repeat } = {}) {
   if (!t || typeof t.after !== 'function') {
     throw new TypeError('useUnderstudy(t, ...): t needs an after(fn) method (node:test context, or { after: onTestFinished })');
   }
@@ -607,7 +611,7 @@ export async function useUnderstudy(t, { server, client, mode = 'replay', sessio
   if (!client) {
     client = typeof server?.client === 'function' ? server.client() : (owned = connect(address));
   }
-  const run = await client.startRun({ mode, session, scenario, scenarioText, strict, runId, traceLevel });
+  const run = await client.startRun({ mode, session, scenario, scenarioText, strict, runId, traceLevel, repeat });
   const id = run.id;
   const base = http ? `${http.replace(/\/+$/, '')}/run/${encodeURIComponent(id)}` : undefined;
   let ending = null;

@@ -310,13 +310,17 @@ step "recorded session smoke (run $(cat "$work/record.run"))"
 kill "$upstream_pid"
 wait "$upstream_pid" 2>/dev/null || true
 pids=
-clean "$bin" replay --session smoke --db "$db" -- \
+recording=$(sha256sum "$db")
+# The replay's run and trace go to a copy (--trace-db); the recording is only read.
+trace_db=$work/replay-trace.db
+clean "$bin" replay --session smoke --db "$db" --trace-db "$trace_db" -- \
   /usr/bin/python3 "$work/chat.py" "$work/replayed.json" "$work/replay.run" 2>"$work/replay.log" ||
   fail_with_log "$work/replay.log" "understudy replay --session smoke failed (exit $?) with the upstream stopped"
 cmp -s "$work/recorded.json" "$work/replayed.json" ||
   die "the replayed answer differs from the recorded one: $(head -c 300 "$work/replayed.json") vs $(head -c 300 "$work/recorded.json")"
+[[ $(sha256sum "$db") == "$recording" ]] || die "understudy replay --db $db changed the recording"
 run=$(cat "$work/replay.run")
-step "replayed with the upstream stopped: byte-identical answer (run $run)"
+step "replayed with the upstream stopped: byte-identical answer, the recording unchanged (run $run)"
 
 cat >"$work/smoke-spec.yaml" <<'EOF'
 schema: understudy.spec/v1
@@ -331,7 +335,7 @@ assertions:
         understudy.answer.source: recording
         gen_ai.request.model: smoke-model
 EOF
-clean "$bin" assert --run "$run" --db "$db" "$work/smoke-spec.yaml" >"$work/assert.out" 2>&1 ||
+clean "$bin" assert --run "$run" --db "$trace_db" "$work/smoke-spec.yaml" >"$work/assert.out" 2>&1 ||
   fail_with_log "$work/assert.out" "understudy assert --run $run smoke-spec.yaml failed (exit $?)"
 grep -qx '3 of 3 checks passed' "$work/assert.out" ||
   fail_with_log "$work/assert.out" "understudy assert did not report 3 of 3 checks passed"
@@ -341,7 +345,7 @@ assertions:
   - count: {select: {kind: exchange}, eq: 2}
 EOF
 status=0
-clean "$bin" assert --run "$run" --db "$db" "$work/wrong-spec.yaml" >"$work/assert-wrong.out" 2>&1 || status=$?
+clean "$bin" assert --run "$run" --db "$trace_db" "$work/wrong-spec.yaml" >"$work/assert-wrong.out" 2>&1 || status=$?
 if ((status != 1)) || ! grep -q '^FAIL count' "$work/assert-wrong.out"; then
   fail_with_log "$work/assert-wrong.out" "understudy assert on a wrong spec exited $status, expected 1 with a FAIL line"
 fi

@@ -21,7 +21,15 @@
 #   4. wheel_smoke/test_smoke.py, copied into SANDBOX, passes under
 #      `python -m pytest` with no -p: it records a chat completion from a
 #      fake upstream through the plugin's server ($UNDERSTUDY_BIN), replays
-#      it byte for byte with the upstream closed, and asserts on the trace.
+#      it byte for byte with the upstream closed, and asserts on the trace;
+#   5. the pytest example of README.md (the same in clients/python's
+#      README), verbatim: `understudy record` makes golden.db from the
+#      example's agents (wheel_smoke/my_agents.py, and its script as a fake
+#      upstream), then the README's own `python -m pytest ...` line runs
+#      the README's test against it (the venv's python: a bare `pytest` is
+#      Debian's /usr/bin/pytest, outside the venv), and so does `understudy
+#      replay --db golden.db -- python -m pytest`; golden.db's bytes are the
+#      same after both, and the wrapper prints no summary of its unused run.
 set -euo pipefail
 
 fail() { echo "verify/wheel: FAIL: $*" >&2; exit 1; }
@@ -30,7 +38,7 @@ if [[ $# -ne 2 || -z $1 || -z $2 ]]; then
   echo "usage: UNDERSTUDY_BIN=/path/to/understudy $0 DIST_DIR SANDBOX" >&2
   exit 2
 fi
-here=$(cd "$(dirname "$0")" && pwd)   # packaging/verify: only the smoke test is read from here
+here=$(cd "$(dirname "$0")" && pwd)   # packaging/verify: only wheel_smoke/ (and the READMEs) are read
 repo=$(cd "$here/../.." && pwd -P)
 [[ -d $1 ]] || fail "no folder $1 (DIST_DIR)"
 dist=$(cd "$1" && pwd)
@@ -39,7 +47,7 @@ case $sandbox/ in
   "$repo"/*) fail "SANDBOX $sandbox is inside the repository $repo: use a fresh temporary folder" ;;
 esac
 mkdir -p "$sandbox"
-for d in venv project; do
+for d in venv project readme; do
   [[ ! -e $sandbox/$d ]] || fail "SANDBOX $sandbox already has $d/: use a fresh temporary folder"
 done
 
@@ -56,7 +64,7 @@ bin=${UNDERSTUDY_BIN:-}
 [[ -f $bin && -x $bin ]] || fail "UNDERSTUDY_BIN=$bin is not an executable file"
 [[ -x /usr/bin/python3 ]] || fail "no /usr/bin/python3 (Debian package python3)"
 
-mkdir -p "$sandbox/home" "$sandbox/tmp" "$sandbox/project"
+mkdir -p "$sandbox/home" "$sandbox/tmp" "$sandbox/project" "$sandbox/readme"
 clean=(env -i "PATH=$sandbox/venv/bin:/usr/bin:/bin" "HOME=$sandbox/home" "TMPDIR=$sandbox/tmp"
        LANG=C.UTF-8 PIP_CONFIG_FILE=/dev/null)
 cd "$sandbox"
@@ -114,7 +122,7 @@ grep -qx "understudy_testing.pytest_plugin=understudy_testing.pytest_plugin" <<<
 step "pytest11 entry point registered"
 
 # 4. The smoke test, as a user's project: plain pytest, no -p.
-cp "$here/wheel_smoke/test_smoke.py" project/
+cp "$here/wheel_smoke/test_smoke.py" "$here/wheel_smoke/fake_openai.py" project/
 set +e
 (cd project && "${clean[@]}" "UNDERSTUDY_BIN=$bin" python -m pytest -q -rf test_smoke.py) \
   >"$sandbox/pytest.log" 2>&1
@@ -129,4 +137,33 @@ if ((status != 0)); then
   fail "the smoke test failed in $sandbox/project (pytest exit $status, output above)"
 fi
 step "smoke test passed: record, byte-identical replay, trace assertions"
+
+# 5. The README's example, verbatim, against a committed-style recording.
+cp "$here/wheel_smoke/"{fake_openai,my_agents,record_golden}.py readme/
+command=$("${clean[@]}" venv/bin/python "$here/wheel_smoke/readme_example.py" \
+  "$repo/README.md" "$repo/clients/python/README.md" readme) ||
+  fail "the README's pytest example could not be read (above)"
+(cd readme && "${clean[@]}" "UNDERSTUDY_BIN=$bin" python record_golden.py) \
+  >"$sandbox/record.log" 2>&1 || { cat "$sandbox/record.log" >&2; fail "recording golden.db failed (above)"; }
+rm -f readme/record_golden.py
+golden=$(sha256sum readme/golden.db)
+set +e
+(cd readme && "${clean[@]}" "UNDERSTUDY_BIN=$bin" bash -c "$command") >"$sandbox/readme.log" 2>&1
+status=$?
+set -e
+cat "$sandbox/readme.log" >&2
+((status == 0)) || fail "the README's example failed: \`$command\` in $sandbox/readme (exit $status, above)"
+[[ $(sha256sum readme/golden.db) == "$golden" ]] || fail "\`$command\` changed golden.db"
+set +e
+(cd readme && "${clean[@]}" "$bin" replay --db golden.db --session golden -- python -m pytest -q test_review_loop.py) \
+  >"$sandbox/replay.log" 2>&1
+status=$?
+set -e
+cat "$sandbox/replay.log" >&2
+((status == 0)) || fail "the README's example failed under understudy replay (exit $status, above)"
+[[ $(sha256sum readme/golden.db) == "$golden" ]] || fail "understudy replay --db golden.db changed golden.db"
+if grep -q "unused recordings" "$sandbox/replay.log"; then
+  fail "understudy replay printed the summary of a run the tests did not use (above)"
+fi
+step "the README's example passed as written: \`$command\`, and under understudy replay; golden.db unchanged"
 echo "verify/wheel: OK $(basename "$wheel") in $((SECONDS - step_start))s"

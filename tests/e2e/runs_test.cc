@@ -4,6 +4,7 @@
 // StartRunRequest.trace_level).
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -125,7 +126,11 @@ class RunsTest : public E2eTest {
 
   // `runs ls --json` of the test's database; fails the test unless it exits 0.
   std::vector<nlohmann::json> ListRuns(const std::vector<std::string>& more = {}) {
-    std::vector<std::string> args = {"runs", "ls", "--json", "--db", db_path()};
+    return ListRunsIn(db_path(), more);
+  }
+  std::vector<nlohmann::json> ListRunsIn(const std::string& db,
+                                         const std::vector<std::string>& more = {}) {
+    std::vector<std::string> args = {"runs", "ls", "--json", "--db", db};
     args.insert(args.end(), more.begin(), more.end());
     absl::StatusOr<ProcessResult> ls = Cli(args);
     EXPECT_TRUE(ls.ok()) << ls.status();
@@ -460,17 +465,73 @@ TEST_F(RunsTest, ATraceLevelKeepsOnlyWhatItPromises) {
   EXPECT_EQ(stored["full"], "TRACE_LEVEL_FULL");
 }
 
-// `record` and `replay` take --trace-level too.
+// `record` and `replay` take --trace-level too (the replay's run is in its
+// --trace-db copy).
 TEST_F(RunsTest, ReplayTakesATraceLevel) {
   RecordGoldenRun();
   ASSERT_FALSE(HasFatalFailure());
-  ASSERT_OK_AND_ASSIGN(ProcessResult r, Cli({"replay", "--session", "golden", "--trace-level",
-                                             "off", "--db", db_path(), "--", "true"}));
+  const std::string copy = Path("replay.db");
+  ASSERT_OK_AND_ASSIGN(ProcessResult r,
+                       Cli({"replay", "--session", "golden", "--trace-level", "off", "--db",
+                            db_path(), "--trace-db", copy, "--", "true"}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  std::vector<nlohmann::json> runs = ListRuns();
+  std::vector<nlohmann::json> runs = ListRunsIn(copy);
   ASSERT_THAT(runs, SizeIs(2));
   EXPECT_EQ(runs[1]["trace_level"], "TRACE_LEVEL_OFF");
   EXPECT_EQ(runs[1]["events"], "0");
+}
+
+// A replay leaves the recording as committed: its runs and traces go to a
+// copy (a temporary one without --trace-db), the recording's bytes and
+// folder stay the same, and the summary of a default run the command never
+// used is not printed.
+TEST_F(RunsTest, ReplayNeverWritesTheRecording) {
+  const std::string recorded = RecordGoldenRun();
+  ASSERT_FALSE(HasFatalFailure());
+  const std::string before = ReadFileOrEmpty(db_path());
+  ASSERT_FALSE(before.empty());
+  auto folder = [&] {
+    std::vector<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(Path(""))) {
+      names.push_back(entry.path().filename().string());
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const std::vector<std::string> files = folder();
+
+  ASSERT_OK_AND_ASSIGN(ProcessResult unused, Cli({"replay", "--session", "golden", "--db",
+                                                  db_path(), "--", "true"}));
+  ASSERT_EQ(unused.exit_code, 0) << unused.err;
+  EXPECT_THAT(unused.err, Not(HasSubstr("unused recordings"))) << "a summary of an unused run";
+  EXPECT_EQ(ReadFileOrEmpty(db_path()), before) << "the replay wrote into the recording";
+  EXPECT_EQ(folder(), files);
+  EXPECT_THAT(Ids(ListRuns()), ElementsAre(recorded));
+
+  // The command used the run (a miss): its summary, and its trace kept in
+  // --trace-db, where `understudy trace` finds it.
+  const std::string copy = Path("kept/replay.db");
+  std::filesystem::create_directories(Path("kept"));
+  const char* kAskSomethingNew =
+      "import os, urllib.request as u\n"
+      "body = b'{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"new\"}]}'\n"
+      "try:\n"
+      "    u.urlopen(u.Request(os.environ['OPENAI_BASE_URL'] + '/chat/completions', data=body,\n"
+      "                        headers={'content-type': 'application/json'}), timeout=10)\n"
+      "except OSError:\n"
+      "    pass\n";
+  ASSERT_OK_AND_ASSIGN(ProcessResult used,
+                       Cli({"replay", "--session", "golden", "--db", db_path(), "--trace-db", copy,
+                            "--", "/usr/bin/python3", "-c", kAskSomethingNew}));
+  ASSERT_EQ(used.exit_code, 0) << used.err;
+  EXPECT_THAT(used.err,
+              MatchesRegex("(.|\n)*understudy: run run-[0-9a-f]+ \\(golden@1\\): served 0, "
+                           "recorded 0, misses 1, unused recordings [0-9]+\n(.|\n)*"));
+  EXPECT_EQ(ReadFileOrEmpty(db_path()), before);
+  std::vector<nlohmann::json> kept = ListRunsIn(copy);
+  ASSERT_THAT(kept, SizeIs(2));
+  EXPECT_EQ(kept[0]["id"], recorded) << "the copy holds the recording too";
+  EXPECT_EQ(kept[1]["misses"], "1");
 }
 
 // serve --keep-runs: at start-up, then in the background as runs end;

@@ -17,12 +17,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/files.h"
 #include "base/subprocess.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testgen/analyze.h"
 #include "testgen/code_check.h"
-#include "testgen/scratch_dir.h"
 #include "testgen/test_gen.h"
 #include "testgen/test_runner.h"
 #include "testgen/toolchain.h"
@@ -68,7 +68,7 @@ class TestgenE2eTest : public ::testing::Test {
   // Records session "golden" into DIR/golden.db and puts the spec and the
   // system under test beside it, where the generated tests refer to them.
   static void SetUpTestSuite() {
-    absl::StatusOr<std::unique_ptr<ScratchDir>> dir = ScratchDir::Create();
+    absl::StatusOr<std::unique_ptr<ScratchDir>> dir = ScratchDir::Create("understudy-testgen");
     if (!dir.ok()) {
       setup_error_ = new std::string(dir.status().ToString());
       return;

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
-import { Client, PROTO_FILES, UnderstudyError, assertions, connect, startServer, useUnderstudy } from '../index.js';
+import { Client, PROTO_FILES, UnderstudyError, assertions, connect, loadProtos, startServer, useUnderstudy } from '../index.js';
 import { BIN, cleanEnv, requireBinary, serve } from '../test_support/env.js';
 
 const SCENARIO = `schema: understudy.scenario/v1
@@ -176,6 +176,52 @@ test('startRun: traceLevel summary keeps the start and the end, off keeps nothin
   assert.ok(kept.full.includes('exchange'), kept.full.join());
   await assert.rejects(c.startRun({ scenarioText: SCENARIO, traceLevel: 'loud' }),
     /traceLevel: "loud" is not one of full, summary, off/);
+});
+
+// Every field of StartRunRequest, as the proto defines it, is an option of
+// startRun (and of useUnderstudy) that reaches the request: a field added
+// to the proto fails here until the client takes it.
+test('startRun and useUnderstudy take every StartRunRequest field', async () => {
+  const fields = loadProtos().StartRunRequest.type.field.map((f) => f.name.replace(/_([a-z])/g, (_, c) => c.toUpperCase()));
+  const options = {
+    mode: 'new', session: 'golden@2', strict: false, runId: 'every-field', scenario: 'rate-limit',
+    scenarioText: 'schema: understudy.scenario/v1', repeat: true, traceLevel: 'summary',
+  };
+  assert.deepEqual(Object.keys(options).sort(), [...fields].sort(), 'this test names every field');
+  const sent = [];
+  const fake = { StartRun: (request, _opts, done) => { sent.push(request); done(null, { id: request.runId }); } };
+  const c = connect('127.0.0.1:1');
+  const real = c.runs;
+  try {
+    c.runs = fake;
+    await c.startRun(options);
+    await useUnderstudy({ after() {} }, { server: { grpc: '127.0.0.1:1', client: () => c }, ...options });
+  } finally {
+    c.runs = real;
+    c.close();
+  }
+  assert.equal(sent.length, 2);
+  for (const request of sent) {
+    for (const field of fields) {
+      assert.ok(request[field] !== undefined && request[field] !== '' && request[field] !== 0, `${field} not sent: ${JSON.stringify(request)}`);
+    }
+    assert.equal(request.repeat, true);
+    assert.equal(request.strict, false);
+    assert.equal(request.mode, 'RUN_MODE_NEW');
+    assert.equal(request.traceLevel, 'TRACE_LEVEL_SUMMARY');
+  }
+});
+
+test('startRun: repeat reaches the server', async (t) => {
+  const server = await serve();
+  t.after(() => server.stop());
+  const c = server.client();
+  const repeating = await c.startRun({ scenarioText: SCENARIO, repeat: true });
+  assert.equal(repeating.repeat, true);
+  const once = await c.startRun({ scenarioText: SCENARIO });
+  assert.equal(once.repeat, false);
+  await c.endRun(repeating.id);
+  await c.endRun(once.id);
 });
 
 test('a client of a server that is not there fails within its deadline', async () => {

@@ -487,7 +487,7 @@ def test_server_start_and_stop(tmp_path):
 
     with pytest.raises(RuntimeError) as bad:
         Server.start(binary="/bin/true", start_timeout=5)
-    assert "printed no line" in str(bad.value)
+    assert "exited with code 0 before its serving line" in str(bad.value)
     with pytest.raises(FileNotFoundError):
         Server.start(binary=str(tmp_path / "missing"))
 

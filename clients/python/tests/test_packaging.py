@@ -104,3 +104,17 @@ def test_building_the_wheel_leaves_the_checkout_unchanged(wheel):
     leftovers = [p for p in ("build", "understudy_testing.egg-info", "understudy_testing/_generated")
                  if (CLIENT_DIR / p).exists()]
     assert not leftovers, f"build-wheel.sh wrote into {CLIENT_DIR}: {leftovers}"
+
+
+def test_the_installed_wheel_passes_packaging_verify_wheel_sh(wheel, tmp_path):
+    """The wheel as a user installs it (packaging/verify/wheel.sh): a clean
+    venv, plain pytest, and the README's pytest example verbatim against a
+    recording that it leaves unchanged."""
+    binary = os.environ.get("UNDERSTUDY_BIN")
+    assert binary, "UNDERSTUDY_BIN: the understudy binary the sandbox's tests run"
+    done = subprocess.run([str(REPO / "packaging" / "verify" / "wheel.sh"), str(wheel.parent),
+                           str(tmp_path / "sandbox")],
+                          env=clean_env(UNDERSTUDY_BIN=binary), capture_output=True, text=True,
+                          timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "the README's example passed as written: `python -m pytest --understudy-db golden.db" in done.stderr

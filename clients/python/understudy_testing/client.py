@@ -15,6 +15,7 @@ runs out becomes `TimeoutError` with the server's explanation.
 """
 
 import json
+import os
 import threading
 
 import grpc
@@ -142,24 +143,42 @@ class Client:
     # --- runs ---------------------------------------------------------------
 
     def start_run(self, *, mode="replay", session="", scenario="", scenario_text="", run_id="",
-                  strict=None, trace_level=None):
+                  strict=None, trace_level=None, repeat=False):
         """Starts a run and returns its `understudy.v1.Run` (`.id`, ...).
 
-        mode: "record", "replay", "passthrough", "once" or "new".
-        session: NAME or NAME@N. scenario: a pack name, or a file under the server's --scenario-dir;
+        The keywords are StartRunRequest's fields. mode: "record", "replay",
+        "passthrough", "once" or "new". session: NAME or NAME@N. scenario: a
+        pack name, or a file under the server's --scenario-dir;
         scenario_text: the scenario document (or a dict). strict: None keeps
         the server's default (strict). trace_level: "full", "summary" (start,
         misses and end only) or "off"; None keeps the server's --trace-level.
+        repeat: in replay, once every identical recording of a request is
+        used, answer it again from the last one instead of missing (polling
+        agents, retries).
         """
         if isinstance(scenario_text, dict):
             scenario_text = json.dumps(scenario_text)
         request = pb.StartRunRequest(session=session, mode=_named(MODES, "mode", mode),
-                                     run_id=run_id, scenario=scenario, scenario_text=scenario_text)
+                                     run_id=run_id, scenario=scenario, scenario_text=scenario_text,
+                                     repeat=bool(repeat))
         if strict is not None:
             request.strict = bool(strict)
         if trace_level is not None:
             request.trace_level = _named(TRACE_LEVELS, "trace_level", trace_level)
         return self._call(self.runs.StartRun, "StartRun", request)
+
+    def import_session(self, jsonl, *, name=""):
+        """Imports a session file (the JSONL of `understudy export`, as text,
+        bytes or a path) as a new closed version; returns its
+        `understudy.v1.Session` (`.name`, `.version`). name: store it under
+        this name instead of the file's."""
+        if isinstance(jsonl, os.PathLike):
+            with open(jsonl, "rb") as f:
+                jsonl = f.read()
+        elif isinstance(jsonl, str):
+            jsonl = jsonl.encode()
+        return self._call(self.sessions.ImportSession, "ImportSession",
+                          pb.ImportSessionRequest(jsonl=jsonl, name=name))
 
     def end_run(self, run_id):
         """Ends the run; returns its `understudy.v1.RunSummary`. Ending an
@@ -257,7 +276,11 @@ class Client:
         return self._call(self.traces.Assert, "Assert",
                           pb.AssertRequest(run=run_id, assertions=list(assertions)))
 
+    # The assert_* helpers hide their frames from pytest's tracebacks
+    # (__tracebackhide__), so that a failure points at the test's line.
+
     def _require(self, run_id, assertion):
+        __tracebackhide__ = True
         verdict = self.check(run_id, assertion)
         if not verdict.passed:
             report = verdict.report or "\n".join(r.explanation for r in verdict.results)
@@ -265,27 +288,35 @@ class Client:
         return verdict
 
     def assert_agent_sequence(self, run_id, agents, match="exact", collapse_repeats=False):
+        __tracebackhide__ = True
         return self._require(run_id, A.agent_sequence(agents, match, collapse_repeats))
 
     def assert_phase_transitions(self, run_id, phases, match="exact"):
+        __tracebackhide__ = True
         return self._require(run_id, A.phase_transitions(phases, match))
 
     def assert_tool_calls(self, run_id, calls, *, agent="", match="exact"):
+        __tracebackhide__ = True
         return self._require(run_id, A.tool_calls(calls, agent=agent, match=match))
 
     def assert_feedback_propagated(self, run_id, from_agent, to_agent, keyword):
+        __tracebackhide__ = True
         return self._require(run_id, A.feedback_propagated(from_agent, to_agent, keyword))
 
     def assert_count(self, run_id, op, n, **filter):
+        __tracebackhide__ = True
         return self._require(run_id, A.count(op, n, **filter))
 
     def assert_no_misses(self, run_id):
+        __tracebackhide__ = True
         return self._require(run_id, A.no_misses())
 
     def assert_all_consumed(self, run_id):
+        __tracebackhide__ = True
         return self._require(run_id, A.all_consumed())
 
     def assert_spec(self, run_id, spec_text_or_path):
+        __tracebackhide__ = True
         return self._require(run_id, A.spec(spec_text_or_path))
 
 
@@ -373,25 +404,33 @@ class RunHandle:
         return self.client.check(self.id, *assertions)
 
     def assert_agent_sequence(self, agents, match="exact", collapse_repeats=False):
+        __tracebackhide__ = True
         return self.client.assert_agent_sequence(self.id, agents, match, collapse_repeats)
 
     def assert_phase_transitions(self, phases, match="exact"):
+        __tracebackhide__ = True
         return self.client.assert_phase_transitions(self.id, phases, match)
 
     def assert_tool_calls(self, calls, *, agent="", match="exact"):
+        __tracebackhide__ = True
         return self.client.assert_tool_calls(self.id, calls, agent=agent, match=match)
 
     def assert_feedback_propagated(self, from_agent, to_agent, keyword):
+        __tracebackhide__ = True
         return self.client.assert_feedback_propagated(self.id, from_agent, to_agent, keyword)
 
     def assert_count(self, op, n, **filter):
+        __tracebackhide__ = True
         return self.client.assert_count(self.id, op, n, **filter)
 
     def assert_no_misses(self):
+        __tracebackhide__ = True
         return self.client.assert_no_misses(self.id)
 
     def assert_all_consumed(self):
+        __tracebackhide__ = True
         return self.client.assert_all_consumed(self.id)
 
     def assert_spec(self, spec_text_or_path):
+        __tracebackhide__ = True
         return self.client.assert_spec(self.id, spec_text_or_path)

@@ -3,22 +3,22 @@ it: copied into a sandbox by packaging/verify/wheel.sh and run there with
 plain `pytest` (no -p: the fixtures come from the pytest11 entry point),
 nothing of the repository on any path.
 
-One chat completion from a fake OpenAI upstream (loopback, port 0) is
+One chat completion from a fake OpenAI upstream (fake_openai.py: loopback,
+port 0) is
 recorded through the plugin's server, replayed with the upstream closed,
 and the two answers must be the same bytes; then the replay's trace is
 asserted on with the installed helpers. The server is $UNDERSTUDY_BIN.
 """
 
-import http.server
 import json
 import pathlib
 import sys
-import threading
 import urllib.request
 
 import pytest
 
 import understudy_testing
+from fake_openai import FakeOpenAI
 from understudy_testing import assertions as A
 
 SESSION = "wheel-smoke"
@@ -34,46 +34,10 @@ ANSWER = {
 }
 
 
-class FakeOpenAI:
-    """Chat Completions on 127.0.0.1:0: one fixed answer; counts the calls."""
-
-    def __init__(self):
-        fake = self
-        self.calls = 0
-        self.body = json.dumps(ANSWER).encode()
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self):
-                self.rfile.read(int(self.headers.get("Content-Length", "0")))
-                if self.path != "/v1/chat/completions":
-                    self.send_error(404, f"fake upstream: no route {self.path}")
-                    return
-                fake.calls += 1
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(fake.body)))
-                self.end_headers()
-                self.wfile.write(fake.body)
-
-            def log_message(self, *args):
-                pass
-
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    def close(self):
-        if self._thread is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._thread.join(TIMEOUT)
-            self._thread = None
-
-
 @pytest.fixture(scope="session")
 def fake_openai():
-    fake = FakeOpenAI()
+    fake = FakeOpenAI(lambda request: ANSWER)
+    fake.body = json.dumps(ANSWER).encode()  # the bytes it answers with
     yield fake
     fake.close()
 
