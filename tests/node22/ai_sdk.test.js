@@ -71,7 +71,7 @@ async function recordLoops(t) {
 }
 
 test('ai sdk: a tool loop over Responses, Chat Completions, Anthropic (both SDKs) and Gemini records and replays unmodified', { timeout: 120000 }, async (t) => {
-  const { db, rec, openai, anthropic, gemini } = await recordLoops(t);
+  const { dir, db, rec, openai, anthropic, gemini } = await recordLoops(t);
   const lines = rec.stdout.trim().split('\n');
   assert.deepEqual(lines.map((l) => l.split(':')[0]), LOOPS);
   for (const line of lines) {
@@ -90,14 +90,16 @@ test('ai sdk: a tool loop over Responses, Chat Completions, Anthropic (both SDKs
   const sentCall = gemini.requests[1].body.contents.flatMap((c) => c.parts).find((p) => p.functionCall);
   assert.ok(sentCall.functionCall.id, 'the SDK sent back an id Gemini never gave');
 
-  const rep = await run(['replay', '--db', db, '--session', 'ai-sdk', '--', ...AGENT, ...LOOPS],
+  // A replay never writes the recording: its run is kept in --trace-db.
+  const traceDb = path.join(dir, 'replay.db');
+  const rep = await run(['replay', '--db', db, '--trace-db', traceDb, '--session', 'ai-sdk', '--', ...AGENT, ...LOOPS],
     { env: UNUSED_KEYS, timeoutMs: 60000 });
   assert.equal(rep.code, 0, rep.stderr);
   assert.equal(rep.stdout, rec.stdout, 'the same steps, texts and ids from the replay');
   assert.match(rep.stderr, /served 10, recorded 0, misses 0, unused recordings 0/);
 
   // The trace reads the reference as the message it names.
-  const events = await traceOfRun(db, runOf(rep.stderr));
+  const events = await traceOfRun(traceDb, runOf(rep.stderr));
   const exchanges = events.filter((e) => e.kind === 'exchange');
   // OpenTelemetry's names: `chat` for every model call, and the OpenAI API
   // it came over in openai.api.type.
@@ -116,14 +118,15 @@ test('ai sdk: a tool loop over Responses, Chat Completions, Anthropic (both SDKs
 });
 
 test('ai sdk: a rule on the last user message holds on the later steps of the loop, over every API', { timeout: 120000 }, async (t) => {
-  const { db } = await recordLoops(t);
-  const rep = await run(['replay', '--db', db, '--session', 'ai-sdk', '--scenario', path.join(FIXTURES, 'ai_sdk_rules.yaml'),
+  const { dir, db } = await recordLoops(t);
+  const traceDb = path.join(dir, 'replay.db');
+  const rep = await run(['replay', '--db', db, '--trace-db', traceDb, '--session', 'ai-sdk', '--scenario', path.join(FIXTURES, 'ai_sdk_rules.yaml'),
     '--', ...AGENT, ...LOOPS], { env: UNUSED_KEYS, timeoutMs: 60000 });
   assert.equal(rep.code, 0, rep.stderr);
   for (const line of rep.stdout.trim().split('\n')) {
     assert.match(line, / \| \[[^\]]*\]  Scripted: the weather in Paris is scripted\.$/, line);
   }
-  const events = await traceOfRun(db, runOf(rep.stderr));
+  const events = await traceOfRun(traceDb, runOf(rep.stderr));
   const ruled = events.filter((e) => e.kind === 'exchange' && attr(e, 'understudy.rule.name') === 'after-the-tool');
   assert.equal(ruled.length, LOOPS.length, 'the second step of every loop');
 });
