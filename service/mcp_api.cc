@@ -7,6 +7,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/http_status.h"
 #include "base/log.h"
 #include "base/scheduler.h"
 #include "base/status_macros.h"
@@ -41,13 +42,16 @@ int CodeFor(const absl::Status& status) {
   return mcp::kInternalError;
 }
 
+// `data` of an error: what understudy says went wrong, for a client to
+// tell its cases apart.
+std::string ErrorData(int code, const absl::Status& status) {
+  if (code == mcp::kNoRecording) return R"({"understudy":"no_recording"})";
+  return absl::StrCat(R"({"understudy":")", absl::StatusCodeToString(status.code()), R"("})");
+}
+
 std::string ErrorFor(const Json& id, const absl::Status& status) {
   const int code = CodeFor(status);
-  std::string data = code == mcp::kNoRecording ? R"({"understudy":"no_recording"})"
-                                               : absl::StrCat(R"({"understudy":")",
-                                                              absl::StatusCodeToString(status.code()),
-                                                              R"("})");
-  return mcp::ErrorResponse(id, code, status.message(), data);
+  return mcp::ErrorResponse(id, code, status.message(), ErrorData(code, status));
 }
 
 void RespondJson(HttpResponder& out, int status, std::string body,
@@ -292,7 +296,13 @@ void McpApi::Handle(replayer::CallInfo call, std::string name, HttpRequest reque
 
   absl::StatusOr<std::pair<v1::RunMode, std::string>> mode = options_.engine->ActiveRunMode(call);
   if (!mode.ok()) {
-    return RespondJson(*out, 200, ErrorFor(message.id, mode.status()));
+    // The request names no run, an unknown one or one that has ended: the
+    // client's mistake, answered with the HTTP status the model routes give
+    // it (404 for an unknown run) and a JSON-RPC error of the same kind as
+    // an unknown session's.
+    return RespondJson(*out, HttpStatusFor(mode.status().code()),
+                       mcp::ErrorResponse(message.id, mcp::kInvalidRequest, mode.status().message(),
+                                          ErrorData(mcp::kInvalidRequest, mode.status())));
   }
   const bool may_forward = mode->first != v1::RUN_MODE_REPLAY;
   if (may_forward && request.Header("x-understudy-mcp-upstream") == "lazy") {
