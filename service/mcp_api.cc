@@ -1,5 +1,7 @@
 #include "service/mcp_api.h"
 
+#include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -32,6 +34,39 @@ constexpr size_t kMaxProxyUpstreams = 64;
 std::string SseEvent(absl::string_view message) {
   return absl::StrCat("event: message\ndata: ", message, "\n\n");
 }
+
+// A recorded SSE answer's messages with the caller's ids, each made as the
+// client reads the stream, paced by its recorded offset when `speed` > 0.
+class RecordedMessages final : public HttpSource {
+ public:
+  // `native` lives as long as `keepalive`.
+  RecordedMessages(std::shared_ptr<const void> keepalive, const v1::NativeExchange& native,
+                   Json id, Json token, absl::Time start, double speed)
+      : keepalive_(std::move(keepalive)),
+        native_(native),
+        id_(std::move(id)),
+        token_(std::move(token)),
+        start_(start),
+        speed_(speed) {}
+
+  std::optional<HttpPiece> Next() override {
+    if (next_ >= native_.chunks_size()) return std::nullopt;
+    const v1::NativeChunk& chunk = native_.chunks(next_++);
+    const absl::Time at = speed_ > 0
+                              ? start_ + absl::Microseconds(chunk.offset_micros() / speed_)
+                              : absl::InfinitePast();
+    return HttpPiece{SseEvent(mcp::WithIds(chunk.data(), id_, token_)), at};
+  }
+
+ private:
+  const std::shared_ptr<const void> keepalive_;
+  const v1::NativeExchange& native_;
+  const Json id_;
+  const Json token_;
+  const absl::Time start_;
+  const double speed_;
+  int next_ = 0;
+};
 
 // The JSON-RPC error code for a status the engine or the adapter gave.
 int CodeFor(const absl::Status& status) {
@@ -396,13 +431,8 @@ void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespon
       HttpHeaders headers = {{"content-type", kEventStream}, {"cache-control", "no-cache"}};
       if (!session_id.empty()) headers.emplace_back("mcp-session-id", session_id);
       out->StartStream(200, std::move(headers));
-      const absl::Time start = options_.clock->Now();
-      for (const v1::NativeChunk& chunk : native.chunks()) {
-        const absl::Time at = decision.speed > 0
-                                  ? start + absl::Microseconds(chunk.offset_micros() / decision.speed)
-                                  : absl::InfinitePast();
-        out->Write(SseEvent(mcp::WithIds(chunk.data(), id, token)), at);
-      }
+      out->WriteFrom(std::make_shared<RecordedMessages>(decision.keepalive, native, id, token,
+                                                        options_.clock->Now(), decision.speed));
       return out->End();
     }
     if (ex.has_error()) {
