@@ -2,14 +2,20 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+
+#include "absl/strings/str_cat.h"
 
 namespace understudy {
 
@@ -81,6 +87,44 @@ absl::Status WriteFully(int fd, std::vector<absl::string_view> pieces, int wake)
     }
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> UnreadBytes(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return absl::UnavailableError(ErrnoText(errno));
+  unsigned long request = 0;  // NOLINT(runtime/int): ioctl's type
+  if (S_ISFIFO(st.st_mode)) {
+    request = FIONREAD;
+  } else if (S_ISSOCK(st.st_mode)) {
+    request = SIOCOUTQ;
+  } else if (S_ISCHR(st.st_mode) && ::isatty(fd) == 1) {
+    request = TIOCOUTQ;
+  } else {
+    return 0;
+  }
+  int unread = 0;
+  if (::ioctl(fd, request, &unread) != 0) return absl::UnavailableError(ErrnoText(errno));
+  return static_cast<size_t>(std::max(unread, 0));
+}
+
+absl::Status WaitUntilRead(int fd, absl::Time deadline, int wake) {
+  // A reader that is keeping up reads within a few microseconds; one that
+  // is busy may take milliseconds. Looks back off from 50 µs to 1 ms.
+  absl::Duration pause = absl::Microseconds(50);
+  for (;;) {
+    const absl::StatusOr<size_t> unread = UnreadBytes(fd);
+    if (!unread.ok() || *unread == 0) return absl::OkStatus();
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(*unread, " bytes written were not read in time"));
+    }
+    const timespec wait = absl::ToTimespec(std::min(pause, left));
+    pollfd p = {wake, POLLIN, 0};
+    const int ready = ::ppoll(&p, wake >= 0 ? 1 : 0, &wait, nullptr);
+    if (ready > 0 && (p.revents & POLLIN) != 0) return absl::CancelledError("stopped");
+    pause = std::min(pause * 2, absl::Milliseconds(1));
+  }
 }
 
 }  // namespace understudy

@@ -1,6 +1,7 @@
 // Small helpers for file descriptors (mcp-proxy's stdin and stdout, `understudy
 // mcp`'s, child processes' pipes): errno text, poll() timeouts, a self-pipe to wake threads
-// blocked in poll(), and a write that can be interrupted.
+// blocked in poll(), a write that can be interrupted, and waiting until a
+// reader has read what was written.
 #ifndef UNDERSTUDY_BASE_FD_IO_H_
 #define UNDERSTUDY_BASE_FD_IO_H_
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 
@@ -43,6 +45,22 @@ class WakePipe {
 // cause on failure, CANCELLED on a wake. The pieces must stay live for the
 // call.
 absl::Status WriteFully(int fd, std::vector<absl::string_view> pieces, int wake);
+
+// How many of the bytes written to `fd` its reader has not read yet: what
+// a pipe holds (FIONREAD), what a socket has not handed over (SIOCOUTQ; on
+// a Unix socket, until the peer reads it), what a terminal has not output
+// (TIOCOUTQ). 0 for anything else (a file: nobody reads later).
+// UNAVAILABLE, with the cause, when the descriptor cannot be asked.
+absl::StatusOr<size_t> UnreadBytes(int fd);
+
+// Waits until the reader of `fd` has read everything written to it
+// (UnreadBytes is 0), `deadline` passes, or `wake` (a descriptor, or -1)
+// becomes readable. No event says that a reader has read, so it looks
+// again every few hundred microseconds (sooner at first), sleeping in
+// poll() on `wake` between looks. OK once read (or when `fd` cannot be
+// asked: there is nothing to wait for); DEADLINE_EXCEEDED; CANCELLED on a
+// wake.
+absl::Status WaitUntilRead(int fd, absl::Time deadline, int wake);
 
 }  // namespace understudy
 

@@ -237,6 +237,22 @@ int Serve(const ServeFlags& flags) {
 
 namespace {
 
+// What a summary line says an exchange was: "mcp SERVER METHOD [TOOL]" for
+// an MCP exchange, else the operation (when not a completion) and the
+// model; then the agent, when there is one.
+std::string Describe(const v1::ExchangeRef& r) {
+  std::string out;
+  if (absl::StartsWith(r.operation(), replayer::kMcpOperationPrefix)) {
+    out = absl::StrCat("mcp ", r.model(), " ",
+                       absl::string_view(r.operation()).substr(sizeof(replayer::kMcpOperationPrefix) - 1));
+    if (!r.tool().empty()) absl::StrAppend(&out, " ", r.tool());
+  } else {
+    out = absl::StrCat(r.operation().empty() ? "model" : r.operation(), " ", r.model());
+  }
+  if (!r.agent().empty()) absl::StrAppend(&out, " (agent ", r.agent(), ")");
+  return out;
+}
+
 void PrintSummary(const v1::RunSummary& summary) {
   const v1::Run& run = summary.run();
   std::cerr << "understudy: run " << run.id() << " (" << run.session() << "@" << run.session_version()
@@ -246,10 +262,10 @@ void PrintSummary(const v1::RunSummary& summary) {
     std::cerr << "  miss: " << m.text() << "\n";
   }
   for (const v1::ExchangeRef& r : summary.recorded()) {
-    std::cerr << "  recorded #" << r.seq() << " " << r.agent() << "\n";
+    std::cerr << "  recorded #" << r.seq() << " " << Describe(r) << "\n";
   }
   for (const v1::ExchangeRef& r : summary.unconsumed()) {
-    std::cerr << "  unused #" << r.seq() << " " << r.agent() << "\n";
+    std::cerr << "  unused #" << r.seq() << " " << Describe(r) << "\n";
   }
   for (const std::string& f : summary.failures()) std::cerr << "  failed: " << f << "\n";
 }
@@ -301,6 +317,7 @@ absl::StatusOr<WrapResult> RunWrapped(const ServeFlags& flags,
   if (!mode.ok()) return service::Tagged(mode, service::StartStage::kOptions);
   options.listen = "127.0.0.1:0";
   options.http_listen = "127.0.0.1:0";
+  options.upstreams_from_mcp_proxies = true;
   options.drain_timeout = absl::Seconds(flags.drain_timeout_seconds);
   options.request_timeout = absl::Seconds(flags.request_timeout_seconds);
 

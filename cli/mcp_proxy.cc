@@ -333,6 +333,17 @@ class McpProxy::Impl {
       }
       return;
     }
+    if (request && answer.status >= 400 && answer.status < 500 && IsErrorFor(m, body)) {
+      // understudy refused the request with a JSON-RPC error for it (an
+      // unknown run, 404): passed on as it is, its code and message intact.
+      absl::StatusOr<std::string> line = ToOneLine(std::string(body));
+      if (line.ok()) {
+        Log(LogLevel::kWarning, "mcp_proxy_failed",
+            {{"method", m.rpc.method}, {"status", absl::StrCat(answer.status)}});
+        WriteLine(*line);
+        return;
+      }
+    }
     const std::string message =
         absl::StrCat("understudy mcp-proxy: ", answer.status, body.empty() ? "" : " ",
                      validation::Shorten(body, 200));
@@ -341,6 +352,13 @@ class McpProxy::Impl {
     } else {
       Log(LogLevel::kWarning, "mcp_proxy_failed", {{"method", m.rpc.method}, {"error", message}});
     }
+  }
+
+  // Whether `body` is a JSON-RPC error response to request `m`.
+  static bool IsErrorFor(const AgentMessage& m, absl::string_view body) {
+    const absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(body, "answer");
+    return parsed.ok() && parsed->kind == mcp::Message::Kind::kResponse && parsed->id == m.rpc.id &&
+           mcp::OutcomeOf(*parsed).is_error;
   }
 
   // Whether the answer's last event is a JSON-RPC response.
@@ -486,9 +504,15 @@ class McpProxy::Impl {
       }
       if (message_ != nullptr && message_->rpc.method == "initialize")
         proxy_->NoteInitialize(*line);
+      if (answer_.events > 0 && IsResponse(*line)) proxy_->AwaitRead();
       proxy_->WriteLine(*line);
       ++answer_.events;
       answer_.last_event = std::move(*line);
+    }
+
+    static bool IsResponse(absl::string_view line) {
+      const absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(line, "event");
+      return parsed.ok() && parsed->kind == mcp::Message::Kind::kResponse;
     }
 
     Impl* const proxy_;
@@ -635,6 +659,18 @@ class McpProxy::Impl {
     if (!s.ok()) {
       Log(LogLevel::kError, "mcp_proxy_output_failed", {{"error", std::string(s.message())}});
       Stop();
+    }
+  }
+
+  // Waits until the agent has read every line written so far, up to
+  // read_wait, so that the next line reaches it in a read of its own. Not
+  // under out_mu_: other answers' lines go on meanwhile.
+  void AwaitRead() {
+    const absl::Status read =
+        WaitUntilRead(options_.output_fd, absl::Now() + options_.read_wait,
+                      abandon_output_.read_fd());
+    if (absl::IsDeadlineExceeded(read)) {
+      Log(LogLevel::kDebug, "mcp_proxy_agent_slow", {{"waited", std::string(read.message())}});
     }
   }
 

@@ -78,6 +78,9 @@ struct McpProxyOptions {
   int max_in_flight = 64;
   // At the end, how long answers still coming may take.
   absl::Duration drain_timeout = absl::Seconds(10);
+  // How long a response waits for the agent to read the notifications
+  // that came before it in its answer (below).
+  absl::Duration read_wait = absl::Seconds(2);
   // Each step of ending the real server (ChildProcess::Terminate).
   absl::Duration child_grace = absl::Seconds(2);
 };
@@ -89,12 +92,19 @@ struct McpProxyOptions {
 // notification or response is relayed only after everything before it was
 // sent, and what follows it only once it was accepted (stdio's order, which
 // initialization and cancellation rely on). A request's SSE answer is written
-// event by event as it arrives. A line that is not a JSON-RPC message (not
+// event by event as it arrives; its response only once the agent has read
+// the notifications before it (up to read_wait): the SDK clients handle a
+// notification a moment after the read that brings it but a response at
+// once, so a response read together with its progress notifications
+// would overtake them and they would be dropped (a replay sends them all
+// at once). A line that is not a JSON-RPC message (not
 // JSON, an array, longer than kMaxMcpMessageBytes) is answered with a
-// JSON-RPC error with id null; a request that understudy cannot answer
-// (another HTTP status, a transport failure) with a JSON-RPC error
-// (-32603) with its id, beginning "understudy mcp-proxy: ". Every such
-// problem is also logged on stderr.
+// JSON-RPC error with id null. A request that understudy refuses (HTTP 4xx)
+// with a JSON-RPC error for it (an unknown run: 404, -32600) gets that
+// error as it is; one that understudy cannot answer (another HTTP
+// status, a transport failure) a JSON-RPC error (-32603) with its id,
+// beginning "understudy mcp-proxy: ". Every such problem is also logged on
+// stderr.
 class McpProxy {
  public:
   // INVALID_ARGUMENT (a usage error) for a missing name, HTTP address or

@@ -30,6 +30,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/fd_io.h"
 #include "base/status_matchers.h"
 #include "cli/mcp_bridge.h"
 #include "cli/mcp_stdio.h"
@@ -289,6 +290,14 @@ class ProxyRunner {
     }
   }
 
+  // Bytes the proxy wrote that the test has not read from the pipe yet
+  // (Next's buffer aside).
+  size_t Unread() {
+    absl::StatusOr<size_t> unread = UnreadBytes(from_proxy_);
+    EXPECT_THAT(unread, IsOk());
+    return unread.value_or(0);
+  }
+
   // The next line, parsed; a failure when there is none.
   Json NextJson() {
     std::optional<std::string> line = Next();
@@ -472,6 +481,23 @@ TEST_F(McpProxyTest, HttpErrorBecomesAJsonRpcErrorForRequestsOnly) {
   EXPECT_EQ(proxy.Next(absl::Milliseconds(10)), std::nullopt);
 }
 
+TEST_F(McpProxyTest, UnderstudysOwnJsonRpcErrorIsPassedOnAsItIs) {
+  FakeUnderstudy fake(/*record=*/false, [](const Received& r, auto out) {
+    if (r.method != "POST") return false;
+    const Json id = Json::parse(r.body)["id"];
+    out->Respond(404, {{"content-type", "application/json"}},
+                 Json({{"jsonrpc", "2.0"},
+                       {"id", id},
+                       {"error", {{"code", -32600}, {"message", "unknown run \"r 1\""}}}})
+                     .dump());
+    return true;
+  });
+  ProxyRunner proxy(Options(fake));
+  proxy.Send(R"({"jsonrpc":"2.0","id":"x-2","method":"tools/list"})");
+  EXPECT_EQ(proxy.NextJson(),
+            Json::parse(R"({"jsonrpc":"2.0","id":"x-2","error":{"code":-32600,"message":"unknown run \"r 1\""}})"));
+}
+
 TEST_F(McpProxyTest, UnreachableServerBecomesAJsonRpcError) {
   FakeUnderstudy fake(/*record=*/false);
   McpProxyOptions options = Options(fake);
@@ -582,6 +608,60 @@ TEST_F(McpProxyTest, EventsAreWrittenAsTheyArrive) {
   std::optional<std::string> last = proxy.Next();
   EXPECT_EQ(last, R"({"jsonrpc":"2.0","id":3,"result":{}})");
   finisher.join();
+}
+
+// A replay answers a tools/call's progress notifications and its response
+// at once. The SDK clients handle a notification a moment after the read
+// that brings it and a response at once: read together, the response
+// would overtake the notifications and they would be dropped.
+TEST_F(McpProxyTest, AResponseWaitsUntilTheAgentHasReadTheNotificationsBeforeIt) {
+  const std::string first =
+      R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":1}})";
+  const std::string second =
+      R"({"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"t","progress":2}})";
+  const std::string response = R"({"jsonrpc":"2.0","id":3,"result":{"content":[]}})";
+  FakeUnderstudy fake(/*record=*/false, [&](const Received& r, auto out) {
+    if (r.method != "POST") return false;
+    out->StartStream(200, {{"content-type", "text/event-stream"}});
+    for (const std::string* event : {&first, &second, &response}) {
+      out->Write(absl::StrCat("event: message\ndata: ", *event, "\n\n"));
+    }
+    out->End();
+    return true;
+  });
+  McpProxyOptions options = Options(fake);
+  options.read_wait = kWait;
+  ProxyRunner proxy(options);
+  proxy.Send(ToolCall(3, "slow", "t"));
+  const size_t notifications = first.size() + second.size() + 2;
+  ASSERT_TRUE(WaitFor([&] { return proxy.Unread() >= notifications; }));
+  // Unread, the notifications hold the response back.
+  EXPECT_FALSE(WaitFor([&] { return proxy.Unread() > notifications; }, absl::Milliseconds(200)))
+      << "the response was written before the notifications were read";
+  EXPECT_EQ(proxy.Next(), first);
+  EXPECT_EQ(proxy.Next(), second);
+  EXPECT_EQ(proxy.Next(), response);
+}
+
+TEST_F(McpProxyTest, AResponseGoesOutAfterReadWaitWhenTheAgentDoesNotRead) {
+  FakeUnderstudy fake(/*record=*/false, [&](const Received& r, auto out) {
+    if (r.method != "POST") return false;
+    out->StartStream(200, {{"content-type", "text/event-stream"}});
+    out->Write("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n");
+    out->Write("data: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n");
+    out->End();
+    return true;
+  });
+  McpProxyOptions options = Options(fake);
+  options.read_wait = absl::Milliseconds(50);
+  ProxyRunner proxy(options);
+  proxy.Send(ToolCall(4, "slow"));
+  const std::string both = absl::StrCat(R"({"jsonrpc":"2.0","method":"notifications/message"})",
+                                        "\n", R"({"jsonrpc":"2.0","id":4,"result":{}})", "\n");
+  // Both lines end up in the pipe, nobody having read the first.
+  ASSERT_TRUE(WaitFor([&] { return proxy.Unread() == both.size(); }));
+  EXPECT_EQ(proxy.NextJson()["method"], "notifications/message");
+  EXPECT_EQ(proxy.NextJson()["id"], 4);
 }
 
 TEST_F(McpProxyTest, EndCutsAnswersThatTakeTooLongAndAnswersTheirRequests) {

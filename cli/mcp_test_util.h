@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -31,6 +33,16 @@ using Json = nlohmann::json;
 // milliseconds.
 inline constexpr absl::Duration kWait = absl::Seconds(10);
 inline constexpr char kPython[] = "/usr/bin/python3";
+
+// Polls `condition` until it holds (true) or `timeout` passes (false).
+inline bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout = kWait) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    if (condition()) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+}
 
 // A stdio MCP server for the bridge to run. Answers initialize; tools/call
 // by the tool's name: "echo" answers its arguments and every method it has

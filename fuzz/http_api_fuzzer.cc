@@ -25,7 +25,7 @@ namespace {
 
 using understudy::service::HttpHeaders;
 using understudy::service::HttpResponder;
-using understudy::service::HttpSlice;
+using understudy::service::HttpSource;
 
 // Records how the request was answered.
 class Recorder final : public HttpResponder {
@@ -33,7 +33,11 @@ class Recorder final : public HttpResponder {
   void Respond(int status, HttpHeaders, std::string) override { Answer(status); }
   void StartStream(int status, HttpHeaders) override { Answer(status); }
   void Write(std::string, absl::Time) override {}
-  void WriteShared(std::shared_ptr<const void>, std::vector<HttpSlice>) override {}
+  // Renders the whole stream, as a client reading it would make it.
+  void WriteFrom(std::shared_ptr<HttpSource> source) override {
+    while (source->Next().has_value()) {
+    }
+  }
   void End() override {}
   void Abort() override { Answer(-1); }
   bool cancelled() const override { return false; }

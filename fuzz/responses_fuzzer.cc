@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The same bytes as a stream.
   const google::protobuf::RepeatedPtrField<v1::CompletionChunk> chunks =
       fuzz::DecodeStream<responses::StreamDecoder>(body);
-  const std::vector<responses::RenderedEvent> events = responses::RenderStream(chunks, meta);
+  const std::vector<provider::RenderedEvent> events = responses::RenderStream(chunks, meta);
   FUZZ_CHECK(events.size() >= 3, "a stream is at least created, in_progress, completed");
   for (size_t i = 0; i < events.size(); ++i) {
     const std::string& e = events[i].text;

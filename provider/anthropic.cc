@@ -539,115 +539,183 @@ absl::StatusOr<std::string> RenderResponse(const v1::CompletionResponse& respons
   return DumpJson(body);
 }
 
-std::vector<std::string> RenderStream(
-    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks) {
-  std::string id;
-  std::string model;
-  std::string finish_reason;
-  v1::Usage usage;
-  bool has_text = false;
-  // Tool index -> its fragments, in stream order.
-  std::map<int, std::vector<const v1::ToolCallDelta*>> tools;
-  for (const v1::CompletionChunk& c : chunks) {
-    if (id.empty()) id = c.id();
-    if (model.empty()) model = c.model();
-    if (!c.finish_reason().empty()) finish_reason = c.finish_reason();
-    if (c.has_usage()) usage = c.usage();
-    has_text = has_text || !c.content().empty();
-    for (const v1::ToolCallDelta& d : c.tool_calls()) tools[d.index()].push_back(&d);
-  }
-  v1::Usage start_usage;
-  if (!chunks.empty() && chunks[0].has_usage()) {
-    start_usage = chunks[0].usage();
-  } else {
-    start_usage.set_input_tokens(usage.input_tokens());
+namespace {
+
+// RenderStream, a step at a time: the message's start, then each text
+// delta, each tool block's start, fragment and stop, then its end.
+class MessagesStreamRenderer final : public SteppedRenderer {
+ public:
+  explicit MessagesStreamRenderer(
+      const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks)
+      : chunks_(chunks) {
+    for (const v1::CompletionChunk& c : chunks_) {
+      if (id_.empty()) id_ = c.id();
+      if (model_.empty()) model_ = c.model();
+      if (!c.finish_reason().empty()) finish_reason_ = c.finish_reason();
+      if (c.has_usage()) usage_ = c.usage();
+      has_text_ = has_text_ || !c.content().empty();
+      for (const v1::ToolCallDelta& d : c.tool_calls()) tools_[d.index()].push_back(&d);
+    }
+    tool_ = tools_.begin();
   }
 
-  std::vector<std::string> out;
-  ordered_json message = ordered_json::object();
-  message["id"] = id;
-  message["type"] = "message";
-  message["role"] = "assistant";
-  message["model"] = model;
-  message["content"] = ordered_json::array();
-  message["stop_reason"] = nullptr;
-  message["stop_sequence"] = nullptr;
-  message["usage"] = UsageJson(start_usage);
-  ordered_json start = ordered_json::object();
-  start["type"] = "message_start";
-  start["message"] = std::move(message);
-  out.push_back(Sse("message_start", start));
-  out.push_back(Sse("ping", ordered_json{{"type", "ping"}}));
+ protected:
+  bool Step() override {
+    switch (phase_) {
+      case Phase::kStart:
+        Start();
+        phase_ = has_text_ ? Phase::kText : Phase::kTools;
+        return true;
+      case Phase::kText:
+        if (next_ == -1) {
+          ordered_json block = ordered_json::object();
+          block["type"] = "text";
+          block["text"] = "";
+          BlockStart(std::move(block));
+          next_ = 0;
+        } else if (next_ < chunks_.size()) {
+          const v1::CompletionChunk& c = chunks_[next_++];
+          if (!c.content().empty()) BlockDelta("text_delta", "text", c.content());
+        } else {
+          BlockStop();
+          phase_ = Phase::kTools;
+        }
+        return true;
+      case Phase::kTools:
+        if (tool_ == tools_.end()) {
+          End();
+          phase_ = Phase::kDone;
+          return false;
+        }
+        ToolStep();
+        return true;
+      case Phase::kDone:
+        return false;
+    }
+    return false;
+  }
 
-  const auto block_start = [&](int index, ordered_json block) {
+ private:
+  enum class Phase { kStart, kText, kTools, kDone };
+
+  void Start() {
+    v1::Usage start_usage;
+    if (!chunks_.empty() && chunks_[0].has_usage()) {
+      start_usage = chunks_[0].usage();
+    } else {
+      start_usage.set_input_tokens(usage_.input_tokens());
+    }
+    ordered_json message = ordered_json::object();
+    message["id"] = id_;
+    message["type"] = "message";
+    message["role"] = "assistant";
+    message["model"] = model_;
+    message["content"] = ordered_json::array();
+    message["stop_reason"] = nullptr;
+    message["stop_sequence"] = nullptr;
+    message["usage"] = UsageJson(start_usage);
+    ordered_json start = ordered_json::object();
+    start["type"] = "message_start";
+    start["message"] = std::move(message);
+    Emit(Sse("message_start", start));
+    Emit(Sse("ping", ordered_json{{"type", "ping"}}));
+  }
+
+  // One step of the current tool block: its start, a fragment, or its
+  // stop (then the next block).
+  void ToolStep() {
+    const std::vector<const v1::ToolCallDelta*>& fragments = tool_->second;
+    if (fragment_ == -1) {
+      std::string call_id;
+      std::string name;
+      for (const v1::ToolCallDelta* d : fragments) {
+        if (call_id.empty()) call_id = d->id();
+        if (name.empty()) name = d->name();
+      }
+      ordered_json block = ordered_json::object();
+      block["type"] = "tool_use";
+      block["id"] = call_id;
+      block["name"] = name;
+      block["input"] = ordered_json::object();
+      BlockStart(std::move(block));
+      fragment_ = 0;
+      return;
+    }
+    if (fragment_ < static_cast<int>(fragments.size())) {
+      const v1::ToolCallDelta* d = fragments[fragment_++];
+      const bool announces_only =
+          d->arguments().empty() && (!d->id().empty() || !d->name().empty());
+      if (!announces_only) BlockDelta("input_json_delta", "partial_json", d->arguments());
+      return;
+    }
+    BlockStop();
+    ++tool_;
+    fragment_ = -1;
+  }
+
+  void End() {
+    ordered_json delta = ordered_json::object();
+    delta["stop_reason"] = StopReasonFromFinishReason(finish_reason_, !tools_.empty());
+    delta["stop_sequence"] = nullptr;
+    ordered_json end_usage = ordered_json::object();
+    end_usage["output_tokens"] = usage_.output_tokens();
+    ordered_json message_delta = ordered_json::object();
+    message_delta["type"] = "message_delta";
+    message_delta["delta"] = std::move(delta);
+    message_delta["usage"] = std::move(end_usage);
+    Emit(Sse("message_delta", message_delta));
+    Emit(Sse("message_stop", ordered_json{{"type", "message_stop"}}));
+  }
+
+  void BlockStart(ordered_json block) {
     ordered_json e = ordered_json::object();
     e["type"] = "content_block_start";
-    e["index"] = index;
+    e["index"] = index_;
     e["content_block"] = std::move(block);
-    out.push_back(Sse("content_block_start", e));
-  };
-  const auto block_delta = [&](int index, absl::string_view type, absl::string_view key,
-                               const std::string& value) {
+    Emit(Sse("content_block_start", e));
+  }
+  void BlockDelta(absl::string_view type, absl::string_view key, const std::string& value) {
     ordered_json delta = ordered_json::object();
     delta["type"] = std::string(type);
     delta[std::string(key)] = value;
     ordered_json e = ordered_json::object();
     e["type"] = "content_block_delta";
-    e["index"] = index;
+    e["index"] = index_;
     e["delta"] = std::move(delta);
-    out.push_back(Sse("content_block_delta", e));
-  };
-  const auto block_stop = [&](int index) {
+    Emit(Sse("content_block_delta", e));
+  }
+  void BlockStop() {
     ordered_json e = ordered_json::object();
     e["type"] = "content_block_stop";
-    e["index"] = index;
-    out.push_back(Sse("content_block_stop", e));
-  };
-
-  int index = 0;
-  if (has_text) {
-    ordered_json block = ordered_json::object();
-    block["type"] = "text";
-    block["text"] = "";
-    block_start(index, std::move(block));
-    for (const v1::CompletionChunk& c : chunks) {
-      if (!c.content().empty()) block_delta(index, "text_delta", "text", c.content());
-    }
-    block_stop(index++);
-  }
-  for (const auto& [tool_index, fragments] : tools) {
-    std::string call_id;
-    std::string name;
-    for (const v1::ToolCallDelta* d : fragments) {
-      if (call_id.empty()) call_id = d->id();
-      if (name.empty()) name = d->name();
-    }
-    ordered_json block = ordered_json::object();
-    block["type"] = "tool_use";
-    block["id"] = call_id;
-    block["name"] = name;
-    block["input"] = ordered_json::object();
-    block_start(index, std::move(block));
-    for (const v1::ToolCallDelta* d : fragments) {
-      const bool announces_only =
-          d->arguments().empty() && (!d->id().empty() || !d->name().empty());
-      if (!announces_only) block_delta(index, "input_json_delta", "partial_json", d->arguments());
-    }
-    block_stop(index++);
+    e["index"] = index_++;
+    Emit(Sse("content_block_stop", e));
   }
 
-  ordered_json delta = ordered_json::object();
-  delta["stop_reason"] = StopReasonFromFinishReason(finish_reason, !tools.empty());
-  delta["stop_sequence"] = nullptr;
-  ordered_json end_usage = ordered_json::object();
-  end_usage["output_tokens"] = usage.output_tokens();
-  ordered_json message_delta = ordered_json::object();
-  message_delta["type"] = "message_delta";
-  message_delta["delta"] = std::move(delta);
-  message_delta["usage"] = std::move(end_usage);
-  out.push_back(Sse("message_delta", message_delta));
-  out.push_back(Sse("message_stop", ordered_json{{"type", "message_stop"}}));
-  return out;
+  const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks_;
+  std::string id_;
+  std::string model_;
+  std::string finish_reason_;
+  v1::Usage usage_;
+  bool has_text_ = false;
+  // Tool index -> its fragments, in stream order.
+  std::map<int, std::vector<const v1::ToolCallDelta*>> tools_;
+  Phase phase_ = Phase::kStart;
+  int index_ = 0;   // The content block's.
+  int next_ = -1;   // The next chunk's text (-1: the text block not started).
+  std::map<int, std::vector<const v1::ToolCallDelta*>>::const_iterator tool_;
+  int fragment_ = -1;  // The next fragment of *tool_ (-1: its block not started).
+};
+
+}  // namespace
+
+std::unique_ptr<EventRenderer> StreamRenderer(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks) {
+  return std::make_unique<MessagesStreamRenderer>(chunks);
+}
+
+std::vector<std::string> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks) {
+  return RenderAllText(*StreamRenderer(chunks));
 }
 
 std::string ErrorBody(absl::string_view message, absl::string_view type) {

@@ -43,6 +43,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,6 +54,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "provider/parsed_request.h"
 #include "provider/sse.h"
+#include "provider/stream_render.h"
 #include "understudy/v1/completion.pb.h"
 
 namespace understudy {
@@ -151,6 +153,10 @@ absl::StatusOr<std::string> RenderResponse(const v1::CompletionResponse& respons
 // message_stop. Anthropic streams blocks one after another, so the
 // fragments of interleaved parallel tool calls are regrouped per call.
 std::vector<std::string> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks);
+// The same events one at a time (provider/stream_render.h), none tied to a
+// chunk's offset; `chunks` must outlive the renderer.
+std::unique_ptr<EventRenderer> StreamRenderer(
     const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks);
 
 // An Anthropic error body: {"type":"error","error":{"type":...,"message":...}}.

@@ -658,61 +658,99 @@ std::string RenderResponse(const v1::CompletionResponse& response, absl::string_
                                response.id()));
 }
 
-std::vector<std::string> RenderStream(
-    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, absl::string_view model,
-    bool sse) {
-  std::string id;
-  std::string model_version;
-  // Where each tool call's last fragment is, and its fragments joined.
-  std::map<int32_t, int> last_chunk;
-  for (int i = 0; i < chunks.size(); ++i) {
-    if (id.empty()) id = chunks[i].id();
-    if (model_version.empty()) model_version = chunks[i].model();
-    for (const v1::ToolCallDelta& d : chunks[i].tool_calls()) last_chunk[d.index()] = i;
+namespace {
+
+// RenderStream, a chunk at a time.
+class GeminiStreamRenderer final : public SteppedRenderer {
+ public:
+  GeminiStreamRenderer(const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks,
+                       absl::string_view model, bool sse)
+      : chunks_(chunks), sse_(sse) {
+    for (int i = 0; i < chunks_.size(); ++i) {
+      if (id_.empty()) id_ = chunks_[i].id();
+      if (model_version_.empty()) model_version_ = chunks_[i].model();
+      for (const v1::ToolCallDelta& d : chunks_[i].tool_calls()) last_chunk_[d.index()] = i;
+    }
+    if (model_version_.empty()) model_version_ = std::string(model);
   }
-  if (model_version.empty()) model_version = std::string(model);
+
+ protected:
+  bool Step() override {
+    if (next_ < chunks_.size()) {
+      const int i = next_++;
+      Body(ChunkBody(i), i);
+      return true;
+    }
+    if (next_ == chunks_.size()) {
+      ++next_;
+      if (chunks_.empty()) {
+        Body(DumpJson(ResponseJson("", ordered_json::array(), "STOP", nullptr, model_version_, id_)),
+             -1);
+      }
+      if (!sse_) Emit("\n]");
+    }
+    return false;
+  }
+
+ private:
   struct Call {
     std::string id, name, arguments;
   };
-  std::map<int32_t, Call> open;
 
-  std::vector<std::string> bodies;
-  for (int i = 0; i < chunks.size(); ++i) {
-    const v1::CompletionChunk& c = chunks[i];
+  std::string ChunkBody(int i) {
+    const v1::CompletionChunk& c = chunks_[i];
     for (const v1::ToolCallDelta& d : c.tool_calls()) {
-      Call& call = open[d.index()];
+      Call& call = open_[d.index()];
       if (call.id.empty()) call.id = d.id();
       if (call.name.empty()) call.name = d.name();
       call.arguments += d.arguments();
     }
     ordered_json calls = ordered_json::array();
-    for (auto it = open.begin(); it != open.end();) {
-      if (last_chunk[it->first] != i) {
+    for (auto it = open_.begin(); it != open_.end();) {
+      if (last_chunk_[it->first] != i) {
         ++it;
         continue;
       }
       calls.push_back(FunctionCallPart(it->second.id, it->second.name, it->second.arguments));
-      it = open.erase(it);
+      it = open_.erase(it);
     }
-    bodies.push_back(DumpJson(
-        ResponseJson(c.content(), std::move(calls), FinishReasonToGemini(c.finish_reason()),
-                     c.has_usage() ? &c.usage() : nullptr, model_version, id)));
-  }
-  if (bodies.empty()) {
-    bodies.push_back(
-        DumpJson(ResponseJson("", ordered_json::array(), "STOP", nullptr, model_version, id)));
+    return DumpJson(ResponseJson(c.content(), std::move(calls),
+                                 FinishReasonToGemini(c.finish_reason()),
+                                 c.has_usage() ? &c.usage() : nullptr, model_version_, id_));
   }
 
-  std::vector<std::string> out;
-  for (size_t i = 0; i < bodies.size(); ++i) {
-    if (sse) {
-      out.push_back(absl::StrCat("data: ", bodies[i], "\r\n\r\n"));
+  void Body(const std::string& body, int chunk) {
+    if (sse_) {
+      Emit(absl::StrCat("data: ", body, "\r\n\r\n"), chunk);
     } else {
-      out.push_back(absl::StrCat(i == 0 ? "[" : "\n,\r\n", bodies[i]));
+      Emit(absl::StrCat(bodies_++ == 0 ? "[" : "\n,\r\n", body), chunk);
     }
   }
-  if (!sse) out.push_back("\n]");
-  return out;
+
+  const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks_;
+  const bool sse_;
+  std::string id_;
+  std::string model_version_;
+  // Where each tool call's last fragment is, and the fragments so far
+  // of the calls not yet sent.
+  std::map<int32_t, int> last_chunk_;
+  std::map<int32_t, Call> open_;
+  int next_ = 0;
+  int bodies_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<EventRenderer> StreamRenderer(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, absl::string_view model,
+    bool sse) {
+  return std::make_unique<GeminiStreamRenderer>(chunks, model, sse);
+}
+
+std::vector<std::string> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, absl::string_view model,
+    bool sse) {
+  return RenderAllText(*StreamRenderer(chunks, model, sse));
 }
 
 std::string ErrorBody(const absl::Status& status) {

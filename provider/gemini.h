@@ -65,6 +65,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +77,7 @@
 #include "provider/json_array_stream.h"
 #include "provider/parsed_request.h"
 #include "provider/sse.h"
+#include "provider/stream_render.h"
 #include "understudy/v1/completion.pb.h"
 
 namespace understudy {
@@ -214,6 +216,11 @@ std::string RenderResponse(const v1::CompletionResponse& response, absl::string_
 // element "\n]" that closes the array, so elements map 1:1 to chunks
 // except the last.
 std::vector<std::string> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, absl::string_view model,
+    bool sse);
+// The same elements one at a time (provider/stream_render.h), each chunk's
+// with that chunk's index; `chunks` must outlive the renderer.
+std::unique_ptr<EventRenderer> StreamRenderer(
     const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, absl::string_view model,
     bool sse);
 

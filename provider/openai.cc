@@ -443,40 +443,64 @@ StreamMeta StreamMetaFromBody(absl::string_view body, int64_t fallback_created) 
   return meta;
 }
 
-std::vector<std::string> RenderStream(
-    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, bool include_usage,
-    const StreamMeta& meta) {
-  std::string id;
-  std::string model;
-  v1::Usage usage;
-  for (const v1::CompletionChunk& c : chunks) {
-    if (id.empty()) id = c.id();
-    if (model.empty()) model = c.model();
-    if (c.has_usage()) usage = c.usage();
+namespace {
+
+// RenderStream, a chunk at a time.
+class ChatStreamRenderer final : public SteppedRenderer {
+ public:
+  ChatStreamRenderer(const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks,
+                     bool include_usage, StreamMeta meta)
+      : chunks_(chunks), include_usage_(include_usage), meta_(std::move(meta)) {
+    for (const v1::CompletionChunk& c : chunks_) {
+      if (id_.empty()) id_ = c.id();
+      if (model_.empty()) model_ = c.model();
+      if (c.has_usage()) usage_ = c.usage();
+    }
   }
-  const auto event = [&](ordered_json choices) {
+
+ protected:
+  bool Step() override {
+    if (next_ < chunks_.size()) {
+      const int i = next_++;
+      ChunkEvent(i);
+      return true;
+    }
+    if (next_ == chunks_.size()) {
+      ++next_;
+      if (include_usage_) {
+        ordered_json e = Event(ordered_json::array());
+        e["usage"] = UsageJson(usage_);
+        Emit(Sse(e));
+      }
+      Emit("data: [DONE]\n\n");
+    }
+    return false;
+  }
+
+ private:
+  ordered_json Event(ordered_json choices) const {
     ordered_json e = ordered_json::object();
-    e["id"] = id;
+    e["id"] = id_;
     e["object"] = "chat.completion.chunk";
-    e["created"] = meta.created;
-    e["model"] = model;
-    if (!meta.service_tier.empty()) e["service_tier"] = meta.service_tier;
-    if (!meta.system_fingerprint.empty()) e["system_fingerprint"] = meta.system_fingerprint;
+    e["created"] = meta_.created;
+    e["model"] = model_;
+    if (!meta_.service_tier.empty()) e["service_tier"] = meta_.service_tier;
+    if (!meta_.system_fingerprint.empty()) e["system_fingerprint"] = meta_.system_fingerprint;
     e["choices"] = std::move(choices);
     return e;
-  };
-  const auto sse = [](const ordered_json& e) {
-    return absl::StrCat("data: ", DumpJson(e), "\n\n");
-  };
+  }
 
-  std::vector<std::string> out;
-  bool first = true;
-  for (const v1::CompletionChunk& c : chunks) {
+  static std::string Sse(const ordered_json& e) {
+    return absl::StrCat("data: ", DumpJson(e), "\n\n");
+  }
+
+  void ChunkEvent(int i) {
+    const v1::CompletionChunk& c = chunks_[i];
     const bool usage_only = c.content().empty() && c.tool_calls_size() == 0 &&
                             c.finish_reason().empty() && c.has_usage();
-    if (usage_only) continue;  // reported by the final usage event
+    if (usage_only) return;  // reported by the final usage event
     ordered_json delta = ordered_json::object();
-    if (first) {
+    if (first_) {
       delta["role"] = "assistant";
       if (c.content().empty() && c.tool_calls_size() > 0) {
         delta["content"] = nullptr;
@@ -512,18 +536,34 @@ std::vector<std::string> RenderStream(
     } else {
       choice["finish_reason"] = c.finish_reason();
     }
-    ordered_json e = event(ordered_json::array({std::move(choice)}));
-    if (include_usage) e["usage"] = nullptr;
-    out.push_back(sse(e));
-    first = false;
+    ordered_json e = Event(ordered_json::array({std::move(choice)}));
+    if (include_usage_) e["usage"] = nullptr;
+    Emit(Sse(e), i);
+    first_ = false;
   }
-  if (include_usage) {
-    ordered_json e = event(ordered_json::array());
-    e["usage"] = UsageJson(usage);
-    out.push_back(sse(e));
-  }
-  out.push_back("data: [DONE]\n\n");
-  return out;
+
+  const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks_;
+  const bool include_usage_;
+  const StreamMeta meta_;
+  std::string id_;
+  std::string model_;
+  v1::Usage usage_;
+  int next_ = 0;
+  bool first_ = true;
+};
+
+}  // namespace
+
+std::unique_ptr<EventRenderer> StreamRenderer(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, bool include_usage,
+    const StreamMeta& meta) {
+  return std::make_unique<ChatStreamRenderer>(chunks, include_usage, meta);
+}
+
+std::vector<std::string> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, bool include_usage,
+    const StreamMeta& meta) {
+  return RenderAllText(*StreamRenderer(chunks, include_usage, meta));
 }
 
 std::string ErrorBody(absl::string_view message, absl::string_view type, absl::string_view code) {

@@ -30,6 +30,7 @@
 #define UNDERSTUDY_PROVIDER_OPENAI_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -40,6 +41,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "provider/parsed_request.h"
 #include "provider/sse.h"
+#include "provider/stream_render.h"
 #include "understudy/v1/completion.pb.h"
 
 namespace understudy {
@@ -144,6 +146,11 @@ struct StreamMeta {
   std::string system_fingerprint;
 };
 std::vector<std::string> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, bool include_usage,
+    const StreamMeta& meta);
+// The same events one at a time (provider/stream_render.h), each chunk's
+// event with that chunk's index; `chunks` must outlive the renderer.
+std::unique_ptr<EventRenderer> StreamRenderer(
     const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, bool include_usage,
     const StreamMeta& meta);
 

@@ -56,6 +56,7 @@
 #define UNDERSTUDY_PROVIDER_RESPONSES_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -67,6 +68,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "provider/parsed_request.h"
 #include "provider/sse.h"
+#include "provider/stream_render.h"
 #include "understudy/v1/completion.pb.h"
 
 namespace understudy {
@@ -210,16 +212,6 @@ struct RenderMeta {
 // Thread-safe.
 std::string RenderResponse(const v1::CompletionResponse& response, const RenderMeta& meta);
 
-// One event of a rendered stream.
-struct RenderedEvent {
-  // The whole SSE event: "event: <type>\ndata: {...}\n\n".
-  std::string text;
-  // The index (into the rendered chunks) of the chunk whose content this
-  // event carries: set on response.output_text.delta and
-  // response.function_call_arguments.delta events, -1 on structural events.
-  int chunk = -1;
-};
-
 // `chunks` as the events of a Responses stream, deterministic bytes, with
 // `sequence_number` 0, 1, 2, ...: response.created and
 // response.in_progress (status "in_progress", no output); when there is
@@ -237,6 +229,11 @@ struct RenderedEvent {
 // the recorded chunks interleaved text and calls, or parallel calls.
 // Thread-safe.
 std::vector<RenderedEvent> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, const RenderMeta& meta);
+// The same events one at a time (provider/stream_render.h); `chunks` must
+// outlive the renderer, which holds the assembled answer (its last events
+// carry it whole).
+std::unique_ptr<EventRenderer> StreamRenderer(
     const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, const RenderMeta& meta);
 
 // A stable id: `prefix` then 32 lowercase hex digits, a 128-bit hash of

@@ -152,28 +152,6 @@ ordered_json ResponseJson(const v1::CompletionResponse& response, const Plan& pl
   return r;
 }
 
-// Numbers the events of a stream and makes them SSE text.
-class EventWriter {
- public:
-  // A new event object of `type`: "type" and "sequence_number" come first.
-  ordered_json Start(absl::string_view type) {
-    ordered_json e = ordered_json::object();
-    e["type"] = std::string(type);
-    e["sequence_number"] = next_++;
-    return e;
-  }
-  void Emit(const ordered_json& e, int chunk = -1) {
-    events_.push_back(
-        {absl::StrCat("event: ", e["type"].get<std::string>(), "\ndata: ", DumpJson(e), "\n\n"),
-         chunk});
-  }
-  std::vector<RenderedEvent> Take() { return std::move(events_); }
-
- private:
-  int64_t next_ = 0;
-  std::vector<RenderedEvent> events_;
-};
-
 // FNV-1a over `bytes` from `basis`, then the SplitMix64 finalizer.
 uint64_t MixedFnv1a64(absl::string_view bytes, uint64_t basis) {
   uint64_t h = basis;
@@ -195,100 +173,212 @@ std::string RenderResponse(const v1::CompletionResponse& response, const RenderM
   return DumpJson(ResponseJson(response, MakePlan(response, meta), meta, /*finished=*/true));
 }
 
-std::vector<RenderedEvent> RenderStream(
-    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, const RenderMeta& meta) {
-  const v1::CompletionResponse response = recorder::AssembleResponse(chunks);
-  const Plan plan = MakePlan(response, meta);
-  EventWriter w;
+namespace {
 
-  const ordered_json in_progress = ResponseJson(response, plan, meta, /*finished=*/false);
-  for (absl::string_view type : {"response.created", "response.in_progress"}) {
-    ordered_json e = w.Start(type);
-    e["response"] = in_progress;
-    w.Emit(e);
+// RenderStream, a step at a time: the response's start, the text item's
+// start, each delta and end, each call item's start, fragment and end, and
+// the response's end. Every event is numbered (sequence_number).
+class ResponsesStreamRenderer final : public SteppedRenderer {
+ public:
+  ResponsesStreamRenderer(const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks,
+                          RenderMeta meta)
+      : chunks_(chunks),
+        meta_(std::move(meta)),
+        response_(recorder::AssembleResponse(chunks_)),
+        plan_(MakePlan(response_, meta_)) {
+    // The argument fragments of each call, keyed as AssembleResponse keys
+    // the calls (so the k-th key is plan_.calls[k]), with their chunk's
+    // index.
+    for (int i = 0; i < chunks_.size(); ++i) {
+      for (const v1::ToolCallDelta& d : chunks_[i].tool_calls()) {
+        auto& list = fragments_[d.index()];
+        if (!d.arguments().empty()) list.emplace_back(i, &d.arguments());
+      }
+    }
+    call_fragments_ = fragments_.begin();
+    // Until its last events, the text is sent as the chunks' deltas: not
+    // held here meanwhile.
+    std::string().swap(*response_.mutable_message()->mutable_content());
   }
 
-  int output_index = 0;
-  if (!plan.message_id.empty()) {
-    const std::string& text = response.message().content();
-    const auto text_event = [&](absl::string_view type) {
-      ordered_json e = w.Start(type);
-      e["item_id"] = plan.message_id;
-      e["output_index"] = output_index;
-      e["content_index"] = 0;
-      return e;
-    };
-    ordered_json e = w.Start("response.output_item.added");
-    e["output_index"] = output_index;
-    e["item"] = MessageItem(plan, text, /*done=*/false);
-    w.Emit(e);
-    e = text_event("response.content_part.added");
-    e["part"] = TextPart("");
-    w.Emit(e);
-    for (int i = 0; i < chunks.size(); ++i) {
-      if (chunks[i].content().empty()) continue;
-      e = text_event("response.output_text.delta");
-      e["delta"] = chunks[i].content();
+ protected:
+  bool Step() override {
+    switch (phase_) {
+      case Phase::kStart: {
+        const ordered_json in_progress =
+            ResponseJson(response_, plan_, meta_, /*finished=*/false);
+        for (absl::string_view type : {"response.created", "response.in_progress"}) {
+          ordered_json e = Start(type);
+          e["response"] = in_progress;
+          Emit(e);
+        }
+        phase_ = plan_.message_id.empty() ? Phase::kCalls : Phase::kText;
+        return true;
+      }
+      case Phase::kText:
+        TextStep();
+        return true;
+      case Phase::kCalls:
+        if (call_ < plan_.calls.size()) {
+          CallStep();
+          return true;
+        }
+        {
+          ordered_json e = Start(IncompleteReason(response_).empty() ? "response.completed"
+                                                                     : "response.incomplete");
+          e["response"] = ResponseJson(response_, plan_, meta_, /*finished=*/true);
+          Emit(e);
+        }
+        phase_ = Phase::kDone;
+        return false;
+      case Phase::kDone:
+        return false;
+    }
+    return false;
+  }
+
+ private:
+  enum class Phase { kStart, kText, kCalls, kDone };
+
+  // A new event object of `type`: "type" and "sequence_number" come first.
+  ordered_json Start(absl::string_view type) {
+    ordered_json e = ordered_json::object();
+    e["type"] = std::string(type);
+    e["sequence_number"] = sequence_++;
+    return e;
+  }
+  void Emit(const ordered_json& e, int chunk = -1) {
+    SteppedRenderer::Emit(
+        absl::StrCat("event: ", e["type"].get<std::string>(), "\ndata: ", DumpJson(e), "\n\n"),
+        chunk);
+  }
+
+  ordered_json TextEvent(absl::string_view type) {
+    ordered_json e = Start(type);
+    e["item_id"] = plan_.message_id;
+    e["output_index"] = output_index_;
+    e["content_index"] = 0;
+    return e;
+  }
+
+  // The text item: its start, one chunk's delta, or its end.
+  void TextStep() {
+    const std::string& text = response_.message().content();
+    if (next_ == -1) {
+      ordered_json e = Start("response.output_item.added");
+      e["output_index"] = output_index_;
+      e["item"] = MessageItem(plan_, text, /*done=*/false);
+      Emit(e);
+      e = TextEvent("response.content_part.added");
+      e["part"] = TextPart("");
+      Emit(e);
+      next_ = 0;
+      return;
+    }
+    if (next_ < chunks_.size()) {
+      const int i = next_++;
+      if (chunks_[i].content().empty()) return;
+      ordered_json e = TextEvent("response.output_text.delta");
+      e["delta"] = chunks_[i].content();
       e["logprobs"] = ordered_json::array();
-      w.Emit(e, i);
+      Emit(e, i);
+      return;
     }
-    e = text_event("response.output_text.done");
-    e["text"] = text;
-    e["logprobs"] = ordered_json::array();
-    w.Emit(e);
-    e = text_event("response.content_part.done");
-    e["part"] = TextPart(text);
-    w.Emit(e);
-    e = w.Start("response.output_item.done");
-    e["output_index"] = output_index;
-    e["item"] = MessageItem(plan, text, /*done=*/true);
-    w.Emit(e);
-    ++output_index;
+    // The last events carry the whole text: one per step, so that a slow
+    // client holds one of them at a time.
+    switch (text_end_++) {
+      case 0: {
+        std::string* whole = response_.mutable_message()->mutable_content();
+        for (const v1::CompletionChunk& c : chunks_) whole->append(c.content());
+        ordered_json e = TextEvent("response.output_text.done");
+        e["text"] = text;
+        e["logprobs"] = ordered_json::array();
+        Emit(e);
+        return;
+      }
+      case 1: {
+        ordered_json e = TextEvent("response.content_part.done");
+        e["part"] = TextPart(text);
+        Emit(e);
+        return;
+      }
+      default: {
+        ordered_json e = Start("response.output_item.done");
+        e["output_index"] = output_index_;
+        e["item"] = MessageItem(plan_, text, /*done=*/true);
+        Emit(e);
+        ++output_index_;
+        phase_ = Phase::kCalls;
+      }
+    }
   }
 
-  // The argument fragments of each call, keyed as AssembleResponse keys the
-  // calls (so the k-th key is plan.calls[k]), with their chunk's index.
-  std::map<int, std::vector<std::pair<int, const std::string*>>> fragments;
-  for (int i = 0; i < chunks.size(); ++i) {
-    for (const v1::ToolCallDelta& d : chunks[i].tool_calls()) {
-      auto& list = fragments[d.index()];
-      if (!d.arguments().empty()) list.emplace_back(i, &d.arguments());
-    }
+  ordered_json CallEvent(const Plan::Call& call, absl::string_view type) {
+    ordered_json e = Start(type);
+    e["item_id"] = call.item_id;
+    e["output_index"] = output_index_;
+    return e;
   }
-  auto call_fragments = fragments.begin();
-  for (const Plan::Call& call : plan.calls) {
-    const auto call_event = [&](absl::string_view type) {
-      ordered_json e = w.Start(type);
-      e["item_id"] = call.item_id;
-      e["output_index"] = output_index;
-      return e;
-    };
-    ordered_json e = w.Start("response.output_item.added");
-    e["output_index"] = output_index;
-    e["item"] = CallItem(call, /*done=*/false);
-    w.Emit(e);
-    for (const auto& [chunk_index, arguments] : call_fragments->second) {
-      e = call_event("response.function_call_arguments.delta");
-      e["delta"] = *arguments;
-      w.Emit(e, chunk_index);
+
+  // The current call item: its start, one fragment, or its end.
+  void CallStep() {
+    const Plan::Call& call = plan_.calls[call_];
+    if (fragment_ == -1) {
+      ordered_json e = Start("response.output_item.added");
+      e["output_index"] = output_index_;
+      e["item"] = CallItem(call, /*done=*/false);
+      Emit(e);
+      fragment_ = 0;
+      return;
     }
-    ++call_fragments;
-    e = call_event("response.function_call_arguments.done");
+    if (fragment_ < static_cast<int>(call_fragments_->second.size())) {
+      const auto& [chunk_index, arguments] = call_fragments_->second[fragment_++];
+      ordered_json e = CallEvent(call, "response.function_call_arguments.delta");
+      e["delta"] = *arguments;
+      Emit(e, chunk_index);
+      return;
+    }
+    ++call_fragments_;
+    ordered_json e = CallEvent(call, "response.function_call_arguments.done");
     e["arguments"] = call.call->arguments();
     e["name"] = call.call->name();
-    w.Emit(e);
-    e = w.Start("response.output_item.done");
-    e["output_index"] = output_index;
+    Emit(e);
+    e = Start("response.output_item.done");
+    e["output_index"] = output_index_;
     e["item"] = CallItem(call, /*done=*/true);
-    w.Emit(e);
-    ++output_index;
+    Emit(e);
+    ++output_index_;
+    ++call_;
+    fragment_ = -1;
   }
 
-  ordered_json e =
-      w.Start(IncompleteReason(response).empty() ? "response.completed" : "response.incomplete");
-  e["response"] = ResponseJson(response, plan, meta, /*finished=*/true);
-  w.Emit(e);
-  return w.Take();
+  const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks_;
+  const RenderMeta meta_;
+  // The whole answer (plan_ points into it), but for its text until the
+  // last events, which carry it.
+  v1::CompletionResponse response_;
+  const Plan plan_;
+  std::map<int, std::vector<std::pair<int, const std::string*>>> fragments_;
+  std::map<int, std::vector<std::pair<int, const std::string*>>>::const_iterator call_fragments_;
+  Phase phase_ = Phase::kStart;
+  int64_t sequence_ = 0;
+  int output_index_ = 0;
+  int next_ = -1;       // The next chunk's text (-1: the text item not started).
+  int text_end_ = 0;    // The text item's last events sent.
+  size_t call_ = 0;     // The call item in progress.
+  int fragment_ = -1;   // Its next fragment (-1: its item not started).
+};
+
+}  // namespace
+
+std::unique_ptr<EventRenderer> StreamRenderer(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, const RenderMeta& meta) {
+  return std::make_unique<ResponsesStreamRenderer>(chunks, meta);
+}
+
+std::vector<RenderedEvent> RenderStream(
+    const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, const RenderMeta& meta) {
+  return RenderAll(*StreamRenderer(chunks, meta));
 }
 
 std::string DerivedId(absl::string_view prefix, absl::string_view seed) {

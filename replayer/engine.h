@@ -75,8 +75,9 @@ struct EngineOptions {
   // Where Complete and StreamComplete forward; nullptr when none is
   // configured. Not owned; must outlive the engine.
   recorder::ModelUpstream* upstream = nullptr;
-  // Whether any upstream (gRPC or HTTP) is configured; record, passthrough,
-  // once and new runs are refused without one.
+  // Whether any upstream (gRPC or HTTP) is configured, or may come with
+  // the requests (ServerOptions::upstreams_from_mcp_proxies); record,
+  // passthrough, once and new runs are refused without one.
   bool has_upstream = false;
   // Replay pace: 0 answers as fast as possible; s > 0 waits each recorded
   // chunk's offset divided by s (1 = the recorded pace).
@@ -123,6 +124,10 @@ inline constexpr char kMissPayloadUrl[] = "type.googleapis.com/understudy.v1.Mis
 // JSON-RPC error is the exchange's `error`, its code the JSON-RPC code.
 inline constexpr char kMcpOperationPrefix[] = "mcp:";
 bool IsMcpRequest(const v1::CompletionRequest& request);
+
+// How a run's summary names `exchange`: its seq, agent, model (an MCP
+// server's name), operation and, for an MCP tools/call, the tool.
+v1::ExchangeRef ExchangeRefTo(const v1::Exchange& exchange);
 
 // Who is asking, besides what: from call metadata or request fields.
 // Extra attributes for a trace event, in order.

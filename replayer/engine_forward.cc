@@ -22,7 +22,7 @@ namespace replayer {
 
 ForwardTicket::~ForwardTicket() {
   // Dropped unfinished: the caller went away before the upstream answered.
-  if (!finished_ && run_ != nullptr) run_->EndForward(0, agent_, false, nullptr);
+  if (!finished_ && run_ != nullptr) run_->EndForward(nullptr, false, nullptr);
 }
 
 absl::StatusOr<std::unique_ptr<ForwardTicket>> Engine::NewTicket(
@@ -79,7 +79,7 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
         ExchangeEvent(exchange.agent(), exchange.request(),
                       exchange.has_response() ? &exchange.response() : nullptr, traced, "upstream",
                       0, exchange.streamed(), ticket->extra_);
-    run->EndForward(0, exchange.agent(), status.ok(), &event);
+    run->EndForward(nullptr, status.ok(), &event);
     done(status);
     return;
   }
@@ -91,7 +91,7 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
       ticket->record_session_, ticket->record_version_, std::move(batch),
       [run, kept, extra, status, traced, done = std::move(done)](absl::StatusOr<store::AppendResult> r) {
         if (!r.ok()) {
-          run->EndForward(0, kept->agent(), false, nullptr);
+          run->EndForward(nullptr, false, nullptr);
           done(absl::Status(r.status().code(),
                             absl::StrCat("recording failed: ", r.status().message())));
           return;

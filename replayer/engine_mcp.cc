@@ -124,6 +124,18 @@ std::shared_ptr<v1::Exchange> MockAnswer(const Scenario& scenario, absl::string_
 
 }  // namespace
 
+v1::ExchangeRef ExchangeRefTo(const v1::Exchange& exchange) {
+  v1::ExchangeRef ref;
+  ref.set_seq(exchange.seq());
+  ref.set_agent(exchange.agent());
+  ref.set_model(exchange.request().model());
+  ref.set_operation(exchange.request().operation());
+  if (IsMcpRequest(exchange.request()) && McpMethod(exchange.request()) == "tools/call") {
+    ref.set_tool(ReadToolCall(exchange.request()).tool);
+  }
+  return ref;
+}
+
 v1::TraceEvent McpExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
                                 const v1::CompletionResponse* response, const absl::Status& status,
                                 absl::string_view source, int64_t exchange_seq,

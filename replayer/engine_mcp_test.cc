@@ -154,6 +154,34 @@ TEST_F(EngineMcpTest, RecordsAndReplaysToolCallsInOrder) {
   EXPECT_THAT(Attr(events[6], "understudy.error"), HasSubstr("JSON-RPC error -32602"));
 }
 
+// `record -- CMD` prints these: "recorded #2 mcp fs tools/call counter".
+TEST_F(EngineMcpTest, TheSummaryNamesTheServerMethodAndToolOfEachExchange) {
+  const std::string rec = Start(v1::RUN_MODE_RECORD, "named");
+  Forward(rec, Method("tools/list"), R"({"tools":[]})");
+  Forward(rec, ToolCall("counter", "{}"), R"({"content":[]})");
+  absl::StatusOr<v1::RunSummary> recorded = engine_->EndRun(rec);
+  ASSERT_THAT(recorded.status(), IsOk());
+  ASSERT_EQ(recorded->recorded_size(), 2);
+  EXPECT_EQ(recorded->recorded(0).seq(), 1);
+  EXPECT_EQ(recorded->recorded(0).model(), "fs");
+  EXPECT_EQ(recorded->recorded(0).operation(), "mcp:tools/list");
+  EXPECT_EQ(recorded->recorded(0).tool(), "");
+  EXPECT_EQ(recorded->recorded(1).seq(), 2);
+  EXPECT_EQ(recorded->recorded(1).model(), "fs");
+  EXPECT_EQ(recorded->recorded(1).operation(), "mcp:tools/call");
+  EXPECT_EQ(recorded->recorded(1).tool(), "counter");
+
+  // A replay that leaves the tool call unused names it the same way.
+  const std::string rep = Start(v1::RUN_MODE_REPLAY, "named");
+  ASSERT_THAT(engine_->Decide(Call(rep), Method("tools/list"), false).status(), IsOk());
+  absl::StatusOr<v1::RunSummary> replayed = engine_->EndRun(rep);
+  ASSERT_THAT(replayed.status(), IsOk());
+  ASSERT_EQ(replayed->unconsumed_size(), 1);
+  EXPECT_EQ(replayed->unconsumed(0).seq(), 2);
+  EXPECT_EQ(replayed->unconsumed(0).operation(), "mcp:tools/call");
+  EXPECT_EQ(replayed->unconsumed(0).tool(), "counter");
+}
+
 TEST_F(EngineMcpTest, ToolRulesAnswerBeforeTheRecordingAndLeaveModelRulesAlone) {
   const std::string scenario = R"(
 schema: understudy.scenario/v1

@@ -312,7 +312,7 @@ void RunState::EndRecorded(const v1::Exchange& exchange, int64_t version, bool s
         ExchangeEvent(exchange.agent(), exchange.request(),
                       exchange.has_response() ? &exchange.response() : nullptr, traced,
                       "upstream", exchange.seq(), exchange.streamed(), extra);
-    EndForward(exchange.seq(), exchange.agent(), served, &event);
+    EndForward(&exchange, served, &event);
     return;
   }
   store::TraceRecord record;
@@ -328,10 +328,7 @@ void RunState::EndRecorded(const v1::Exchange& exchange, int64_t version, bool s
                       (exchange.agent().empty() ? 0u : store::kDeriveAgentName);
   absl::MutexLock lock(&mu_);
   run_.set_recorded(run_.recorded() + 1);
-  v1::ExchangeRef ref;
-  ref.set_seq(exchange.seq());
-  ref.set_agent(exchange.agent());
-  recorded_.push_back(std::move(ref));
+  recorded_.push_back(ExchangeRefTo(exchange));
   if (served) run_.set_served(run_.served() + 1);
   EmitLocked(std::move(record), &exchange);
   --in_flight_;
@@ -544,9 +541,7 @@ v1::RunSummary RunState::BeginEnd(absl::Duration timeout) {
   if (index_ != nullptr) {
     for (size_t i = 0; i < consumed_.size(); ++i) {
       if (consumed_[i]) continue;
-      v1::ExchangeRef* ref = summary.add_unconsumed();
-      ref->set_seq(index_->exchange(i).seq());
-      ref->set_agent(index_->exchange(i).agent());
+      *summary.add_unconsumed() = ExchangeRefTo(index_->exchange(i));
     }
   }
   if (playbook_ != nullptr) {

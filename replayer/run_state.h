@@ -170,16 +170,13 @@ class RunState {
   }
 
   // Forwarding: the call is over; `event` (if any) is its trace event;
-  // `recorded_seq` > 0 is the seq it was recorded as.
-  void EndForward(int64_t recorded_seq, const std::string& agent, bool served,
-                  v1::TraceEvent* event) ABSL_LOCKS_EXCLUDED(mu_) {
+  // `recorded` (null when nothing was) is what was recorded, its seq set.
+  void EndForward(const v1::Exchange* recorded, bool served, v1::TraceEvent* event)
+      ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    if (recorded_seq > 0) {
+    if (recorded != nullptr) {
       run_.set_recorded(run_.recorded() + 1);
-      v1::ExchangeRef ref;
-      ref.set_seq(recorded_seq);
-      ref.set_agent(agent);
-      recorded_.push_back(std::move(ref));
+      recorded_.push_back(ExchangeRefTo(*recorded));
     }
     if (served) run_.set_served(run_.served() + 1);
     if (event != nullptr) EmitLocked(std::move(*event));

@@ -534,8 +534,8 @@ void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
       }
       Remember(*pending, ex, context.response_id, std::move(body), 0);
     }
-    // `decision` (and its keepalive) lives until the answer is queued; the
-    // responder copies what it sends.
+    // The answer is sent from `ex` as the client reads it: the keepalive
+    // keeps it alive until then.
     return RenderRecorded(api, ex, decision.keepalive, context, pending->parsed.stream,
                           decision.speed, options_.clock->Now(), decision.disconnect_after,
                           *out);

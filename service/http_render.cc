@@ -1,6 +1,7 @@
 #include "service/http_render.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -17,6 +18,77 @@ absl::Time NotBefore(absl::Time start, int64_t offset_micros, double speed) {
   if (speed <= 0) return absl::InfinitePast();
   return start + absl::Microseconds(static_cast<int64_t>(static_cast<double>(offset_micros) / speed));
 }
+
+// The recorded events of a stream, sent from the recording itself.
+class RecordedEvents final : public HttpSource {
+ public:
+  // `native` lives as long as `keepalive`.
+  RecordedEvents(std::shared_ptr<const void> keepalive, const v1::NativeExchange& native,
+                 size_t limit, absl::Time start, double speed)
+      : keepalive_(std::move(keepalive)),
+        native_(native),
+        end_(std::min(limit, static_cast<size_t>(native.chunks_size()))),
+        start_(start),
+        speed_(speed) {}
+
+  std::optional<HttpPiece> Next() override {
+    if (next_ >= end_) return std::nullopt;
+    const v1::NativeChunk& chunk = native_.chunks(static_cast<int>(next_++));
+    return HttpPiece{absl::string_view(chunk.data()),
+                     NotBefore(start_, chunk.offset_micros(), speed_)};
+  }
+
+ private:
+  const std::shared_ptr<const void> keepalive_;
+  const v1::NativeExchange& native_;
+  const size_t end_;
+  const absl::Time start_;
+  const double speed_;
+  size_t next_ = 0;
+};
+
+// A stream rendered in the caller's shape as it is sent, an event at a
+// time: what waits for a slow client is a few events, not the stream.
+class RenderedEvents final : public HttpSource {
+ public:
+  // `chunks` (owned, or in the recording `keepalive` keeps alive) and the
+  // renderer over them.
+  RenderedEvents(std::shared_ptr<const void> keepalive,
+                 std::unique_ptr<google::protobuf::RepeatedPtrField<v1::CompletionChunk>> owned,
+                 const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks,
+                 std::unique_ptr<provider::EventRenderer> renderer, size_t limit, absl::Time start,
+                 double speed)
+      : keepalive_(std::move(keepalive)),
+        owned_(std::move(owned)),
+        chunks_(chunks),
+        renderer_(std::move(renderer)),
+        limit_(limit),
+        start_(start),
+        speed_(speed) {}
+
+  std::optional<HttpPiece> Next() override {
+    if (sent_ >= limit_) return std::nullopt;
+    std::optional<provider::RenderedEvent> event = renderer_->Next();
+    if (!event.has_value()) return std::nullopt;
+    ++sent_;
+    // An event that carries a chunk is paced by that chunk's offset.
+    absl::Time at = absl::InfinitePast();
+    if (event->chunk >= 0 && event->chunk < chunks_.size()) {
+      at = NotBefore(start_, chunks_[event->chunk].offset_micros(), speed_);
+    }
+    return HttpPiece{std::move(event->text), at};
+  }
+
+ private:
+  const std::shared_ptr<const void> keepalive_;
+  const std::unique_ptr<google::protobuf::RepeatedPtrField<v1::CompletionChunk>> owned_;
+  const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks_;
+  const std::unique_ptr<provider::EventRenderer> renderer_;
+  const size_t limit_;
+  const absl::Time start_;
+  const double speed_;
+  size_t sent_ = 0;
+};
 
 }  // namespace
 
@@ -78,17 +150,10 @@ void RenderRecorded(WireApi api, const v1::Exchange& ex, std::shared_ptr<const v
   // this form (streamed or not).
   if (same_api && same_form && stream && native.chunks_size() > 0) {
     out.StartStream(native.status() == 0 ? 200 : native.status(), std::move(headers));
-    const size_t n = std::min(limit, static_cast<size_t>(native.chunks_size()));
-    // Every event handed over at once (one HTTP chunk each), paced by its
-    // recorded offset when a speed is set, straight from the recording: a
-    // client that reads slowly costs no copy of it.
-    std::vector<HttpSlice> slices;
-    slices.reserve(n);
-    for (size_t i = 0; i < n; ++i) {
-      const v1::NativeChunk& chunk = native.chunks(static_cast<int>(i));
-      slices.push_back({chunk.data(), NotBefore(start, chunk.offset_micros(), speed)});
-    }
-    out.WriteShared(std::move(keepalive), std::move(slices));
+    // One HTTP chunk per event, paced by its recorded offset when a speed
+    // is set, straight from the recording as the client reads: a client
+    // that reads slowly costs no copy of it.
+    out.WriteFrom(std::make_shared<RecordedEvents>(std::move(keepalive), native, limit, start, speed));
     return finish();
   }
   if (same_api && native.chunks_size() == 0 && (!stream || native.status() >= 300)) {
@@ -109,36 +174,26 @@ void RenderRecorded(WireApi api, const v1::Exchange& ex, std::shared_ptr<const v
     out.Respond(200, {{"content-type", kJsonContentType}}, *std::move(body));
     return;
   }
-  google::protobuf::RepeatedPtrField<v1::CompletionChunk> chunks = ex.chunks();
-  if (chunks.empty()) *chunks.Add() = recorder::ChunkFromResponse(ex.response());
+  // The recording's chunks, or one made of its whole answer.
+  std::unique_ptr<google::protobuf::RepeatedPtrField<v1::CompletionChunk>> owned;
+  if (ex.chunks().empty()) {
+    owned = std::make_unique<google::protobuf::RepeatedPtrField<v1::CompletionChunk>>();
+    *owned->Add() = recorder::ChunkFromResponse(ex.response());
+  }
+  const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks =
+      owned != nullptr ? *owned : ex.chunks();
   RenderContext stream_context = context;
   // A streaming caller answered from a whole recorded body of this API: the
   // stream says what the body said (created, service tier, fingerprint).
   if (same_api && native.status() < 300) stream_context.recorded_body = native.response_body();
-  absl::StatusOr<std::vector<WireEvent>> events = RenderEvents(api, chunks, stream_context);
-  if (!events.ok()) return RespondError(api, events.status(), out);
+  absl::StatusOr<std::unique_ptr<provider::EventRenderer>> renderer =
+      StreamRenderer(api, chunks, stream_context);
+  if (!renderer.ok()) return RespondError(api, renderer.status(), out);
   const bool json_array = api == WireApi::kGemini && context.call != nullptr &&
                           !context.call->gemini_sse;
   out.StartStream(200, {{"content-type", json_array ? kJsonContentType : kEventStreamContentType}});
-  if (events->size() > limit) events->resize(limit);
-  // Sent from one rendered copy, shared with the connection; an event that
-  // carries a chunk is paced by that chunk's offset.
-  auto rendered = std::make_shared<std::vector<std::string>>();
-  rendered->reserve(events->size());
-  std::vector<absl::Time> when;
-  when.reserve(events->size());
-  for (WireEvent& e : *events) {
-    absl::Time at = absl::InfinitePast();
-    if (speed > 0 && e.chunk >= 0 && e.chunk < chunks.size()) {
-      at = NotBefore(start, chunks[e.chunk].offset_micros(), speed);
-    }
-    when.push_back(at);
-    rendered->push_back(std::move(e.text));
-  }
-  std::vector<HttpSlice> slices;
-  slices.reserve(rendered->size());
-  for (size_t i = 0; i < rendered->size(); ++i) slices.push_back({(*rendered)[i], when[i]});
-  out.WriteShared(std::shared_ptr<const void>(rendered), std::move(slices));
+  out.WriteFrom(std::make_shared<RenderedEvents>(std::move(keepalive), std::move(owned), chunks,
+                                                 *std::move(renderer), limit, start, speed));
   finish();
 }
 

@@ -43,7 +43,10 @@ bool IsReplayedHeader(absl::string_view name);
 // Stream events are paced by their recorded offsets when `speed` > 0,
 // counted from `start`. `disconnect_after` >= 0 drops the connection after
 // that many stream events (a whole response is never sent). `keepalive`
-// holds `ex` alive: recorded events are sent from it without a copy.
+// holds `ex` alive while the answer is sent (HttpResponder::WriteFrom):
+// recorded events are sent from it without a copy, a rendered stream is
+// rendered from it an event at a time as the client reads, so a client
+// that reads slowly holds a few events, however long the stream.
 void RenderRecorded(WireApi api, const v1::Exchange& ex, std::shared_ptr<const void> keepalive,
                     const RenderContext& context, bool stream, double speed, absl::Time start,
                     int64_t disconnect_after, HttpResponder& out);

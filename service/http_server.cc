@@ -233,8 +233,7 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   void DoRespond(uint64_t id, int status, HttpHeaders headers, std::string body);
   void DoStartStream(uint64_t id, int status, HttpHeaders headers);
   void DoWrite(uint64_t id, std::string data, SteadyClock::time_point not_before);
-  void DoWriteShared(uint64_t id, std::shared_ptr<const void> keepalive,
-                     std::vector<std::pair<absl::string_view, SteadyClock::time_point>> slices);
+  void DoWriteFrom(uint64_t id, std::shared_ptr<HttpSource> source);
   void DoEnd(uint64_t id);
   void DoAbort(uint64_t id);
   // The responder was dropped without answering.
@@ -268,14 +267,21 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   struct Piece {
     std::string head;
     std::string body;
-    // Instead of `body`: bytes someone else owns, alive while `keepalive` is.
+    // Instead of `body`: bytes a source produced (bounded by its window,
+    // not by the queued-bytes bounds), or a view of bytes the source owns,
+    // alive while `keepalive` is.
+    std::string produced;
     absl::string_view shared;
     std::shared_ptr<const void> keepalive;
     std::string tail;
     SteadyClock::time_point not_before = SteadyClock::time_point::min();
     After after = After::kNothing;
+    // Not bytes: where a WriteFrom source's pieces go (in later_).
+    std::shared_ptr<HttpSource> source;
     // Bytes this piece counts against the queued-bytes bounds.
     size_t Owned() const { return head.size() + body.size() + tail.size(); }
+    // Bytes it sends.
+    size_t Size() const { return Owned() + produced.size() + shared.size(); }
   };
 
   void StartRead();
@@ -289,6 +295,9 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   // Frames a stream piece of `size` bytes (chunk header and trailer); false
   // when the answer has no body to stream into.
   bool Frame(size_t size, Piece* piece) const;
+  // Queues pieces of the source in progress until its window is full or it
+  // ends; then what was queued after it (up to the next source).
+  void Refill();
   std::string Head(int status, const HttpHeaders& headers, Framing framing,
                    size_t content_length) const;
   void Queue(Piece piece, bool pump = true);
@@ -349,7 +358,11 @@ class Connection final : public std::enable_shared_from_this<Connection> {
 
   // Writing.
   std::deque<Piece> out_;
-  size_t owned_queued_ = 0;  // sum of out_'s Owned()
+  // While a WriteFrom source is in progress, what was queued after it.
+  std::shared_ptr<HttpSource> source_;
+  std::deque<Piece> later_;
+  size_t owned_queued_ = 0;  // sum of out_'s and later_'s Owned()
+  size_t out_bytes_ = 0;     // sum of out_'s Size()
   bool writing_ = false;
   bool pacing_ = false;
   size_t pieces_in_write_ = 0;
@@ -368,7 +381,7 @@ class Responder final : public HttpResponder {
   void Respond(int status, HttpHeaders headers, std::string body) override;
   void StartStream(int status, HttpHeaders headers) override;
   void Write(std::string data, absl::Time not_before) override;
-  void WriteShared(std::shared_ptr<const void> keepalive, std::vector<HttpSlice> slices) override;
+  void WriteFrom(std::shared_ptr<HttpSource> source) override;
   void End() override;
   void Abort() override;
   bool cancelled() const override;
@@ -810,20 +823,50 @@ void Connection::DoWrite(uint64_t id, std::string data, SteadyClock::time_point 
   Queue(std::move(piece));
 }
 
-void Connection::DoWriteShared(
-    uint64_t id, std::shared_ptr<const void> keepalive,
-    std::vector<std::pair<absl::string_view, SteadyClock::time_point>> slices) {
+void Connection::DoWriteFrom(uint64_t id, std::shared_ptr<HttpSource> source) {
   if (!IsCurrent(id) || !answer_started_ || answer_ending_ || head_request_) return;
-  for (const auto& [data, not_before] : slices) {
-    if (data.empty()) continue;
-    Piece piece;
-    piece.not_before = not_before;
-    if (!Frame(data.size(), &piece)) return;
-    piece.shared = data;
-    piece.keepalive = keepalive;
-    Queue(std::move(piece), /*pump=*/false);
-  }
+  if (framing_ != Framing::kChunked && framing_ != Framing::kCloseDelimited) return;
+  Piece piece;
+  piece.source = std::move(source);
+  Queue(std::move(piece), /*pump=*/false);
   if (!dispatching_) Pump();  // Else Dispatch pumps once the handler returns.
+}
+
+void Connection::Refill() {
+  while (source_ != nullptr) {
+    if (out_bytes_ >= kHttpSourceWindowBytes || out_.size() >= kHttpSourceWindowPieces) return;
+    std::optional<HttpPiece> next = source_->Next();
+    if (!next.has_value()) {
+      source_.reset();
+      // What was queued after the source, up to the next one.
+      while (!later_.empty() && source_ == nullptr) {
+        Piece piece = std::move(later_.front());
+        later_.pop_front();
+        if (piece.source != nullptr) {
+          source_ = std::move(piece.source);
+        } else {
+          out_bytes_ += piece.Size();
+          out_.push_back(std::move(piece));
+        }
+      }
+      continue;
+    }
+    Piece piece;
+    piece.not_before = ToSteady(next->not_before);
+    if (std::holds_alternative<std::string>(next->bytes)) {
+      piece.produced = std::move(std::get<std::string>(next->bytes));
+    } else {
+      piece.shared = std::get<absl::string_view>(next->bytes);
+      piece.keepalive = source_;
+    }
+    const size_t size = piece.produced.size() + piece.shared.size();
+    // An empty chunk would end the stream.
+    if (size == 0 || !Frame(size, &piece)) continue;
+    owned_queued_ += piece.Owned();
+    server_->queued_total().fetch_add(piece.Owned(), std::memory_order_relaxed);
+    out_bytes_ += piece.Size();
+    out_.push_back(std::move(piece));
+  }
 }
 
 void Connection::DoEnd(uint64_t id) {
@@ -837,7 +880,7 @@ void Connection::DoEnd(uint64_t id) {
 
 void Connection::DoAbort(uint64_t id) {
   if (!IsCurrent(id)) return;
-  if (out_.empty() && !writing_) return Close();
+  if (out_.empty() && source_ == nullptr && !writing_) return Close();
   // What was queued before the abort goes out first, as it would have
   // before a network failure.
   answer_ending_ = true;
@@ -861,13 +904,22 @@ void Connection::Queue(Piece piece, bool pump) {
   const size_t owned = piece.Owned();
   owned_queued_ += owned;
   server_->queued_total().fetch_add(owned, std::memory_order_relaxed);
-  out_.push_back(std::move(piece));
+  if (source_ != nullptr) {
+    later_.push_back(std::move(piece));
+  } else if (piece.source != nullptr) {
+    source_ = std::move(piece.source);
+  } else {
+    out_bytes_ += piece.Size();
+    out_.push_back(std::move(piece));
+  }
   // While the handler runs, Dispatch pumps once it returns.
   if (pump && !dispatching_) Pump();
 }
 
 void Connection::Pump() {
-  if (writing_ || pacing_ || state_ == State::kClosed || out_.empty()) return;
+  if (state_ == State::kClosed) return;
+  Refill();
+  if (writing_ || pacing_ || out_.empty()) return;
   const SteadyClock::time_point now = SteadyClock::now();
   if (out_.front().not_before > now) {
     pacing_ = true;
@@ -884,6 +936,7 @@ void Connection::Pump() {
     if (pieces_in_write_ == kMaxPiecesPerWrite || piece.not_before > now) break;
     if (!piece.head.empty()) write_buffers_.push_back(net::buffer(piece.head));
     if (!piece.body.empty()) write_buffers_.push_back(net::buffer(piece.body));
+    if (!piece.produced.empty()) write_buffers_.push_back(net::buffer(piece.produced));
     if (!piece.shared.empty()) {
       write_buffers_.push_back(net::buffer(piece.shared.data(), piece.shared.size()));
     }
@@ -914,6 +967,7 @@ void Connection::OnWrite(beast::error_code ec) {
     const size_t owned = out_.front().Owned();
     owned_queued_ -= owned;
     server_->queued_total().fetch_sub(owned, std::memory_order_relaxed);
+    out_bytes_ -= out_.front().Size();
     out_.pop_front();
   }
   pieces_in_write_ = 0;
@@ -984,7 +1038,10 @@ void Connection::Close() {
 void Connection::ClearQueue() {
   server_->queued_total().fetch_sub(owned_queued_, std::memory_order_relaxed);
   owned_queued_ = 0;
+  out_bytes_ = 0;
   out_.clear();
+  later_.clear();
+  source_.reset();
 }
 
 void Connection::ArmReadTimer(SteadyClock::duration timeout, bool request_deadline) {
@@ -1110,17 +1167,10 @@ void Responder::Write(std::string data, absl::Time not_before) {
   if (now != nullptr) now->RunInline(call);
 }
 
-void Responder::WriteShared(std::shared_ptr<const void> keepalive,
-                            std::vector<HttpSlice> slices) {
-  if (slices.empty()) return;
-  std::vector<std::pair<absl::string_view, SteadyClock::time_point>> when;
-  when.reserve(slices.size());
-  for (const HttpSlice& slice : slices) when.emplace_back(slice.data, ToSteady(slice.not_before));
-  // One call for the lot: a post per piece cost a strand hop and a closure
-  // each (a 200-event SSE replay, bench/run).
-  auto call = [id = id_, keepalive = std::move(keepalive),
-               when = std::move(when)](Connection& c) mutable {
-    c.DoWriteShared(id, std::move(keepalive), std::move(when));
+void Responder::WriteFrom(std::shared_ptr<HttpSource> source) {
+  if (source == nullptr) return;
+  auto call = [id = id_, source = std::move(source)](Connection& c) mutable {
+    c.DoWriteFrom(id, std::move(source));
   };
   Connection* now;
   {

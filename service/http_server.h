@@ -23,8 +23,10 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,11 +39,22 @@ namespace service {
 
 using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
 
-// A piece of a streamed answer that lives in memory the caller keeps alive
-// (a recording), to be sent no earlier than `not_before`.
-struct HttpSlice {
-  absl::string_view data;
+// One piece of a streamed answer from an HttpSource, sent as one chunk no
+// earlier than `not_before`: its bytes, owned, or a view of memory that the
+// source keeps alive for as long as it lives (a recording).
+struct HttpPiece {
+  std::variant<std::string, absl::string_view> bytes;
   absl::Time not_before = absl::InfinitePast();
+};
+
+// The rest of a streamed answer, produced as the connection sends it
+// (HttpResponder::WriteFrom).
+class HttpSource {
+ public:
+  virtual ~HttpSource() = default;
+  // The next piece; nullopt after the last (then it is not called again).
+  // Called on a server thread, one call at a time; must not block.
+  virtual std::optional<HttpPiece> Next() = 0;
 };
 
 struct HttpRequest {
@@ -77,13 +90,15 @@ class HttpResponder {
   // reading while a producer (an upstream being relayed) keeps writing is
   // disconnected, and the responder reports it cancelled.
   virtual void Write(std::string data, absl::Time not_before = absl::InfinitePast()) = 0;
-  // Queues each slice as one piece (one chunk), in order, handed to the
-  // connection in one go and never copied: `keepalive` keeps the memory
-  // they point into alive until they are sent or the connection closes.
-  // For answers that already sit in memory (a recording); they do not count
-  // against the queued-bytes bounds.
-  virtual void WriteShared(std::shared_ptr<const void> keepalive,
-                           std::vector<HttpSlice> slices) = 0;
+  // Queues the pieces of `source`, each as one chunk, after everything
+  // queued before; what is queued after this call goes out after its last
+  // piece. The connection asks for a piece only while less than
+  // kHttpSourceWindowBytes (and kHttpSourceWindowPieces pieces) of the
+  // answer are waiting to be sent, so a client that reads slowly costs
+  // that much, however long the answer: for answers produced from what is
+  // in memory already (a recording, rendered as it goes). The source is
+  // dropped once it ends or the connection closes.
+  virtual void WriteFrom(std::shared_ptr<HttpSource> source) = 0;
   // Ends the stream once everything queued is sent.
   virtual void End() = 0;
   // Closes the connection, without ending the stream, once what was queued
@@ -98,6 +113,11 @@ class HttpResponder {
   virtual void OnCancel(std::function<void()> callback) = 0;
 };
 
+// What a connection holds of a WriteFrom answer before it asks its source
+// for more.
+inline constexpr size_t kHttpSourceWindowBytes = 256 << 10;
+inline constexpr size_t kHttpSourceWindowPieces = 128;
+
 using HttpHandler = std::function<void(HttpRequest, std::shared_ptr<HttpResponder>)>;
 
 struct HttpServerOptions {
@@ -111,7 +131,8 @@ struct HttpServerOptions {
   size_t max_header_bytes = 64 << 10;
   // Bytes written with HttpResponder::Write and not yet sent, per
   // connection and over all of them: past either, the connection is closed
-  // (its client is not reading). Shared slices do not count.
+  // (its client is not reading). WriteFrom answers are bounded by their
+  // window instead.
   size_t max_queued_bytes_per_connection = 8 << 20;
   size_t max_queued_bytes_total = 256 << 20;
   // A connection with no request in progress for this long is closed.

@@ -12,6 +12,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -43,6 +44,16 @@ using ::testing::IsEmpty;
 // Generous bound on every wait in these tests; a healthy run takes
 // milliseconds.
 constexpr absl::Duration kWait = absl::Seconds(10);
+
+// Polls `condition` until it holds (true) or `timeout` passes (false).
+bool WaitFor(const std::function<bool()>& condition, absl::Duration timeout = kWait) {
+  const absl::Time deadline = absl::Now() + timeout;
+  for (;;) {
+    if (condition()) return true;
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+}
 
 // One parsed response head.
 struct Head {
@@ -672,18 +683,45 @@ TEST(HttpServerTest, TheServerWideBoundDisconnectsTheClientThatWouldPassIt) {
   EXPECT_EQ(reader.ReadExactly(8 << 20).size(), size_t{8} << 20);
 }
 
-TEST(HttpServerTest, WriteSharedSendsEachSliceAsItsOwnChunkInOrder) {
+// The pieces `texts` names, as views of the vector (kept by the source) or
+// as owned copies, alternately; counts the pieces asked for and says when it
+// is destroyed.
+class VectorSource final : public HttpSource {
+ public:
+  VectorSource(std::vector<std::string> texts, std::vector<absl::Time> when,
+               std::atomic<int>* asked, absl::Notification* destroyed)
+      : texts_(std::move(texts)), when_(std::move(when)), asked_(asked), destroyed_(destroyed) {}
+  ~VectorSource() override {
+    if (destroyed_ != nullptr) destroyed_->Notify();
+  }
+  std::optional<HttpPiece> Next() override {
+    if (next_ >= texts_.size()) return std::nullopt;
+    if (asked_ != nullptr) ++*asked_;
+    const size_t i = next_++;
+    const absl::Time at = i < when_.size() ? when_[i] : absl::InfinitePast();
+    if (i % 2 == 0) return HttpPiece{absl::string_view(texts_[i]), at};
+    return HttpPiece{texts_[i], at};
+  }
+
+ private:
+  const std::vector<std::string> texts_;
+  const std::vector<absl::Time> when_;
+  std::atomic<int>* const asked_;
+  absl::Notification* const destroyed_;
+  size_t next_ = 0;
+};
+
+TEST(HttpServerTest, WriteFromSendsEachPieceAsItsOwnChunkInOrder) {
   std::unique_ptr<HttpServer> server =
       StartServer({}, [&](HttpRequest, std::shared_ptr<HttpResponder> out) {
         out->StartStream(200, {{"content-type", "text/event-stream"}});
         out->Write("data: first\n\n");
-        auto pieces = std::make_shared<std::vector<std::string>>();
-        for (int i = 0; i < 150; ++i) pieces->push_back(absl::StrCat("data: ", i, "\n\n"));
-        pieces->push_back("");  // empty pieces are skipped, as by Write
-        std::vector<HttpSlice> slices;
-        for (const std::string& piece : *pieces) slices.push_back({piece});
-        // The only reference to the pieces is the responder's from here on.
-        out->WriteShared(std::move(pieces), std::move(slices));
+        std::vector<std::string> pieces;
+        for (int i = 0; i < 300; ++i) pieces.push_back(absl::StrCat("data: ", i, "\n\n"));
+        pieces.insert(pieces.begin() + 100, "");  // empty pieces are skipped, as by Write
+        out->WriteFrom(std::make_shared<VectorSource>(std::move(pieces), std::vector<absl::Time>(),
+                                                      nullptr, nullptr));
+        // Queued after the source: sent after its last piece.
         out->Write("data: last\n\n");
         out->End();
       });
@@ -701,12 +739,48 @@ TEST(HttpServerTest, WriteSharedSendsEachSliceAsItsOwnChunkInOrder) {
       if (chunk->empty()) break;
       chunks.push_back(*chunk);
     }
-    // More pieces than one gathered write takes: the rest follow in order.
-    ASSERT_EQ(chunks.size(), 152u);
+    // More pieces than one window holds: the rest follow in order.
+    ASSERT_EQ(chunks.size(), 302u);
     EXPECT_EQ(chunks.front(), "data: first\n\n");
-    for (int i = 0; i < 150; ++i) EXPECT_EQ(chunks[static_cast<size_t>(i) + 1], absl::StrCat("data: ", i, "\n\n"));
+    for (int i = 0; i < 300; ++i) EXPECT_EQ(chunks[static_cast<size_t>(i) + 1], absl::StrCat("data: ", i, "\n\n"));
     EXPECT_EQ(chunks.back(), "data: last\n\n");
   }
+}
+
+// A source's pieces are asked for as the connection sends them: a client
+// that gets nothing more (here, pieces paced an hour apart) holds a window
+// of them, not the answer, and the source goes when the client does.
+TEST(HttpServerTest, WriteFromAsksForPiecesOnlyAsTheyAreSent) {
+  constexpr int kPieces = 5000;
+  std::atomic<int> asked{0};
+  absl::Notification destroyed;
+  std::unique_ptr<HttpServer> server =
+      StartServer({}, [&](HttpRequest, std::shared_ptr<HttpResponder> out) {
+        out->StartStream(200, {{"content-type", "text/event-stream"}});
+        std::vector<std::string> pieces;
+        std::vector<absl::Time> when;
+        const absl::Time now = absl::Now();
+        for (int i = 0; i < kPieces; ++i) {
+          pieces.push_back(absl::StrCat("data: ", i, "\n\n"));
+          when.push_back(i == 0 ? absl::InfinitePast() : now + absl::Hours(i));
+        }
+        out->WriteFrom(std::make_shared<VectorSource>(std::move(pieces), std::move(when), &asked,
+                                                      &destroyed));
+        out->End();
+      });
+  ASSERT_NE(server, nullptr);
+  auto client = std::make_unique<TestClient>(server->port());
+  client->Send(Get("/paced"));
+  ASSERT_TRUE(client->ReadHead().has_value());
+  EXPECT_EQ(client->ReadChunk(), "data: 0\n\n");
+  // A window's worth, and no more while nothing is sent.
+  const auto window = static_cast<int>(kHttpSourceWindowPieces);
+  ASSERT_TRUE(WaitFor([&] { return asked.load() >= window; }));
+  EXPECT_FALSE(WaitFor([&] { return asked.load() > window + 1; }, absl::Milliseconds(200)))
+      << asked.load() << " pieces asked for";
+  EXPECT_FALSE(destroyed.HasBeenNotified());
+  client.reset();
+  EXPECT_TRUE(destroyed.WaitForNotificationWithTimeout(kWait)) << "the source outlived its client";
 }
 
 // The handler's own calls run at once (no strand hop); one made from

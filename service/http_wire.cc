@@ -198,10 +198,9 @@ absl::StatusOr<std::string> RenderBody(WireApi api, const v1::CompletionResponse
   return absl::InternalError("unknown API");
 }
 
-absl::StatusOr<std::vector<WireEvent>> RenderEvents(
+absl::StatusOr<std::unique_ptr<provider::EventRenderer>> StreamRenderer(
     WireApi api, const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks,
     const RenderContext& context) {
-  std::vector<WireEvent> out;
   switch (api) {
     case WireApi::kChatCompletions: {
       const provider::openai::StreamMeta meta =
@@ -209,42 +208,21 @@ absl::StatusOr<std::vector<WireEvent>> RenderEvents(
               ? provider::openai::StreamMeta{context.created, "", ""}
               : provider::openai::StreamMetaFromBody(context.recorded_body, context.created);
       const bool include_usage = context.parsed != nullptr && context.parsed->include_usage;
-      std::vector<std::string> events = provider::openai::RenderStream(chunks, include_usage, meta);
-      out.reserve(events.size());
-      // One event per chunk, in order (then usage and [DONE]).
-      for (size_t i = 0; i < events.size(); ++i) {
-        out.push_back({std::move(events[i]), i < static_cast<size_t>(chunks.size())
-                                                 ? static_cast<int>(i)
-                                                 : -1});
-      }
-      return out;
+      return provider::openai::StreamRenderer(chunks, include_usage, meta);
     }
-    case WireApi::kMessages: {
-      for (std::string& e : provider::anthropic::RenderStream(chunks)) {
-        out.push_back({std::move(e), -1});
-      }
-      return out;
-    }
+    case WireApi::kMessages:
+      return provider::anthropic::StreamRenderer(chunks);
     case WireApi::kResponses: {
       provider::responses::RenderMeta meta;
       meta.id = context.response_id;
       meta.created_at = context.created;
       meta.model = context.parsed != nullptr ? context.parsed->canonical.model() : "";
-      for (provider::responses::RenderedEvent& e : provider::responses::RenderStream(chunks, meta)) {
-        out.push_back({std::move(e.text), e.chunk});
-      }
-      return out;
+      return provider::responses::StreamRenderer(chunks, meta);
     }
     case WireApi::kGemini: {
       const bool sse = context.call == nullptr || context.call->gemini_sse;
-      std::string model = context.call != nullptr ? context.call->model : "";
-      std::vector<std::string> events = provider::gemini::RenderStream(chunks, model, sse);
-      for (size_t i = 0; i < events.size(); ++i) {
-        out.push_back({std::move(events[i]), i < static_cast<size_t>(chunks.size())
-                                                 ? static_cast<int>(i)
-                                                 : -1});
-      }
-      return out;
+      return provider::gemini::StreamRenderer(chunks, context.call != nullptr ? context.call->model : "",
+                                              sse);
     }
     case WireApi::kEmbeddings:
       return absl::UnimplementedError("embeddings are never streamed");

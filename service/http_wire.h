@@ -19,6 +19,7 @@
 #include "google/protobuf/repeated_field.h"
 #include "provider/parsed_request.h"
 #include "provider/sse.h"
+#include "provider/stream_render.h"
 #include "replayer/engine.h"
 #include "understudy/v1/completion.pb.h"
 #include "understudy/v1/understudy.pb.h"
@@ -107,16 +108,12 @@ struct RenderContext {
 absl::StatusOr<std::string> RenderBody(WireApi api, const v1::CompletionResponse& response,
                                        const RenderContext& context);
 
-// One event of a rendered stream and the chunk whose recorded offset paces
-// it (-1: sent with the event before it).
-struct WireEvent {
-  std::string text;
-  int chunk = -1;
-};
-
 // `chunks` as a stream in `api`'s shape (SSE events, or Gemini's JSON array
-// pieces). UNIMPLEMENTED for embeddings, which never stream.
-absl::StatusOr<std::vector<WireEvent>> RenderEvents(
+// pieces), rendered one event at a time: each event that carries a chunk
+// names it (its recorded offset paces the event). `chunks` must outlive the
+// renderer; what it needs of `context` is copied. UNIMPLEMENTED for
+// embeddings, which never stream.
+absl::StatusOr<std::unique_ptr<provider::EventRenderer>> StreamRenderer(
     WireApi api, const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks,
     const RenderContext& context);
 

@@ -1,5 +1,7 @@
 #include "service/mcp_api.h"
 
+#include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -7,6 +9,7 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/http_status.h"
 #include "base/log.h"
 #include "base/scheduler.h"
 #include "base/status_macros.h"
@@ -32,6 +35,39 @@ std::string SseEvent(absl::string_view message) {
   return absl::StrCat("event: message\ndata: ", message, "\n\n");
 }
 
+// A recorded SSE answer's messages with the caller's ids, each made as the
+// client reads the stream, paced by its recorded offset when `speed` > 0.
+class RecordedMessages final : public HttpSource {
+ public:
+  // `native` lives as long as `keepalive`.
+  RecordedMessages(std::shared_ptr<const void> keepalive, const v1::NativeExchange& native,
+                   Json id, Json token, absl::Time start, double speed)
+      : keepalive_(std::move(keepalive)),
+        native_(native),
+        id_(std::move(id)),
+        token_(std::move(token)),
+        start_(start),
+        speed_(speed) {}
+
+  std::optional<HttpPiece> Next() override {
+    if (next_ >= native_.chunks_size()) return std::nullopt;
+    const v1::NativeChunk& chunk = native_.chunks(next_++);
+    const absl::Time at = speed_ > 0
+                              ? start_ + absl::Microseconds(chunk.offset_micros() / speed_)
+                              : absl::InfinitePast();
+    return HttpPiece{SseEvent(mcp::WithIds(chunk.data(), id_, token_)), at};
+  }
+
+ private:
+  const std::shared_ptr<const void> keepalive_;
+  const v1::NativeExchange& native_;
+  const Json id_;
+  const Json token_;
+  const absl::Time start_;
+  const double speed_;
+  int next_ = 0;
+};
+
 // The JSON-RPC error code for a status the engine or the adapter gave.
 int CodeFor(const absl::Status& status) {
   if (absl::IsNotFound(status) && status.GetPayload(replayer::kMissPayloadUrl).has_value()) {
@@ -41,13 +77,16 @@ int CodeFor(const absl::Status& status) {
   return mcp::kInternalError;
 }
 
+// `data` of an error: what understudy says went wrong, for a client to
+// tell its cases apart.
+std::string ErrorData(int code, const absl::Status& status) {
+  if (code == mcp::kNoRecording) return R"({"understudy":"no_recording"})";
+  return absl::StrCat(R"({"understudy":")", absl::StatusCodeToString(status.code()), R"("})");
+}
+
 std::string ErrorFor(const Json& id, const absl::Status& status) {
   const int code = CodeFor(status);
-  std::string data = code == mcp::kNoRecording ? R"({"understudy":"no_recording"})"
-                                               : absl::StrCat(R"({"understudy":")",
-                                                              absl::StatusCodeToString(status.code()),
-                                                              R"("})");
-  return mcp::ErrorResponse(id, code, status.message(), data);
+  return mcp::ErrorResponse(id, code, status.message(), ErrorData(code, status));
 }
 
 void RespondJson(HttpResponder& out, int status, std::string body,
@@ -292,7 +331,13 @@ void McpApi::Handle(replayer::CallInfo call, std::string name, HttpRequest reque
 
   absl::StatusOr<std::pair<v1::RunMode, std::string>> mode = options_.engine->ActiveRunMode(call);
   if (!mode.ok()) {
-    return RespondJson(*out, 200, ErrorFor(message.id, mode.status()));
+    // The request names no run, an unknown one or one that has ended: the
+    // client's mistake, answered with the HTTP status the model routes give
+    // it (404 for an unknown run) and a JSON-RPC error of the same kind as
+    // an unknown session's.
+    return RespondJson(*out, HttpStatusFor(mode.status().code()),
+                       mcp::ErrorResponse(message.id, mcp::kInvalidRequest, mode.status().message(),
+                                          ErrorData(mcp::kInvalidRequest, mode.status())));
   }
   const bool may_forward = mode->first != v1::RUN_MODE_REPLAY;
   if (may_forward && request.Header("x-understudy-mcp-upstream") == "lazy") {
@@ -386,13 +431,8 @@ void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespon
       HttpHeaders headers = {{"content-type", kEventStream}, {"cache-control", "no-cache"}};
       if (!session_id.empty()) headers.emplace_back("mcp-session-id", session_id);
       out->StartStream(200, std::move(headers));
-      const absl::Time start = options_.clock->Now();
-      for (const v1::NativeChunk& chunk : native.chunks()) {
-        const absl::Time at = decision.speed > 0
-                                  ? start + absl::Microseconds(chunk.offset_micros() / decision.speed)
-                                  : absl::InfinitePast();
-        out->Write(SseEvent(mcp::WithIds(chunk.data(), id, token)), at);
-      }
+      out->WriteFrom(std::make_shared<RecordedMessages>(decision.keepalive, native, id, token,
+                                                        options_.clock->Now(), decision.speed));
       return out->End();
     }
     if (ex.has_error()) {

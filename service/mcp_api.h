@@ -15,7 +15,9 @@
 // or the loopback URL an mcp-proxy names in X-Understudy-Mcp-Upstream —
 // relay its answer as it arrives and record it once complete. Errors are
 // JSON-RPC error responses; a replay miss has code -32001 and the miss
-// report.
+// report. A request for a run that is unknown, has ended or is not named
+// is the client's mistake: HTTP 404, 412 or 400 as on the model routes,
+// with a JSON-RPC error -32600.
 //
 // Sessions: understudy answers `initialize` with its own Mcp-Session-Id,
 // derived from the run, the server name and a count (the same in every

@@ -471,7 +471,8 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
     if (!made.ok()) return bad(made.status());
     parts->mcp_upstreams[name] = *std::move(made);
   }
-  engine_options->has_upstream = !parts->mcp_upstreams.empty() || parts->upstream != nullptr ||
+  engine_options->has_upstream = options.upstreams_from_mcp_proxies ||
+                                 !parts->mcp_upstreams.empty() || parts->upstream != nullptr ||
                                  parts->openai_upstream != nullptr ||
                                  parts->anthropic_upstream != nullptr ||
                                  parts->gemini_upstream != nullptr;

@@ -38,6 +38,12 @@ struct ServerOptions {
   // MCP tool servers for record/passthrough runs, each `NAME=URL` (a
   // Streamable HTTP endpoint; see docs/mcp.md).
   std::vector<std::string> mcp_upstreams;
+  // Whether record, passthrough, once and new runs may start with none of
+  // the upstreams above: `record -- CMD` sets it, as the command's stdio MCP
+  // servers run behind `understudy mcp-proxy`, which names its server with
+  // each request. A model request in such a run is refused naming
+  // --upstream. Otherwise such runs are refused at their start.
+  bool upstreams_from_mcp_proxies = false;
   // Replay pace: 0 as fast as possible, else recorded offsets / speed.
   double speed = 0;
   // Matching: canonical paths to ignore and normalizers (see

@@ -4,7 +4,9 @@
 #include "service/ui_api.h"
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
@@ -41,9 +43,12 @@ class RecordingResponder : public HttpResponder {
     absl::MutexLock lock(&mu_);
     if (!done_) body_ += data;
   }
-  void WriteShared(std::shared_ptr<const void>, std::vector<HttpSlice> slices) override {
+  void WriteFrom(std::shared_ptr<HttpSource> source) override {
     absl::MutexLock lock(&mu_);
-    for (const HttpSlice& s : slices) body_.append(s.data.data(), s.data.size());
+    while (std::optional<HttpPiece> piece = source->Next()) {
+      std::visit([this](const auto& bytes) { body_.append(bytes.data(), bytes.size()); },
+                 piece->bytes);
+    }
   }
   void End() override {
     absl::MutexLock lock(&mu_);

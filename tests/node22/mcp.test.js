@@ -73,7 +73,7 @@ test('mcp stdio: an agent\'s model and tool calls through `understudy mcp-proxy`
   const to = Date.now();
   assert.equal(rec.code, 0, `record: ${rec.stderr}`);
   const recorded = JSON.parse(rec.stdout);
-  assertAgentTranscript(recorded, { from, to, progress: false });
+  assertAgentTranscript(recorded, { from, to });
   assert.match(recorded.slow.content[0].text, /^done in 3 steps, run 1, /);
   assert.equal(openai.requests.length, 6, 'three turns of two model calls');
   assert.match(rec.stderr, /mcp-fake: stdio ready/, 'the proxy started the real server (its stderr is inherited)');
@@ -97,6 +97,40 @@ test('mcp stdio: an agent\'s model and tool calls through `understudy mcp-proxy`
   assert.deepEqual(JSON.parse(rep.stdout), recorded, 'the replayed transcript is the recorded one');
   assert.equal(rep.stdout, rec.stdout, 'byte for byte');
   assert.match(rep.stderr, new RegExp(`served ${AGENT_EXCHANGES.length}, recorded 0, misses 0`));
+});
+
+test('mcp stdio: an agent whose only upstream is a stdio tool server records with no --upstream, the summary names each MCP exchange, and 20 replays in a row each deliver every progress notification', { timeout: 240000 }, async (t) => {
+  const dir = tempDir(t, 'understudy-node22-mcponly-');
+  const db = path.join(dir, 'tools.db');
+  const marker = path.join(dir, 'tripwire.started');
+  const recordConfig = proxyConfig(path.join(dir, 'record.mcp.json'), [NODE22_BIN, MCP_FAKE, '--stdio']);
+  const replayConfig = proxyConfig(path.join(dir, 'replay.mcp.json'), [NODE22_BIN, TRIPWIRE, marker],
+    { passEnv: false });
+
+  const rec = await run(['record', '--db', db, '--session', 'tools', '--', NODE22_BIN, MCP_AGENT, recordConfig, 'tools'],
+    { timeoutMs: 60000 });
+  assert.equal(rec.code, 0, `record with no --upstream: ${rec.stderr}`);
+  const recorded = JSON.parse(rec.stdout);
+  assert.deepEqual(recorded.counter.structuredContent, { n: 1 });
+  assert.deepEqual(recorded.progress.map((p) => [p.progress, p.total]), [[1, 3], [2, 3], [3, 3]]);
+  assert.match(recorded.slow.content[0].text, /^done in 3 steps, run 1, /);
+  assert.match(rec.stderr, /served 3, recorded 3, misses 0/);
+  for (const line of ['recorded #1 mcp counter initialize', 'recorded #2 mcp counter tools/call counter',
+    'recorded #3 mcp counter tools/call slow']) {
+    assert.ok(rec.stderr.split('\n').some((l) => l.trim() === line), `the summary says "${line}":\n${rec.stderr}`);
+  }
+
+  // At full speed a replay has the notifications and the response at once;
+  // each replay must still hand the client every notification, before the
+  // result.
+  for (let i = 1; i <= 20; i += 1) {
+    const rep = await run(['replay', '--db', db, '--session', 'tools', '--mode', 'none',
+      '--', NODE22_BIN, MCP_AGENT, replayConfig, 'tools'], { timeoutMs: 60000 });
+    assert.equal(rep.code, 0, `replay ${i}: ${rep.stderr}`);
+    assert.deepEqual(JSON.parse(rep.stdout), recorded, `replay ${i}: the recorded transcript, progress included`);
+    assert.match(rep.stderr, /served 3, recorded 0, misses 0/, `replay ${i}`);
+  }
+  assert.equal(fs.existsSync(marker), false, 'the tool server never started on replay');
 });
 
 test('mcp Streamable HTTP: --mcp-upstream records model and tool calls (SSE progress included) and replays them with the server\'s port held by a tripwire', { timeout: 90000 }, async (t) => {

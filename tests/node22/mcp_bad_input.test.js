@@ -107,6 +107,39 @@ test('mcp bad input over HTTP: malformed JSON, a batch, an unknown method (a mis
   assert.equal((await exportSession(rec.db, 'bad')).exchanges.length, recorded, 'replay stored nothing');
 });
 
+test('mcp: an unknown run is a 404 with a JSON-RPC error meaning the client\'s mistake, over HTTP and through mcp-proxy', { timeout: 60000 }, async (t) => {
+  const { McpError } = await mcpSdk();
+  const dir = tempDir(t, 'understudy-node22-mcprun-');
+  const marker = path.join(dir, 'tripwire.started');
+  const server = await Server.start(t, dir, { args: ['--mode', 'replay', '--scenario', path.join(FIXTURES, 'mcp_rules.yaml')] });
+  const initialize = JSON.stringify({ jsonrpc: '2.0', id: 'i-1', method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: CLIENT_INFO } });
+
+  // The model routes answer 404 for an unknown run; so do the MCP routes.
+  const model = await post(`${server.http}/run/no-such-run/v1/chat/completions`, JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hi' }] }));
+  assert.equal(model.status, 404, model.text);
+  const unknown = await post(`${server.http}/run/no-such-run/mcp/tools`, initialize, ACCEPT);
+  assert.equal(unknown.status, 404, unknown.text);
+  assert.match(unknown.headers.get('content-type'), /^application\/json/);
+  assert.equal(unknown.json?.jsonrpc, '2.0', unknown.text);
+  assert.equal(unknown.json.id, 'i-1');
+  assert.equal(unknown.json.error.code, -32600, 'Invalid Request: the client named what does not exist');
+  assert.match(unknown.json.error.message, /unknown run "no-such-run"/);
+  assert.equal(unknown.json.error.data?.understudy, 'NOT_FOUND');
+
+  // Through the proxy the SDK client gets that error, not an internal one.
+  const transport = await stdioProxyTransport({ name: 'tools', http: server.http, run: 'no-such-run' }, [NODE22_BIN, TRIPWIRE, marker]);
+  const { Client } = await mcpSdk();
+  const client = new Client(CLIENT_INFO);
+  t.after(() => client.close().catch(() => {}));
+  const refused = await client.connect(transport, { timeout: 15000 }).then(
+    () => assert.fail('initialize succeeded on an unknown run'), (e) => e);
+  assert.ok(refused instanceof McpError, String(refused));
+  assert.equal(refused.code, -32600, refused.message);
+  assert.match(refused.message, /unknown run "no-such-run"/);
+  assert.equal(fs.existsSync(marker), false, 'nothing started');
+  assert.equal(await server.stop(), 0, server.stderr());
+});
+
 test('mcp: a client that hangs up mid-SSE while recording leaves the server serving the same session', { timeout: 60000 }, async (t) => {
   const dir = tempDir(t, 'understudy-node22-mcphangup-');
   const mcpFake = await startFakeMcpHttp(t);

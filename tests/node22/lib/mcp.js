@@ -188,12 +188,11 @@ export async function askWithTools({ openai, mcp, tools, names, prompt }) {
 // turn, then resources, prompts and a slow tool. Returns the transcript —
 // everything the SDKs handed back, as plain data.
 //
-// `progress`: ask `slow` for progress notifications. Not over stdio: the
-// SDK client runs a notification's handler a microtask after reading it but
-// a response at once, so when the last progress line and the response come
-// in one read (as a replay at full speed writes them) the last progress is
-// dropped by the client — measured with the SDK alone, no understudy. Over
-// Streamable HTTP each SSE event is its own read, and none is lost.
+// `progress`: ask `slow` for progress notifications. The SDK client runs a
+// notification's handler a microtask after the read that brought it but a
+// response's at once, so a response read together with the notifications
+// before it drops them; over stdio, `understudy mcp-proxy` writes a
+// response only once the agent has read them.
 export async function runMcpAgent({ openai, mcp, progress = true }) {
   const out = { server: mcp.getServerVersion(), capabilities: mcp.getServerCapabilities(), instructions: mcp.getInstructions() };
   const { tools } = await mcp.listTools();
@@ -213,6 +212,15 @@ export async function runMcpAgent({ openai, mcp, progress = true }) {
   out.progress = [];
   out.slow = await mcp.callTool({ name: 'slow', arguments: { steps: 3, delay_ms: 30 } }, undefined,
     progress ? { onprogress: (p) => out.progress.push(p), timeout: 15000 } : { timeout: 15000 });
+  return JSON.parse(JSON.stringify(out));
+}
+
+// An agent whose only upstream is its tool server: the counter, then the
+// slow tool with progress notifications. Returns what the SDK handed back.
+export async function runToolsOnlyAgent({ mcp }) {
+  const out = { counter: await mcp.callTool({ name: 'counter', arguments: {} }), progress: [] };
+  out.slow = await mcp.callTool({ name: 'slow', arguments: { steps: 3, delay_ms: 30 } }, undefined,
+    { onprogress: (p) => out.progress.push(p), timeout: 15000 });
   return JSON.parse(JSON.stringify(out));
 }
 
