@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "validation/schemas.h"
 
 namespace understudy {
 namespace mcpserver {
@@ -72,6 +73,22 @@ TEST_F(ResolvePathTest, NotFilesAndMissing) {
   EXPECT_EQ(no_root.status().code(), absl::StatusCode::kFailedPrecondition);
   // Names the flag of either transport.
   EXPECT_THAT(no_root.status().message(), HasSubstr("serve --tools-root"));
+}
+
+TEST(ToolListTest, GetSchemaNamesEveryKindItServes) {
+  Tools tools{ToolsOptions{}};
+  const nlohmann::json* get_schema = nullptr;
+  for (const nlohmann::json& tool : tools.List()) {
+    if (tool["name"] == "get_schema") get_schema = &tool;
+  }
+  ASSERT_NE(get_schema, nullptr);
+  const std::string description = (*get_schema)["description"].get<std::string>();
+  const std::vector<std::string> kinds = validation::SchemaKinds();
+  EXPECT_EQ((*get_schema)["inputSchema"]["properties"]["kind"]["enum"], nlohmann::json(kinds));
+  for (const std::string& kind : kinds) {
+    EXPECT_THAT(description, HasSubstr(kind + " (understudy ")) << description;
+  }
+  EXPECT_THAT(description, HasSubstr("sim (understudy sim config (understudy.sim/v1))"));
 }
 
 }  // namespace
