@@ -369,14 +369,26 @@ ToolDef AnalyzeTestResultsDef() {
        {"kind", {{"type", "string"}, {"enum", {"expectation", "drift", "command", "error"}}}},
        {"explanation", {{"type", "string"}}},
        {"suggestion", {{"type", "string"}, {"description", "what to change"}}},
-       {"actual", {{"type", "string"}, {"description", "what the run did, when known"}}}},
-      {"test", "check", "kind", "explanation", "suggestion", "actual"});
+       {"actual", {{"type", "string"}, {"description", "what the run did, when known"}}},
+       {"action",
+        {{"type", "string"},
+         {"enum", {"none", "replace", "remove", "record"}},
+         {"description",
+          "replace: put `replacement` in place of the item named `check`; remove: drop that "
+          "item; record: record the session again; none: fix the system or the test"}}},
+       {"replacement",
+        {{"type", "string"},
+         {"description",
+          "for replace: the new item as spec text (a YAML flow mapping to write after \"- \" "
+          "under assertions:), keeping the item's name, agent and match"}}}},
+      {"test", "check", "kind", "explanation", "suggestion", "actual", "action", "replacement"});
   return {"analyze_test_results",
           "Explain test failures",
-          "For each failed test of a run_tests result: the failed check, its explanation and a "
-          "suggested fix — a changed expectation quoting what the run did, or, for misses and "
-          "unused recordings, that the recording drifted from the system under test (re-record, "
-          "or fix the change).",
+          "For each failed test of a run_tests result: the failed check, its whole explanation "
+          "and a suggested fix — for a changed sequence, the item that states what the run did "
+          "as spec text to paste in place of the failed one (action replace, replacement), or, "
+          "for misses and unused recordings, that the recording drifted from the system under "
+          "test (re-record, or fix the change).",
           ObjectSchema({{"results",
                          {{"type", {"object", "string"}},
                           {"properties", {{"tests", {{"type", "array"}, {"items", test},
