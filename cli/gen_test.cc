@@ -14,18 +14,6 @@ namespace understudy {
 namespace cli {
 namespace {
 
-// `path` as seen from `folder`, when both are local paths that have one;
-// else `path` unchanged.
-std::string RelativeTo(const std::string& path, const std::filesystem::path& folder) {
-  if (path.empty()) return path;
-  std::error_code error;
-  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
-  if (error) return path;
-  const std::filesystem::path relative =
-      std::filesystem::proximate(absolute, std::filesystem::absolute(folder, error), error);
-  return error || relative.empty() ? path : relative.string();
-}
-
 int Fail(const std::string& message, int code) {
   std::cerr << "understudy: " << message << std::endl;
   return code;
@@ -52,8 +40,8 @@ int GenTest(const std::string& spec_file, const testgen::TestOptions& options,
     std::error_code error;
     const std::filesystem::path folder =
         std::filesystem::absolute(output, error).parent_path();
-    generate.spec_path = RelativeTo(spec_file, folder);
-    generate.db = RelativeTo(options.db, folder);
+    generate.spec_path = testgen::PathFromFolder(spec_file, folder);
+    generate.db = testgen::PathFromFolder(options.db, folder);
   }
   absl::StatusOr<std::string> source = testgen::GenerateTest(generate);
   if (!source.ok()) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "mcpserver/tool_impl.h"
 #include "replayer/scenario.h"
@@ -53,6 +54,22 @@ absl::StatusOr<ToolResult> GetSchema(const ToolsOptions&, const json& args) {
   return Structured({{"kind", kind}, {"schema", std::move(schema)}});
 }
 
+// "scenario (understudy scenario (understudy.scenario/v1)), ...": each
+// kind with its schema's title, so that the description names every kind
+// this build ships.
+std::string KindsDescribed(const std::vector<std::string>& kinds) {
+  std::vector<std::string> described;
+  for (const std::string& kind : kinds) {
+    absl::StatusOr<absl::string_view> text = validation::SchemaText(kind);
+    json schema = text.ok() ? json::parse(*text, nullptr, /*allow_exceptions=*/false) : json();
+    const json title = schema.is_object() ? schema.value("title", json()) : json();
+    described.push_back(title.is_string()
+                            ? absl::StrCat(kind, " (", title.get<std::string>(), ")")
+                            : kind);
+  }
+  return absl::StrJoin(described, ", ");
+}
+
 }  // namespace
 
 std::vector<ToolDef> DocumentTools() {
@@ -75,9 +92,8 @@ std::vector<ToolDef> DocumentTools() {
   tools.push_back(
       {"get_schema",
        "Get a document schema",
-       "The JSON Schema (2020-12) of a document kind understudy reads: scenario, spec, session "
-       "(one line of an exported session), sim or sim-meow (a sim config in understudy's or "
-       "the MEOW orchestrator's dialect). `understudy schema KIND` prints the same.",
+       absl::StrCat("The JSON Schema (2020-12) of a document kind understudy reads: ",
+                    KindsDescribed(kinds), ". `understudy schema KIND` prints the same."),
        ObjectSchema({{"kind", {{"type", "string"}, {"enum", kinds}}}}, {"kind"}),
        ObjectSchema({{"kind", {{"type", "string"}}},
                      {"schema", {{"type", "object"}, {"description", "the JSON Schema"}}}},

@@ -2,6 +2,7 @@
 // generate_tests_from_spec, validate_test_code, run_tests,
 // analyze_test_results.
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
@@ -150,10 +151,29 @@ absl::StatusOr<ToolResult> GenerateTestsFromSpec(const ToolsOptions& options, co
   } else {
     test.db = options.db;
   }
-  US_ASSIGN_OR_RETURN(std::string code, testgen::GenerateTest(test));
+  // The test names the spec and the database relative to its own folder
+  // (as `gen-test -o` does), so that it runs from another checkout: the
+  // folder of output_path, else the allowed folder, where a test written
+  // by the caller most likely goes.
+  std::string path;
+  if (args.contains("output_path")) {
+    US_ASSIGN_OR_RETURN(path, ResolvePath(options, "output_path",
+                                          args.at("output_path").get<std::string>(),
+                                          /*write=*/true));
+  }
+  std::string folder;
+  if (!path.empty()) {
+    folder = std::filesystem::path(path).parent_path().string();
+  } else {
+    US_ASSIGN_OR_RETURN(folder, RootFolder(options, "spec_path"));
+  }
+  testgen::TestOptions relative = test;
+  relative.spec_path = testgen::PathFromFolder(test.spec_path, folder);
+  relative.db = testgen::PathFromFolder(test.db, folder);
+  US_ASSIGN_OR_RETURN(std::string code, testgen::GenerateTest(relative));
   // The spec goes where the test will read it only once the test is sure.
   if (inline_spec) US_RETURN_IF_ERROR(WriteFileAtomically(test.spec_path, test.spec_text));
-  US_ASSIGN_OR_RETURN(std::string path, MaybeWrite(options, args, "output_path", code));
+  if (!path.empty()) US_RETURN_IF_ERROR(WriteFileAtomically(path, code));
   json out = {{"code", code},
               {"framework", std::string(testgen::FrameworkName(test.framework))},
               {"spec_path", test.spec_path}};
@@ -349,14 +369,26 @@ ToolDef AnalyzeTestResultsDef() {
        {"kind", {{"type", "string"}, {"enum", {"expectation", "drift", "command", "error"}}}},
        {"explanation", {{"type", "string"}}},
        {"suggestion", {{"type", "string"}, {"description", "what to change"}}},
-       {"actual", {{"type", "string"}, {"description", "what the run did, when known"}}}},
-      {"test", "check", "kind", "explanation", "suggestion", "actual"});
+       {"actual", {{"type", "string"}, {"description", "what the run did, when known"}}},
+       {"action",
+        {{"type", "string"},
+         {"enum", {"none", "replace", "remove", "record"}},
+         {"description",
+          "replace: put `replacement` in place of the item named `check`; remove: drop that "
+          "item; record: record the session again; none: fix the system or the test"}}},
+       {"replacement",
+        {{"type", "string"},
+         {"description",
+          "for replace: the new item as spec text (a YAML flow mapping to write after \"- \" "
+          "under assertions:), keeping the item's name, agent and match"}}}},
+      {"test", "check", "kind", "explanation", "suggestion", "actual", "action", "replacement"});
   return {"analyze_test_results",
           "Explain test failures",
-          "For each failed test of a run_tests result: the failed check, its explanation and a "
-          "suggested fix — a changed expectation quoting what the run did, or, for misses and "
-          "unused recordings, that the recording drifted from the system under test (re-record, "
-          "or fix the change).",
+          "For each failed test of a run_tests result: the failed check, its whole explanation "
+          "and a suggested fix — for a changed sequence, the item that states what the run did "
+          "as spec text to paste in place of the failed one (action replace, replacement), or, "
+          "for misses and unused recordings, that the recording drifted from the system under "
+          "test (re-record, or fix the change).",
           ObjectSchema({{"results",
                          {{"type", {"object", "string"}},
                           {"properties", {{"tests", {{"type", "array"}, {"items", test},

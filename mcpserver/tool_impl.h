@@ -62,6 +62,10 @@ T Arg(const nlohmann::json& arguments, const char* key, T fallback) {
   return it == arguments.end() || it->is_null() ? fallback : it->get<T>();
 }
 
+// options.root with symlinks and ".." resolved; FAILED_PRECONDITION
+// "arguments.KEY: no folder is allowed for files ..." when there is none.
+absl::StatusOr<std::string> RootFolder(const ToolsOptions& options, absl::string_view key);
+
 // Resolves a path argument under options.root: relative paths are relative
 // to it; the result (after symlinks and "..") must lie within it. For
 // `write`, the file may not exist yet but its folder must. INVALID_ARGUMENT

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/files.h"
+#include "base/status_macros.h"
 #include "mcpserver/arguments.h"
 #include "mcpserver/tool_impl.h"
 #include "validation/suggest.h"
@@ -178,6 +179,16 @@ json ReportSchema() {
       {"valid", "error_count", "warning_count", "errors", "suggestions", "report"});
 }
 
+absl::StatusOr<std::string> RootFolder(const ToolsOptions& options, absl::string_view key) {
+  char root[PATH_MAX];
+  if (options.root.empty() || ::realpath(options.root.c_str(), root) == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("arguments.", key,
+                     ": no folder is allowed for files (understudy mcp --root, serve --tools-root)"));
+  }
+  return std::string(root);
+}
+
 absl::StatusOr<std::string> ResolvePath(const ToolsOptions& options, absl::string_view key,
                                         const std::string& path, bool write) {
   if (path.empty()) {
@@ -186,13 +197,7 @@ absl::StatusOr<std::string> ResolvePath(const ToolsOptions& options, absl::strin
   if (path.find('\0') != std::string::npos || path.size() > PATH_MAX) {
     return absl::InvalidArgumentError(absl::StrCat("arguments.", key, ": not a usable path"));
   }
-  char root_buf[PATH_MAX];
-  if (options.root.empty() || ::realpath(options.root.c_str(), root_buf) == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("arguments.", key,
-                     ": no folder is allowed for files (understudy mcp --root, serve --tools-root)"));
-  }
-  const std::string root = root_buf;
+  US_ASSIGN_OR_RETURN(const std::string root, RootFolder(options, key));
   const std::string joined = path[0] == '/' ? path : absl::StrCat(root, "/", path);
   // The file, or for a write the folder it goes in, resolved.
   std::string target;

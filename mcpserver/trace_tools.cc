@@ -193,10 +193,16 @@ ToolDef ShowRunDef() {
 absl::StatusOr<ToolResult> QueryTrace(const ToolsOptions& options, const json& args) {
   US_RETURN_IF_ERROR(NeedServer(options));
   v1::QueryRequest request;
-  request.set_run(Arg<std::string>(args, "run", ""));
+  const std::string run = Arg<std::string>(args, "run", "");
   request.set_session(Arg<std::string>(args, "session", ""));
-  if (request.run().empty() == request.session().empty()) {
+  if (run.empty() == request.session().empty()) {
     return absl::InvalidArgumentError("arguments: give exactly one of \"run\" and \"session\"");
+  }
+  if (!run.empty()) {
+    // A session stands for its latest run, as in show_run and assert_run.
+    US_ASSIGN_OR_RETURN(const v1::Run resolved,
+                        testgen::ResolveRun(options.channel, run, options.call_timeout));
+    request.set_run(resolved.id());
   }
   v1::EventFilter* f = request.mutable_filter();
   for (const std::string& kind : Arg<std::vector<std::string>>(args, "kinds", {})) f->add_kinds(kind);
@@ -239,9 +245,10 @@ ToolDef QueryTraceDef() {
   json text = {{"type", "string"}, {"maxLength", 4096}};
   json string_map = {{"type", "object"}, {"additionalProperties", text}};
   json properties = {
-      {"run", {{"type", "string"}, {"maxLength", 1024}, {"description", "a run id"}}},
+      {"run", RunRefSchema()},
       {"session", {{"type", "string"}, {"maxLength", 1024},
-                   {"description", "instead of run: every run of this session"}}},
+                   {"description", "instead of run: every run of this session (NAME or "
+                                   "NAME@VERSION)"}}},
       {"kinds", {{"type", "array"}, {"items", text}, {"maxItems", 64},
                  {"description", "event kinds: exchange, tool_call, tool_result, miss, "
                                  "phase_transition, routing_decision, ..."}}},
@@ -258,7 +265,8 @@ ToolDef QueryTraceDef() {
   return {"query_trace",
           "Query a run's trace",
           "The trace events of a run (or of every run of a session) that match a filter, in seq "
-          "order, as Traces.Query answers them. Every condition given must hold.",
+          "order, as Traces.Query answers them. `run` takes a run id, or a session for its "
+          "latest run; `session` every run of the session. Every condition given must hold.",
           ObjectSchema(properties),
           ObjectSchema({{"events", {{"type", "array"}, {"items", AnyObject("a TraceEvent")}}},
                         {"count", {{"type", "integer"}}},

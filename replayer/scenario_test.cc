@@ -314,10 +314,12 @@ TEST(ScenarioTest, ReportsEveryProblemAtOnce) {
   EXPECT_EQ(report.warnings(), 1);
   EXPECT_FALSE(report.ok());
   EXPECT_EQ(FormatReport(report),
-            "many.yaml:4:12: error: rules[0].times: must be at least 1, got 0\n"
+            "many.yaml:4:12: error: rules[0].times: must be at least 1, got 0 (use 1 or more, e.g. "
+            "`times: 1`)\n"
             "many.yaml:6:11: warning: rules[1].name: duplicate rule name \"a\" (also rules[0])\n"
             "many.yaml:7:26: error: rules[1].when.user_message: invalid regex: missing ): "
-            "(unclosed\n"
+            "(unclosed (RE2 syntax; a backslash before a character meant literally: \\( \\. "
+            "\\*)\n"
             "many.yaml:8:24: error: rules[1].error.grpc_code: unknown gRPC code "
             "\"RESOURCE_EXHUSTED\" (did you mean \"RESOURCE_EXHAUSTED\"?)\n"
             "many.yaml:9:5: error: rules[2]: 2 actions (delay, hang); expected exactly one\n"
@@ -572,10 +574,12 @@ rules:
                                              "bad.yaml");
   EXPECT_EQ(report.warnings(), 0);
   EXPECT_EQ(FormatReport(report),
-            "bad.yaml:4:18: error: rules[0].when.tool: invalid regex: missing ): (\n"
+            "bad.yaml:4:18: error: rules[0].when.tool: invalid regex: missing ): ( (RE2 syntax; a "
+            "backslash before a character meant literally: \\( \\. \\*)\n"
             "bad.yaml:4:39: error: rules[0].when.tool_arguments: expected a mapping of argument: "
             "value (which the call's arguments must contain), got a list\n"
-            "bad.yaml:5:27: error: rules[0].error.jsonrpc_code: expected an integer, got \"1.5\"\n"
+            "bad.yaml:5:27: error: rules[0].error.jsonrpc_code: expected an integer, got \"1.5\" "
+            "(write an integer, e.g. `jsonrpc_code: 1`)\n"
             "bad.yaml:7:18: error: rules[1].when.tool: empty; expected a tool name or a pattern (a "
             "pattern matches whole names: read_file, read_.*, read_file|write_file)\n"
             "bad.yaml:8:27: error: rules[1].respond.structured: expected a mapping "

@@ -278,9 +278,11 @@ TEST(SimConfigTest, FieldsOfAnotherActionAreRefused) {
 
 TEST(SimConfigTest, WrongTypesAreReported) {
   EXPECT_THAT(Problems("prompt: [a]\nbehaviours: {a: 1}\ntiming: {scale: fast}\n"),
-              ElementsAre("1:9: error: prompt: expected a string, got a list",
+              ElementsAre("1:9: error: prompt: expected a string, got a list (write one text value, e.g. "
+                          "`prompt: \"text\"`)",
                           "2:13: error: behaviours: expected a list of behaviours, got a mapping",
-                          "3:17: error: timing.scale: expected a number, got \"fast\""));
+                          "3:17: error: timing.scale: expected a number, got \"fast\" (write a number, e.g. "
+                          "`scale: 1.5`)"));
 }
 
 TEST(SimConfigTest, AskNeedsOptionsOrThen) {
@@ -289,7 +291,8 @@ TEST(SimConfigTest, AskNeedsOptionsOrThen) {
                           "answer (add options: [{answer: yes, then: NAME}, {answer: no, then: "
                           "NAME}])"));
   EXPECT_THAT(Problems("behaviours: [{action: ask, then: x}]\n"),
-              ElementsAre("1:14: error: behaviours[0]: missing required field \"question\"",
+              ElementsAre("1:14: error: behaviours[0]: missing required field \"question\" (add "
+                          "`question: ...`)",
                           "1:34: error: behaviours[0].then: no behaviour named \"x\" (no "
                           "behaviour has a name; give one a name: field)"));
 }
@@ -344,7 +347,8 @@ behaviours:
                   "by /bin/sh -c) or a list of arguments)",
                   "2:36: error: completion.retries: must be at most 100, got 101",
                   "2:50: error: completion.timeout: must be more than 0",
-                  "4:43: error: behaviours[0].failures: must be at least 1, got 0",
+                  "4:43: error: behaviours[0].failures: must be at least 1, got 0 (use 1 or more, e.g. "
+                  "`failures: 1`)",
                   "5:32: error: behaviours[1].exit_code: must be at most 255 (an exit status), "
                   "got 256 (to die by a signal, give signal: SIGKILL)"));
   EXPECT_THAT(Problems("completion: {command: []}\n"),
@@ -355,7 +359,8 @@ behaviours:
 
 TEST(SimConfigTest, EventsAreChecked) {
   EXPECT_THAT(Problems("behaviours: [{events: [{at: -1, input: ls}]}]\n"),
-              ElementsAre("1:24: error: behaviours[0].events[0]: missing required field \"tool\"",
+              ElementsAre("1:24: error: behaviours[0].events[0]: missing required field \"tool\" "
+                          "(add `tool: ...`)",
                           "1:29: error: behaviours[0].events[0].at: must not be negative, got -1",
                           "1:40: error: behaviours[0].events[0].input: expected a mapping (the "
                           "tool's input), got \"ls\""));
@@ -401,7 +406,8 @@ TEST(SimConfigTest, ParseFailsWithEveryErrorAndNoWarnings) {
   c = ParseSimConfig("behaviours: [{when: {}}, {action: nope}]\n", "bad.yaml");
   EXPECT_THAT(c, StatusIs(absl::StatusCode::kInvalidArgument,
                           "bad.yaml:1:35: error: behaviours[1].action: expected one of complete, "
-                          "ask, fail, fail_then_succeed, hang, crash, model, got \"nope\""));
+                          "ask, fail, fail_then_succeed, hang, crash, model, got \"nope\" (write one "
+                          "of them, e.g. `action: complete`)"));
 }
 
 TEST(SimConfigTest, LooksLikeSimConfig) {

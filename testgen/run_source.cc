@@ -86,8 +86,8 @@ absl::StatusOr<RunData> LoadRun(store::Store& store, const std::string& ref) {
   return data;
 }
 
-absl::StatusOr<RunData> LoadRun(const std::shared_ptr<grpc::Channel>& channel,
-                                const std::string& ref, absl::Duration timeout) {
+absl::StatusOr<v1::Run> ResolveRun(const std::shared_ptr<grpc::Channel>& channel,
+                                   const std::string& ref, absl::Duration timeout) {
   if (ref.empty()) return absl::InvalidArgumentError("no run or session given");
   std::unique_ptr<v1::Runs::Stub> runs = v1::Runs::NewStub(channel);
   std::unique_ptr<v1::Traces::Stub> traces = v1::Traces::NewStub(channel);
@@ -130,7 +130,13 @@ absl::StatusOr<RunData> LoadRun(const std::shared_ptr<grpc::Channel>& channel,
     status = get_run(asked, &run);
   }
   if (!status.ok()) return FromGrpc(status, absl::StrCat("run \"", asked, "\""));
+  return run;
+}
 
+absl::StatusOr<RunData> LoadRun(const std::shared_ptr<grpc::Channel>& channel,
+                                const std::string& ref, absl::Duration timeout) {
+  US_ASSIGN_OR_RETURN(const v1::Run run, ResolveRun(channel, ref, timeout));
+  std::unique_ptr<v1::Traces::Stub> traces = v1::Traces::NewStub(channel);
   RunData data = FromRun(run);
   v1::QueryRequest query;
   query.set_run(run.id());

@@ -48,6 +48,13 @@ struct RunData {
 // Thread-safe as the Store is.
 absl::StatusOr<RunData> LoadRun(store::Store& store, const std::string& ref);
 
+// The run `ref` names (see above), through a running server's Runs and
+// Traces services on `channel` (not owned beyond the call), each call
+// within `timeout`: for tools that take a run or a session and then read
+// the run their own way. Errors as LoadRun's below.
+absl::StatusOr<v1::Run> ResolveRun(const std::shared_ptr<grpc::Channel>& channel,
+                                   const std::string& ref, absl::Duration timeout);
+
 // The same through a running server's Runs and Traces services on
 // `channel` (not owned beyond the call), each call within `timeout`.
 // Errors as above, plus the server's: UNAVAILABLE when it cannot be

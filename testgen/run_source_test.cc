@@ -155,6 +155,16 @@ TEST_F(RunSourceTest, AServerGivesTheSameRuns) {
               StatusIs(absl::StatusCode::kNotFound, "no run or session \"nope\""));
   EXPECT_THAT(LoadRun(channel, "unused", absl::Seconds(10)),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("has no runs")));
+
+  // The same resolution without the events, for tools that read the run
+  // their own way (query_trace).
+  absl::StatusOr<v1::Run> resolved = ResolveRun(channel, "golden", absl::Seconds(10));
+  ASSERT_THAT(resolved, IsOk());
+  EXPECT_EQ(resolved->id(), "run-a");
+  EXPECT_EQ(ResolveRun(channel, "golden@1", absl::Seconds(10))->id(), "run-b");
+  EXPECT_EQ(ResolveRun(channel, "run-b", absl::Seconds(10))->id(), "run-b");
+  EXPECT_THAT(ResolveRun(channel, "nope", absl::Seconds(10)),
+              StatusIs(absl::StatusCode::kNotFound, "no run or session \"nope\""));
   EXPECT_THAT((*server)->Shutdown(), IsOk());
 }
 

@@ -14,12 +14,12 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
 #include "trace/assertions.h"
 #include "trace/render.h"
 #include "trace/spec.h"
+#include "trace/spec_writer.h"
 #include "validation/json_bounds.h"
 
 namespace understudy {
@@ -36,117 +36,6 @@ constexpr int kMaxKeywordTries = 64;
 constexpr int kMaxArgumentDepth = 32;
 // Flow lists longer than this many bytes are written one item per line.
 constexpr size_t kMaxFlowBytes = 100;
-
-// ---------------------------------------------------------------------------
-// YAML scalars.
-
-// Decodes the UTF-8 sequence at s[*i], advancing *i; -1 (and one byte) for
-// an invalid one.
-int32_t NextCodePoint(absl::string_view s, size_t* i) {
-  const unsigned char c = static_cast<unsigned char>(s[*i]);
-  int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
-  if (len == 0 || *i + len > s.size()) {
-    ++*i;
-    return -1;
-  }
-  int32_t cp = len == 1 ? c : len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-  for (int k = 1; k < len; ++k) {
-    const unsigned char d = static_cast<unsigned char>(s[*i + k]);
-    if ((d >> 6) != 0x2) {
-      ++*i;
-      return -1;
-    }
-    cp = (cp << 6) | (d & 0x3F);
-  }
-  *i += len;
-  return cp;
-}
-
-// `s` as a YAML double-quoted scalar that reads back as `s`: JSON's escapes,
-// plus \x.. for DEL and \u.... for the code points some YAML readers take
-// for line breaks or byte-order marks (C1 controls, U+2028, U+2029,
-// U+FEFF). Invalid UTF-8 (never in a trace: proto strings are UTF-8)
-// becomes U+FFFD.
-std::string Quoted(absl::string_view s) {
-  std::string out = "\"";
-  size_t i = 0;
-  while (i < s.size()) {
-    const size_t start = i;
-    const int32_t cp = NextCodePoint(s, &i);
-    switch (cp) {
-      case '"':
-        out += "\\\"";
-        continue;
-      case '\\':
-        out += "\\\\";
-        continue;
-      case '\n':
-        out += "\\n";
-        continue;
-      case '\t':
-        out += "\\t";
-        continue;
-      case '\r':
-        out += "\\r";
-        continue;
-      default:
-        break;
-    }
-    if (cp < 0) {
-      out += "\\uFFFD";
-    } else if (cp < 0x20 || cp == 0x7F) {
-      absl::StrAppendFormat(&out, "\\x%02X", cp);
-    } else if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029 || cp == 0xFEFF) {
-      absl::StrAppendFormat(&out, "\\u%04X", cp);
-    } else {
-      out.append(s.data() + start, i - start);
-    }
-  }
-  out += "\"";
-  return out;
-}
-
-// Whether `s` may be written as a plain scalar, in block or flow context,
-// and read back as the same string (never as a number, boolean or null).
-bool SafePlain(absl::string_view s) {
-  if (s.empty() || !(absl::ascii_isalpha(s[0]) || s[0] == '_') || s.back() == ' ') return false;
-  for (char c : s) {
-    if (!(absl::ascii_isalnum(c) || c == '_' || c == '-' || c == '.' || c == '/' || c == ' ' ||
-          c == '\'' || c == '(' || c == ')')) {
-      return false;
-    }
-  }
-  static const std::set<std::string>* const kReserved = new std::set<std::string>{
-      "true", "false", "null", "yes", "no", "on", "off", "y", "n"};
-  return kReserved->count(absl::AsciiStrToLower(s)) == 0;
-}
-
-// A string field's value: plain when that is safe, quoted otherwise.
-std::string Str(absl::string_view s) { return SafePlain(s) ? std::string(s) : Quoted(s); }
-
-// A JSON value as YAML flow text that spec.cc reads back as the same JSON
-// (validation::YamlToJson): strings always quoted (so "5" stays a string),
-// numbers, booleans and null plain, keys in the object's (sorted) order.
-std::string Flow(const nlohmann::json& v) {
-  switch (v.type()) {
-    case nlohmann::json::value_t::object: {
-      std::vector<std::string> items;
-      for (auto it = v.begin(); it != v.end(); ++it) {
-        items.push_back(absl::StrCat(Str(it.key()), ": ", Flow(it.value())));
-      }
-      return absl::StrCat("{", absl::StrJoin(items, ", "), "}");
-    }
-    case nlohmann::json::value_t::array: {
-      std::vector<std::string> items;
-      for (const nlohmann::json& item : v) items.push_back(Flow(item));
-      return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
-    }
-    case nlohmann::json::value_t::string:
-      return Quoted(v.get_ref<const std::string&>());
-    default:  // numbers (round-trip precision), booleans, null
-      return v.dump();
-  }
-}
 
 int Depth(const nlohmann::json& v) {
   int deepest = 0;
@@ -177,7 +66,7 @@ class Writer {
   // Starts an item named `name`; `body` is the check's key line(s), each
   // indented by four spaces already.
   void Item(absl::string_view name, absl::string_view body) {
-    absl::StrAppend(&items_, "  - name: ", Str(name), "\n", body);
+    absl::StrAppend(&items_, "  - name: ", trace::SpecScalar(name), "\n", body);
     ++count_;
   }
 
@@ -196,7 +85,7 @@ class Writer {
 std::string ListField(absl::string_view indent, absl::string_view key,
                       const std::vector<std::string>& items) {
   std::vector<std::string> shown;
-  for (const std::string& s : items) shown.push_back(Str(s));
+  for (const std::string& s : items) shown.push_back(trace::SpecScalar(s));
   const std::string flow = absl::StrCat("[", absl::StrJoin(shown, ", "), "]");
   if (flow.size() <= kMaxFlowBytes) return absl::StrCat(indent, key, ": ", flow, "\n");
   std::string out = absl::StrCat(indent, key, ":\n");
@@ -317,9 +206,9 @@ void ToolCallsOf(const std::string& agent, const std::vector<const ToolCall*>& c
       continue;
     }
     const nlohmann::json kept = KeptArguments(c->arguments, options);
-    lines.push_back(kept.empty() ? Str(c->name)
-                                 : absl::StrCat("{name: ", Str(c->name),
-                                                ", arguments: ", Flow(kept), "}"));
+    lines.push_back(kept.empty() ? trace::SpecScalar(c->name)
+                                 : absl::StrCat("{name: ", trace::SpecScalar(c->name),
+                                                ", arguments: ", trace::SpecFlow(kept), "}"));
   }
   v1::SequenceMatch match = options.match;
   const std::string whose = agent.empty() ? "tool calls" : absl::StrCat("tool calls of ", agent);
@@ -331,7 +220,7 @@ void ToolCallsOf(const std::string& agent, const std::vector<const ToolCall*>& c
   }
   if (lines.empty()) return;
   std::string body = "    tool_calls:\n";
-  if (!agent.empty()) absl::StrAppend(&body, "      agent: ", Str(agent), "\n");
+  if (!agent.empty()) absl::StrAppend(&body, "      agent: ", trace::SpecScalar(agent), "\n");
   absl::StrAppend(&body, MatchLine("      ", match), "      calls:\n");
   for (const std::string& line : lines) absl::StrAppend(&body, "        - ", line, "\n");
   w->Item(whose, body);
@@ -473,8 +362,8 @@ class FeedbackFinder {
         if (keyword.empty()) continue;
         done.insert({a.agent, to});
         w->Item(absl::StrCat(a.agent, "'s feedback reaches ", to),
-                absl::StrCat("    feedback_propagated: {from: ", Str(a.agent), ", to: ", Str(to),
-                             ", keyword: ", Quoted(keyword), "}\n"));
+                absl::StrCat("    feedback_propagated: {from: ", trace::SpecScalar(a.agent), ", to: ", trace::SpecScalar(to),
+                             ", keyword: ", trace::SpecQuoted(keyword), "}\n"));
       }
     }
   }
@@ -630,7 +519,7 @@ absl::StatusOr<GeneratedSpec> GenerateSpec(const RunData& run, const SpecOptions
                            w.count() == 1 ? " check\n" : " checks\n");
   for (const std::string& note : w.notes()) absl::StrAppend(&spec.yaml, note, "\n");
   absl::StrAppend(&spec.yaml, "schema: understudy.spec/v1\n");
-  if (!run.session.empty()) absl::StrAppend(&spec.yaml, "session: ", Str(run.session), "\n");
+  if (!run.session.empty()) absl::StrAppend(&spec.yaml, "session: ", trace::SpecScalar(run.session), "\n");
   absl::StrAppend(&spec.yaml, "assertions:\n", w.items());
   if (spec.yaml.size() > trace::kMaxSpecBytes) {
     return absl::FailedPreconditionError(absl::StrCat(

@@ -1,9 +1,11 @@
 #include "testgen/test_gen.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -453,6 +455,17 @@ absl::string_view FrameworkSuffix(Framework framework) {
       return "_test.cc";
   }
   return "_test.py";
+}
+
+std::string PathFromFolder(const std::string& path, const std::string& folder) {
+  if (path.empty()) return path;
+  std::error_code error;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, error);
+  if (error) return path;
+  const std::filesystem::path base = std::filesystem::absolute(folder, error);
+  if (error) return path;
+  const std::filesystem::path relative = std::filesystem::proximate(absolute, base, error);
+  return error || relative.empty() ? path : relative.string();
 }
 
 std::string PythonString(absl::string_view text) { return JsonString(text); }

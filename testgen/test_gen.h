@@ -82,6 +82,14 @@ struct TestOptions {
 // spec_text is "" and spec_path cannot be read.
 absl::StatusOr<std::string> GenerateTest(const TestOptions& options);
 
+// `path` as a test file in `folder` refers to it: relative to `folder`,
+// against which generated tests resolve relative paths, so that a test
+// committed with its spec and database runs from any checkout (`gen-test
+// -o FILE`, generate_tests_from_spec). Both are taken relative to the
+// working directory when relative; symbolic links in their existing parts
+// are resolved. `path` unchanged when it is empty or has no relative form.
+std::string PathFromFolder(const std::string& path, const std::string& folder);
+
 // String literals, for the generators and their tests: a Python or
 // JavaScript string literal (double-quoted, JSON escapes; `text` must be
 // UTF-8), and a C++ narrow string literal (ASCII only, everything else as

@@ -83,6 +83,13 @@ TEST(GenerateTestTest, IsDeterministicAndTakesTheSessionFromTheSpec) {
   }
 }
 
+TEST(PathFromFolderTest, IsRelativeToTheTestsFolder) {
+  EXPECT_EQ(PathFromFolder("/work/repo/specs/a.yaml", "/work/repo/tests"), "../specs/a.yaml");
+  EXPECT_EQ(PathFromFolder("/work/repo/tests/a.yaml", "/work/repo/tests"), "a.yaml");
+  EXPECT_EQ(PathFromFolder("/data/golden.db", "/work/repo"), "../../data/golden.db");
+  EXPECT_EQ(PathFromFolder("", "/work/repo"), "");
+}
+
 TEST(StringLiteralTest, PythonAndJavaScriptReadBackTheSameText) {
   const Toolchain toolchain = DefaultToolchain();
   absl::StatusOr<CommandResult> py = RunCommand(

@@ -114,11 +114,14 @@ class Checker : public validation::YamlChecker {
       const std::string s = absl::AsciiStrToLower(n.Scalar());
       if (s == "true") return true;
       if (s == "false") {
-        Error(n, path, absl::StrCat("must be true (", why, ")"));
+        Error(n, path, absl::StrCat("must be true (", why, ")"),
+              absl::StrCat("write ", validation::ExampleAt(path, "true"),
+                           ", or leave the item out"));
         return false;
       }
     }
-    Error(n, path, absl::StrCat("expected true, got ", DescribeNode(n)));
+    Error(n, path, absl::StrCat("expected true, got ", DescribeNode(n)),
+          absl::StrCat("write ", validation::ExampleAt(path, "true")));
     return false;
   }
 
@@ -156,12 +159,15 @@ class Checker : public validation::YamlChecker {
       if (!Int(v, Join(path, ops[i]), value, 0)) ok = false;
     }
     if (found.empty()) {
-      Error(n, path, absl::StrCat("missing a comparison: one of ", absl::StrJoin(ops, ", ")));
+      Error(n, path, absl::StrCat("missing a comparison: one of ", absl::StrJoin(ops, ", ")),
+            absl::StrCat("e.g. ", validation::ExampleAt(path, "{ge: 1}")));
       return false;
     }
     if (found.size() > 1) {
       Error(KeyNode(n, found[1]), Join(path, found[1]),
-            absl::StrCat("one comparison only; this one already has ", found[0]));
+            absl::StrCat("one comparison only; this one already has ", found[0]),
+            absl::StrCat("keep one of ", found[0], " and ", found[1],
+                         "; two comparisons take two items"));
       return false;
     }
     return ok;
@@ -193,7 +199,8 @@ class Checker : public validation::YamlChecker {
       return;
     }
     if (!list.IsSequence()) {
-      Error(list, "assertions", absl::StrCat("expected a list, got ", DescribeNode(list)));
+      Error(list, "assertions", absl::StrCat("expected a list, got ", DescribeNode(list)),
+            "write a list of items, each on a line starting with `- `, e.g. `- no_misses: true`");
       return;
     }
     if (list.size() == 0) {
@@ -300,7 +307,9 @@ class Checker : public validation::YamlChecker {
       const std::string calls_path = Join(path, "calls");
       if (!calls.IsSequence()) {
         Error(calls, calls_path,
-              absl::StrCat("expected a list of calls, got ", DescribeNode(calls)));
+              absl::StrCat("expected a list of calls, got ", DescribeNode(calls)),
+              "write a list of tool names or {name, arguments} mappings, e.g. `calls: [read_file, "
+              "{name: write_file, arguments: {path: a.py}}]`");
         return;
       }
       for (size_t i = 0; i < calls.size(); ++i) ExpectedCall(calls[i], At(calls_path, i), s);
@@ -367,12 +376,14 @@ class Checker : public validation::YamlChecker {
       }
       if (!parsed.ok() || !parsed->is_object()) {
         Error(args, args_path,
-              absl::StrCat("expected a mapping or a JSON object's text, got ", DescribeNode(args)));
+              absl::StrCat("expected a mapping or a JSON object's text, got ", DescribeNode(args)),
+              "write the arguments to check as a mapping, e.g. `arguments: {path: a.py}`");
         return;
       }
       call->set_arguments(parsed->dump());
     } else {
-      Error(args, args_path, absl::StrCat("expected a mapping, got ", DescribeNode(args)));
+      Error(args, args_path, absl::StrCat("expected a mapping, got ", DescribeNode(args)),
+            "write the arguments to check as a mapping, e.g. `arguments: {path: a.py}`");
     }
   }
 
@@ -466,7 +477,9 @@ class Checker : public validation::YamlChecker {
     if (!Map(expect, at, Names(kExpectKeys))) return;
     if (!expect["count"].IsDefined() && !expect["attributes"].IsDefined()) {
       if (problem_count() > before) return;  // a misspelling, reported
-      Error(expect, at, "expected count, attributes or both");
+      Error(expect, at, "expected count, attributes or both",
+            "e.g. `expect: {count: {ge: 1}}` or `expect: {attributes: {gen_ai.tool.name: "
+            "write_file}}`");
       return;
     }
     const YAML::Node count = expect["count"];
@@ -484,7 +497,9 @@ class Checker : public validation::YamlChecker {
       } else {
         Error(count, count_path,
               absl::StrCat("expected an integer or a comparison such as {ge: 1}, got ",
-                           DescribeNode(count)));
+                           DescribeNode(count)),
+              "write `count: 2` (exactly), or one comparison: `count: {ge: 1}` (one of eq, ne, "
+              "lt, le, gt, ge)");
       }
     }
     if (expect["attributes"].IsDefined()) {
@@ -508,7 +523,8 @@ class Checker : public validation::YamlChecker {
             Error(v, key_path,
                   ops.empty() ? "expected one of equals, matches, json_subset"
                               : absl::StrCat("one of equals, matches, json_subset only; got ",
-                                             absl::StrJoin(ops, " and ")));
+                                             absl::StrJoin(ops, " and ")),
+                  absl::StrCat("write one, e.g. ", validation::ExampleAt(key_path, "{matches: \"^a\"}")));
             continue;
           }
           const YAML::Node value = v[ops[0]];
@@ -524,7 +540,8 @@ class Checker : public validation::YamlChecker {
           } else {
             e.op = AttributeExpectation::Op::kJsonSubset;
             if (!value.IsDefined() || value.IsNull()) {
-              Error(v, value_path, "expected a JSON value (usually a mapping)");
+              Error(v, value_path, "expected a JSON value (usually a mapping)",
+                    "e.g. `json_subset: {path: a.py}`");
               continue;
             }
             e.json = ToJson(value);
@@ -533,7 +550,10 @@ class Checker : public validation::YamlChecker {
           Error(v, key_path,
                 absl::StrCat("expected a string or one of {equals: ...}, {matches: ...}, "
                              "{json_subset: ...}, got ",
-                             DescribeNode(v)));
+                             DescribeNode(v)),
+                absl::StrCat("write the value as text (", validation::ExampleAt(key_path, "\"text\""),
+                             ") or one of the mappings (",
+                             validation::ExampleAt(key_path, "{matches: \"^a\"}"), ")"));
           continue;
         }
         c->attributes.push_back(std::move(e));

@@ -152,13 +152,15 @@ TEST(ParseSpecTest, ReportsEveryProblemWithPathPositionAndSuggestion) {
             "spec.yaml:10:15: error: assertions[4].position: expected first, last, all or an index (0 "
             "is the first event), got \"lats\" (did you mean \"last\"?)\n"
             "spec.yaml:11:54: error: assertions[5].tool_calls.calls[0].arguments: expected a mapping or "
-            "a JSON object's text, got \"[1]\"\n"
+            "a JSON object's text, got \"[1]\" (write the arguments to check as a mapping, e.g. "
+            "`arguments: {path: a.py}`)\n"
             "spec.yaml:12:16: error: assertions[6].no_misses: must be true (false checks nothing; to "
-            "require misses, count kind: miss)\n"
+            "require misses, count kind: miss) (write `no_misses: true`, or leave the item out)\n"
             "spec.yaml:13:42: error: assertions[7].count.ge: one comparison only; this one already has "
-            "eq\n"
+            "eq (keep one of eq and ge; two comparisons take two items)\n"
             "spec.yaml:15:46: error: assertions[8].select.attribute_patterns[\"gen_ai.tool.name\"]: "
-            "invalid regex: missing ): (unclosed\n"
+            "invalid regex: missing ): (unclosed (RE2 syntax; a backslash before a character meant "
+            "literally: \\( \\. \\*)\n"
             "spec.yaml:18:28: error: assertions[8].expect.attributes[\"gen_ai.tool.name\"].equal: "
             "unknown field (did you mean \"equals\"?)");
 }
@@ -219,8 +221,10 @@ TEST(ParseSpecTest, UnknownSchemaVersionNamesTheSupportedOnes) {
             "reads understudy.spec/v1 (use schema: understudy.spec/v1)");
   EXPECT_EQ(Problems("schema: [understudy.spec/v1]\nsession: {name: x}\ndescription: 3\n"
                      "assertions: [{no_misses: true}]\n"),
-            "spec.yaml:1:9: error: schema: expected a string, got a list\n"
-            "spec.yaml:2:10: error: session: expected a string, got a mapping");
+            "spec.yaml:1:9: error: schema: expected a string, got a list (write one text value, "
+            "e.g. `schema: \"text\"`)\n"
+            "spec.yaml:2:10: error: session: expected a string, got a mapping (write one text "
+            "value, e.g. `session: \"text\"`)");
 }
 
 TEST(ValidateSpecTest, ReportsEveryProblemAsData) {
@@ -243,6 +247,32 @@ TEST(ValidateSpecTest, ReportsEveryProblemAsData) {
   EXPECT_EQ(report.problems[0].path, "schema");
   EXPECT_EQ(report.problems[2].path, "assertions[0].agent_sequence.mach");
   EXPECT_EQ(report.problems[2].line, 4);
+}
+
+TEST(ValidateSpecTest, WrongTypesSuggestTheFormTheValueTakes) {
+  validation::Report report = ValidateSpec(
+      "assertions:\n"
+      "  - count: {select: {kind: miss}, eq: seven}\n"
+      "  - count: {eq: 2.0}\n"
+      "  - select: {kind: tool_call}\n"
+      "    expect: {count: [1]}\n"
+      "  - no_misses: maybe\n"
+      "  - tool_calls: {calls: read_file}\n",
+      "s.yaml");
+  ASSERT_THAT(report.problems, SizeIs(5));
+  EXPECT_EQ(report.problems[0].path, "assertions[0].count.eq");
+  EXPECT_EQ(report.problems[0].message, "expected an integer, got \"seven\"");
+  EXPECT_EQ(report.problems[0].suggestion, "write an integer of at least 0, e.g. `eq: 1`");
+  // A whole number in another form: the integer it spells.
+  EXPECT_EQ(report.problems[1].suggestion, "write it as an integer: `eq: 2`");
+  // A value of the wrong shape: the shapes it may take.
+  EXPECT_EQ(report.problems[2].path, "assertions[2].expect.count");
+  EXPECT_THAT(report.problems[2].suggestion, HasSubstr("`count: {ge: 1}`"));
+  EXPECT_EQ(report.problems[3].suggestion, "write `no_misses: true`");
+  EXPECT_THAT(report.problems[4].suggestion, HasSubstr("`calls: [read_file, "));
+  for (const validation::Problem& p : report.problems) {
+    EXPECT_NE(p.suggestion, "") << p.path << ": " << p.message;
+  }
 }
 
 TEST(ValidateSpecTest, AgreesWithParseSpec) {

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -228,6 +229,31 @@ nlohmann::json YamlToJson(const YAML::Node& n) {
   }
 }
 
+std::string ExampleAt(absl::string_view path, absl::string_view value) {
+  const size_t dot = path.rfind('.');
+  const absl::string_view key = dot == absl::string_view::npos ? path : path.substr(dot + 1);
+  if (key.empty() || absl::StrContains(key, '[')) return absl::StrCat("`", value, "`");
+  return absl::StrCat("`", key, ": ", value, "`");
+}
+
+namespace {
+
+// The suggestion for a value that is not an integer: the integer it
+// spells when it is a whole number in another form ("3.0"), else the form.
+std::string IntSuggestion(const YAML::Node& n, const std::string& path, int64_t min) {
+  double d = 0;
+  if (n.IsScalar() && absl::SimpleAtod(n.Scalar(), &d) && d == static_cast<double>(
+                                                               static_cast<int64_t>(d)) &&
+      static_cast<int64_t>(d) >= min) {
+    return absl::StrCat("write it as an integer: ", ExampleAt(path, absl::StrCat(static_cast<int64_t>(d))));
+  }
+  return absl::StrCat(min < 0 ? std::string("write an integer")
+                              : absl::StrCat("write an integer of at least ", min),
+                      ", e.g. ", ExampleAt(path, absl::StrCat(std::max<int64_t>(min, 1))));
+}
+
+}  // namespace
+
 void YamlChecker::Add(Problem::Severity severity, const YAML::Node& at, const std::string& path,
                       std::string message, std::string suggestion) {
   Problem p = At(at.IsDefined() ? at.Mark() : YAML::Mark::null_mark(), std::move(message));
@@ -250,18 +276,23 @@ void YamlChecker::Warning(const YAML::Node& at, const std::string& path, std::st
 bool YamlChecker::Map(const YAML::Node& n, const std::string& path,
                       const std::vector<std::string>& names, absl::string_view no_fields) {
   if (!n.IsMap()) {
-    Error(n, path, absl::StrCat("expected a mapping, got ", DescribeNode(n)));
+    Error(n, path, absl::StrCat("expected a mapping, got ", DescribeNode(n)),
+          names.empty() ? std::string("write a mapping: {}")
+                        : absl::StrCat("write a mapping of its fields, e.g. ",
+                                       ExampleAt(path, absl::StrCat("{", names[0], ": ...}")),
+                                       "; its fields: ", absl::StrJoin(names, ", ")));
     return false;
   }
   std::set<std::string> seen;
   for (auto it = n.begin(); it != n.end(); ++it) {
     if (!it->first.IsScalar()) {
-      Error(it->first, path, "field names must be strings");
+      Error(it->first, path, "field names must be strings",
+            "write the field's name as a plain word");
       continue;
     }
     const std::string key = it->first.Scalar();
     if (!seen.insert(key).second) {
-      Error(it->first, JoinPath(path, key), "duplicate field");
+      Error(it->first, JoinPath(path, key), "duplicate field", "keep one of the two");
     } else if (std::find(names.begin(), names.end(), key) == names.end()) {
       std::string suggestion = Suggest(key, names);
       if (suggestion.empty()) {
@@ -278,15 +309,16 @@ std::vector<std::pair<YAML::Node, YAML::Node>> YamlChecker::Entries(const YAML::
                                                                     const std::string& path) {
   std::vector<std::pair<YAML::Node, YAML::Node>> out;
   if (!n.IsMap()) {
-    Error(n, path, absl::StrCat("expected a mapping, got ", DescribeNode(n)));
+    Error(n, path, absl::StrCat("expected a mapping, got ", DescribeNode(n)),
+          absl::StrCat("write a mapping of keys to values, e.g. ", ExampleAt(path, "{key: value}")));
     return out;
   }
   std::set<std::string> seen;
   for (auto it = n.begin(); it != n.end(); ++it) {
     if (!it->first.IsScalar()) {
-      Error(it->first, path, "keys must be strings");
+      Error(it->first, path, "keys must be strings", "write each key as a string");
     } else if (!seen.insert(it->first.Scalar()).second) {
-      Error(it->first, KeyPath(path, it->first.Scalar()), "duplicate key");
+      Error(it->first, KeyPath(path, it->first.Scalar()), "duplicate key", "keep one of the two");
     } else {
       out.emplace_back(it->first, it->second);
     }
@@ -296,13 +328,15 @@ std::vector<std::pair<YAML::Node, YAML::Node>> YamlChecker::Entries(const YAML::
 
 bool YamlChecker::Require(const YAML::Node& m, const std::string& path, const char* key) {
   if (m[key].IsDefined()) return true;
-  Error(m, path, absl::StrCat("missing required field \"", key, "\""));
+  Error(m, path, absl::StrCat("missing required field \"", key, "\""),
+        absl::StrCat("add ", ExampleAt(JoinPath(path, key), "...")));
   return false;
 }
 
 bool YamlChecker::String(const YAML::Node& n, const std::string& path, std::string* out) {
   if (!n.IsScalar()) {
-    Error(n, path, absl::StrCat("expected a string, got ", DescribeNode(n)));
+    Error(n, path, absl::StrCat("expected a string, got ", DescribeNode(n)),
+          absl::StrCat("write one text value, e.g. ", ExampleAt(path, "\"text\"")));
     return false;
   }
   *out = n.Scalar();
@@ -313,7 +347,7 @@ bool YamlChecker::NonEmptyString(const YAML::Node& n, const std::string& path, s
   std::string s;
   if (!String(n, path, &s)) return false;
   if (s.empty()) {
-    Error(n, path, "must not be empty");
+    Error(n, path, "must not be empty", "give it a value, or leave the field out");
     return false;
   }
   *out = std::move(s);
@@ -323,11 +357,13 @@ bool YamlChecker::NonEmptyString(const YAML::Node& n, const std::string& path, s
 bool YamlChecker::Int(const YAML::Node& n, const std::string& path, int64_t* out, int64_t min) {
   int64_t v = 0;
   if (!n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), &v)) {
-    Error(n, path, absl::StrCat("expected an integer, got ", DescribeNode(n)));
+    Error(n, path, absl::StrCat("expected an integer, got ", DescribeNode(n)),
+          IntSuggestion(n, path, min));
     return false;
   }
   if (v < min) {
-    Error(n, path, absl::StrCat("must be at least ", min, ", got ", v));
+    Error(n, path, absl::StrCat("must be at least ", min, ", got ", v),
+          absl::StrCat("use ", min, " or more, e.g. ", ExampleAt(path, absl::StrCat(min))));
     return false;
   }
   *out = v;
@@ -339,11 +375,14 @@ bool YamlChecker::NonNegativeNumber(const YAML::Node& n, const std::string& path
   if (!n.IsScalar() || n.Scalar().empty() ||
       !(absl::ascii_isdigit(n.Scalar()[0]) || n.Scalar()[0] == '-' || n.Scalar()[0] == '.') ||
       !absl::SimpleAtod(n.Scalar(), &v)) {
-    Error(n, path, absl::StrCat("expected a number, got ", DescribeNode(n)));
+    Error(n, path, absl::StrCat("expected a number, got ", DescribeNode(n)),
+          absl::StrCat("write a number, e.g. ",
+                       ExampleAt(path, "1.5")));
     return false;
   }
   if (v < 0) {
-    Error(n, path, absl::StrCat("must not be negative, got ", n.Scalar()));
+    Error(n, path, absl::StrCat("must not be negative, got ", n.Scalar()),
+          absl::StrCat("use 0 or more, e.g. ", ExampleAt(path, "0")));
     return false;
   }
   *out = v;
@@ -358,14 +397,16 @@ bool YamlChecker::Bool(const YAML::Node& n, const std::string& path, bool* out) 
       return true;
     }
   }
-  Error(n, path, absl::StrCat("expected true or false, got ", DescribeNode(n)));
+  Error(n, path, absl::StrCat("expected true or false, got ", DescribeNode(n)),
+        absl::StrCat("write ", ExampleAt(path, "true"), " or ", ExampleAt(path, "false")));
   return false;
 }
 
 bool YamlChecker::StringList(const YAML::Node& n, const std::string& path,
                              std::vector<std::string>* out, bool non_empty) {
   if (!n.IsSequence()) {
-    Error(n, path, absl::StrCat("expected a list of strings, got ", DescribeNode(n)));
+    Error(n, path, absl::StrCat("expected a list of strings, got ", DescribeNode(n)),
+          absl::StrCat("write a list, e.g. ", ExampleAt(path, "[a, b]")));
     return false;
   }
   bool ok = true;
@@ -390,7 +431,13 @@ bool YamlChecker::Choice(const YAML::Node& n, const std::string& path,
   }
   Error(n, path,
         absl::StrCat("expected one of ", absl::StrJoin(values, ", "), ", got ", DescribeNode(n)),
-        n.IsScalar() ? Suggest(n.Scalar(), values) : "");
+        [&] {
+          std::string suggestion = n.IsScalar() ? Suggest(n.Scalar(), values) : "";
+          if (suggestion.empty() && !values.empty()) {
+            suggestion = absl::StrCat("write one of them, e.g. ", ExampleAt(path, values[0]));
+          }
+          return suggestion;
+        }());
   return false;
 }
 
@@ -402,7 +449,8 @@ std::shared_ptr<const RE2> YamlChecker::Regex(const YAML::Node& n, const std::st
   options.set_log_errors(false);
   auto re = std::make_shared<const RE2>(re2::StringPiece(pattern.data(), pattern.size()), options);
   if (!re->ok()) {
-    Error(n, path, absl::StrCat("invalid regex: ", re->error()));
+    Error(n, path, absl::StrCat("invalid regex: ", re->error()),
+          "RE2 syntax; a backslash before a character meant literally: \\( \\. \\*");
     return nullptr;
   }
   if (text != nullptr) *text = std::move(pattern);

@@ -68,14 +68,20 @@ std::optional<YAML::Node> LoadYamlDocument(absl::string_view text, const YamlLim
 // "null", "a list", "a mapping", or the scalar quoted (cut to 40 bytes).
 std::string DescribeNode(const YAML::Node& n);
 
+// How `value` is written at `path`, quoted as code for a suggestion:
+// "`times: 1`" for "rules[0].times", "`7`" for a list element
+// ("agents[2]") or a data key ("attributes[\"k\"]").
+std::string ExampleAt(absl::string_view path, absl::string_view value);
+
 // A YAML value as JSON: plain scalars take the JSON type they look like
 // (true, 12, 1.5, null), quoted ones stay strings. Recursion is bounded by
 // the depth LoadYamlDocument accepted.
 nlohmann::json YamlToJson(const YAML::Node& n);
 
 // The checks every schema is built from. Each adds a problem to the report
-// (with the node's position) and returns false when the value is not what
-// was asked for; the out-parameter is set only on success.
+// (with the node's position and a suggestion: the form the value takes,
+// or the allowed values) and returns false when the value is not what was
+// asked for; the out-parameter is set only on success.
 class YamlChecker {
  public:
   // `report` is not owned and must outlive the checker.

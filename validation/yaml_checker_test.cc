@@ -89,10 +89,12 @@ TEST(YamlCheckerTest, ReportsEveryProblemWithPathsAndSuggestions) {
   for (const Problem& p : report.problems) lines.push_back(FormatProblem(report, p));
   EXPECT_THAT(lines, ElementsAre(
                          "t.yaml:1:1: error: agnet: unknown field (did you mean \"agent\"?)",
-                         "t.yaml:2:4: error: n: must be at least 0, got -3",
-                         "t.yaml:3:4: error: b: expected true or false, got \"maybe\"",
-                         "t.yaml:4:8: error: l[1]: must not be empty",
-                         "t.yaml:5:5: error: re: invalid regex: missing ): (x"));
+                         "t.yaml:2:4: error: n: must be at least 0, got -3 (use 0 or more, e.g. `n: 0`)",
+                         "t.yaml:3:4: error: b: expected true or false, got \"maybe\" (write `b: true` or "
+                         "`b: false`)",
+                         "t.yaml:4:8: error: l[1]: must not be empty (give it a value, or leave the field out)",
+                         "t.yaml:5:5: error: re: invalid regex: missing ): (x (RE2 syntax; a backslash "
+                         "before a character meant literally: \\( \\. \\*)"));
   EXPECT_EQ(ReportToJson(report)["errors"], 5);
 }
 

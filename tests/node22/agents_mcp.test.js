@@ -90,6 +90,10 @@ test('understudy mcp over stdio: every tool listed with both schemas, called wit
   const calls = await call(client, 'query_trace', { run: golden.run, kinds: ['tool_call'], agent: 'executor' });
   assert.equal(calls.structuredContent.count, 2);
   assert.deepEqual(calls.structuredContent.events.map((e) => e.attributes['gen_ai.tool.name']), ['write_file', 'write_file']);
+  // A session stands for its latest run, as in show_run and assert_run.
+  const bySession = await call(client, 'query_trace', { run: 'golden', kinds: ['tool_call'], agent: 'executor' });
+  assert.deepEqual(bySession.structuredContent, calls.structuredContent);
+  assert.match(toolError(await call(client, 'query_trace', { run: 'ghost' })), /no run or session "ghost"/);
   const limited = await call(client, 'query_trace', { session: 'golden', limit: 3 });
   assert.equal(limited.structuredContent.count, 3);
   assert.equal(limited.structuredContent.truncated, true);
@@ -148,7 +152,12 @@ test('understudy mcp over stdio: every tool listed with both schemas, called wit
   const utf8 = await call(client, 'validate_scenario', { document: 'name: "caf\u00e9 \u{1F600}"\nrules: []\n' });
   assert.equal(typeof utf8.structuredContent.valid, 'boolean');
 
-  // get_schema
+  // get_schema: its description names every kind it serves.
+  const getSchema = tools.find((x) => x.name === 'get_schema');
+  assert.deepEqual(getSchema.inputSchema.properties.kind.enum, ['scenario', 'session', 'sim', 'spec']);
+  for (const kind of getSchema.inputSchema.properties.kind.enum) {
+    assert.match(getSchema.description, new RegExp(`\\b${kind} \\(understudy `), kind);
+  }
   const schema = (await call(client, 'get_schema', { kind: 'spec' })).structuredContent.schema;
   assert.equal(schema.$schema, 'https://json-schema.org/draft/2020-12/schema');
   assert.match(toolError(await call(client, 'get_schema', { kind: 'scenarios' })), /not one of scenario, session, sim, sim-meow, spec/);
