@@ -154,7 +154,7 @@ test('understudy mcp over stdio: every tool listed with both schemas, called wit
 
   // get_schema: its description names every kind it serves.
   const getSchema = tools.find((x) => x.name === 'get_schema');
-  assert.deepEqual(getSchema.inputSchema.properties.kind.enum, ['scenario', 'session', 'sim', 'spec']);
+  assert.deepEqual(getSchema.inputSchema.properties.kind.enum, ['scenario', 'session', 'sim', 'sim-meow', 'spec']);
   for (const kind of getSchema.inputSchema.properties.kind.enum) {
     assert.match(getSchema.description, new RegExp(`\\b${kind} \\(understudy `), kind);
   }
