@@ -351,7 +351,9 @@ if ((status != 1)) || ! grep -q '^FAIL count' "$work/assert-wrong.out"; then
 fi
 step "understudy assert: 3 of 3 checks passed; a wrong count fails"
 
-"${clean_env[@]}" "$bin" serve --db "$db" --listen 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.log" &
+# The replayed run is in the replay's trace database (the recording holds
+# none); serving it lets the GoogleTest below assert on that run.
+"${clean_env[@]}" "$bin" serve --db "$trace_db" --listen 127.0.0.1:0 >"$work/serve.out" 2>"$work/serve.log" &
 serve_pid=$!
 pids="$serve_pid"
 wait_for_file "$work/serve.out" || fail_with_log "$work/serve.log" "understudy serve printed no serving line in 10 s"
