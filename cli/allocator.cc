@@ -18,8 +18,8 @@
 //   background_thread:true
 //                     a thread of jemalloc's returns them: without it, pages
 //                     are returned only when the server allocates again, and
-//                     an idle server kept what 40 slow clients had held
-//                     (+128 MiB, docs/PERFORMANCE.md).
+//                     an idle server kept most of what 40 slow clients
+//                     had held (docs/PERFORMANCE.md).
 extern "C" {
 extern const char* malloc_conf;
 const char* malloc_conf = "narenas:2,dirty_decay_ms:1000,muzzy_decay_ms:0,background_thread:true";
