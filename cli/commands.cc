@@ -31,6 +31,8 @@
 #include "grpcpp/grpcpp.h"
 #include "mcpserver/http_endpoint.h"
 #include "nlohmann/json.hpp"
+#include "query/assert.h"
+#include "query/events.h"
 #include "replayer/engine.h"
 #include "replayer/scenario.h"
 #include "sim/config.h"
@@ -89,8 +91,17 @@ std::function<service::HttpHandler(const std::string&, const std::string&)> OwnM
     options.root = tools_root;
     options.binary = SelfExecutablePath();
     auto endpoint = std::make_shared<mcpserver::HttpEndpoint>(std::move(options), version);
+    // The listener's request and responder, adapted to the endpoint's.
     return [endpoint](service::HttpRequest request, std::shared_ptr<service::HttpResponder> out) {
-      endpoint->Handle(std::move(request), std::move(out));
+      mcpserver::McpHttpRequest mcp{std::move(request.method),
+                                    std::string(request.Header("content-type")),
+                                    std::string(request.Header("origin")), std::move(request.body)};
+      endpoint->Handle(
+          std::move(mcp),
+          [out](mcpserver::McpHttpResponse r) {
+            out->Respond(r.status, std::move(r.headers), std::move(r.body));
+          },
+          [out] { return out->cancelled(); });
     };
   };
 }
@@ -524,36 +535,31 @@ int Trace(const DbFlags& db, const std::string& run, const std::vector<std::stri
           const std::string& agent) {
   auto store = OpenStore(db);
   if (!store.ok()) return Fail(store.status());  // UNAVAILABLE: exit 3
-  store::EventQuery query;
-  query.run = run;
-  query.kinds = kinds;
-  query.agent = agent;
-  query.limit = 10000;
+  store::EventQuery selected;
+  selected.run = run;
+  selected.kinds = kinds;
+  selected.agent = agent;
   if (!(*store)->GetRun(run).ok()) {
     return Fail(absl::NotFoundError(absl::StrCat("unknown run \"", run, "\" in ", db.db)));
   }
-  while (true) {
-    auto page = (*store)->QueryEvents(query);
-    if (!page.ok()) return Fail(page.status());
-    for (const v1::TraceEvent& e : page->events) {
-      if (db.json) {
-        std::cout << ToJson(e) << "\n";
-        continue;
-      }
-      std::cout << "#" << e.seq() << " " << e.kind();
-      if (!e.agent().empty()) std::cout << " " << e.agent();
-      std::map<std::string, std::string> attrs(e.attributes().begin(), e.attributes().end());
-      for (const auto& [k, v] : attrs) {
-        if (k == "gen_ai.agent.name" || k == "understudy.miss.report") continue;
-        std::cout << " " << k << "=" << (v.find(' ') == std::string::npos ? v : Quote(v, 200));
-      }
-      std::cout << "\n";
-      auto report = attrs.find("understudy.miss.report");
-      if (report != attrs.end()) std::cout << "    " << report->second << "\n";
+  absl::Status read = query::ForEachEvent(**store, std::move(selected), [&](v1::TraceEvent& e) {
+    if (db.json) {
+      std::cout << ToJson(e) << "\n";
+      return true;
     }
-    if (page->next_after_seq == 0) break;
-    query.after_seq = page->next_after_seq;
-  }
+    std::cout << "#" << e.seq() << " " << e.kind();
+    if (!e.agent().empty()) std::cout << " " << e.agent();
+    std::map<std::string, std::string> attrs(e.attributes().begin(), e.attributes().end());
+    for (const auto& [k, v] : attrs) {
+      if (k == "gen_ai.agent.name" || k == "understudy.miss.report") continue;
+      std::cout << " " << k << "=" << (v.find(' ') == std::string::npos ? v : Quote(v, 200));
+    }
+    std::cout << "\n";
+    auto report = attrs.find("understudy.miss.report");
+    if (report != attrs.end()) std::cout << "    " << report->second << "\n";
+    return true;
+  });
+  if (!read.ok()) return Fail(read);
   return 0;
 }
 
@@ -569,7 +575,7 @@ int Show(const DbFlags& db, const std::string& ref, ColorMode color) {
     std::cerr << "understudy: " << db.db << ": " << store.status().message() << std::endl;
     return 3;
   }
-  TimelineOptions options;
+  query::TimelineOptions options;
   options.color = ShouldColor(color, ::isatty(STDOUT_FILENO) == 1, std::getenv("NO_COLOR"));
   auto unknown = [&] {
     return Fail(
@@ -582,33 +588,31 @@ int Show(const DbFlags& db, const std::string& ref, ColorMode color) {
 
   absl::StatusOr<v1::Run> run = (*store)->GetRun(ref);
   if (run.ok()) {
-    store::EventQuery query;
-    query.run = ref;
-    query.limit = 10000;
+    store::EventQuery selected;
+    selected.run = ref;
+    selected.limit = query::kMaxPage;
     // Text: page by page, keeping back trailing answer effects for the page
     // that may hold their answer (see FormatTimeline).
     std::vector<v1::TraceEvent> pending;
-    while (true) {
-      auto page = (*store)->QueryEvents(query);
-      if (!page.ok()) return failed(page.status());
-      const bool last = page->next_after_seq == 0;
-      if (db.json) {
-        for (const v1::TraceEvent& e : page->events) std::cout << ToJson(e) << "\n";
-      } else {
-        for (v1::TraceEvent& e : page->events) pending.push_back(std::move(e));
-        size_t keep = pending.size();
-        while (!last && keep > 0 && IsAnswerEffect(pending[keep - 1])) --keep;
-        std::vector<v1::TraceEvent> later(std::make_move_iterator(pending.begin() + keep),
-                                          std::make_move_iterator(pending.end()));
-        pending.resize(keep);
-        for (const std::string& line : FormatTimeline(pending, options)) {
-          std::cout << line << "\n";
-        }
-        pending = std::move(later);
-      }
-      if (last) break;
-      query.after_seq = page->next_after_seq;
-    }
+    absl::Status read = query::ForEachPage(
+        **store, std::move(selected), [&](std::vector<v1::TraceEvent>& page, bool last) {
+          if (db.json) {
+            for (const v1::TraceEvent& e : page) std::cout << ToJson(e) << "\n";
+            return true;
+          }
+          for (v1::TraceEvent& e : page) pending.push_back(std::move(e));
+          size_t keep = pending.size();
+          while (!last && keep > 0 && query::IsAnswerEffect(pending[keep - 1])) --keep;
+          std::vector<v1::TraceEvent> later(std::make_move_iterator(pending.begin() + keep),
+                                            std::make_move_iterator(pending.end()));
+          pending.resize(keep);
+          for (const std::string& line : query::FormatTimeline(pending, options)) {
+            std::cout << line << "\n";
+          }
+          pending = std::move(later);
+          return true;
+        });
+    if (!read.ok()) return failed(read);
     std::cout.flush();
     return std::cout ? 0 : 3;
   }
@@ -624,7 +628,7 @@ int Show(const DbFlags& db, const std::string& ref, ColorMode color) {
   if (db.json) {
     for (const v1::Exchange& e : *exchanges) std::cout << ToJson(e) << "\n";
   } else {
-    for (const std::string& line : FormatSessionTimeline(*session, *exchanges, options)) {
+    for (const std::string& line : query::FormatSessionTimeline(*session, *exchanges, options)) {
       std::cout << line << "\n";
     }
   }
@@ -709,27 +713,11 @@ absl::StatusOr<v1::AssertResponse> AssertFromStore(const DbFlags& db, const std:
         absl::StrCat("cannot open database ", db.db, ": ", std::strerror(errno)));
   }
   US_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, OpenStore(db));
-  absl::StatusOr<v1::Run> found = store->GetRun(run);
-  if (!found.ok()) {
+  if (!store->GetRun(run).ok()) {
     return absl::NotFoundError(absl::StrCat("unknown run \"", run, "\" in ", db.db));
   }
-  std::vector<v1::TraceEvent> events;
-  store::EventQuery query;
-  query.run = run;
-  query.limit = 10000;
-  while (true) {
-    US_ASSIGN_OR_RETURN(store::EventPage page, store->QueryEvents(query));
-    for (v1::TraceEvent& e : page.events) events.push_back(std::move(e));
-    if (page.next_after_seq == 0) break;
-    query.after_seq = page.next_after_seq;
-  }
-  std::optional<v1::RunSummary> summary;
-  if (found->state() != v1::RUN_STATE_ACTIVE) {
-    absl::StatusOr<v1::RunSummary> stored = store->GetRunSummary(run);
-    if (stored.ok()) summary = *std::move(stored);
-  }
-  return trace::EvaluateAll(assertions,
-                            trace::TraceView{&events, summary.has_value() ? &*summary : nullptr});
+  google::protobuf::RepeatedPtrField<v1::Assertion> checks(assertions.begin(), assertions.end());
+  return query::AssertRun(query::Source{store.get()}, run, checks);
 }
 
 // The same through a running server's Traces.Assert.

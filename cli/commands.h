@@ -15,12 +15,16 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "cli/timeline.h"
+#include "query/timeline.h"
 #include "service/server.h"
 #include "store/store.h"
 
 namespace understudy {
 namespace cli {
+
+// The timeline's vocabulary (query/timeline.h), as `show` takes it.
+using query::ColorMode;
+using query::ShouldColor;
 
 // Prints "understudy: <message>" and returns the exit code for `status`.
 int Fail(const absl::Status& status);
@@ -172,7 +176,7 @@ int Trace(const DbFlags& db, const std::string& run, const std::vector<std::stri
           const std::string& agent);
 
 // `understudy show RUN|SESSION`: what happened, one line per event, for
-// people (shapes in cli/timeline.h). `ref` is tried as a run id first (the
+// people (shapes in query/timeline.h). `ref` is tried as a run id first (the
 // run's trace events, in seq order), then as a session NAME or NAME@N (its
 // exchanges). Colors per ShouldColor(color, isatty(stdout), $NO_COLOR).
 // With db.json, one JSON object per line instead: each TraceEvent exactly as

@@ -39,53 +39,53 @@ HttpEndpoint::HttpEndpoint(ToolsOptions options, std::string version, int thread
 
 HttpEndpoint::~HttpEndpoint() { pool_.Close(); }
 
-void HttpEndpoint::Handle(service::HttpRequest request,
-                          std::shared_ptr<service::HttpResponder> out) {
-  service::HttpHeaders json_type = {{"Content-Type", "application/json"}};
+void HttpEndpoint::Handle(McpHttpRequest request, std::function<void(McpHttpResponse)> respond,
+                          std::function<bool()> cancelled) {
+  const std::vector<std::pair<std::string, std::string>> json_type = {
+      {"Content-Type", "application/json"}};
   if (request.method != "POST") {
-    service::HttpHeaders headers = json_type;
-    headers.push_back({"Allow", "POST"});
-    out->Respond(405, std::move(headers),
-                 provider::mcp::ErrorResponse(
-                     provider::Json(), provider::mcp::kInvalidRequest,
-                     "method not allowed: understudy's MCP endpoint takes POST only (no "
-                     "server-initiated stream, no session to delete)"));
-    return;
+    McpHttpResponse response{405, json_type, ""};
+    response.headers.push_back({"Allow", "POST"});
+    response.body = provider::mcp::ErrorResponse(
+        provider::Json(), provider::mcp::kInvalidRequest,
+        "method not allowed: understudy's MCP endpoint takes POST only (no "
+        "server-initiated stream, no session to delete)");
+    return respond(std::move(response));
   }
   // Browsers may send a simple cross-site POST (text/plain, no preflight)
   // to a loopback port, and a page reached through DNS rebinding names its
   // own origin: refuse both, as MCP's transport rules ask, so that no web
   // page can call tools (run_tests runs commands).
-  if (!absl::StartsWithIgnoreCase(request.Header("content-type"), "application/json")) {
-    out->Respond(415, json_type,
-                 provider::mcp::ErrorResponse(provider::Json(), provider::mcp::kInvalidRequest,
-                                              "Content-Type must be application/json"));
-    return;
+  if (!absl::StartsWithIgnoreCase(request.content_type, "application/json")) {
+    return respond({415, json_type,
+                    provider::mcp::ErrorResponse(provider::Json(), provider::mcp::kInvalidRequest,
+                                                 "Content-Type must be application/json")});
   }
-  if (absl::string_view origin = request.Header("origin"); !origin.empty() && !IsLoopbackOrigin(origin)) {
-    out->Respond(403, json_type,
-                 provider::mcp::ErrorResponse(
-                     provider::Json(), provider::mcp::kInvalidRequest,
-                     absl::StrCat("Origin ", absl::CHexEscape(origin.substr(0, 200)),
-                                  " may not call understudy's tools (only loopback origins)")));
-    return;
+  if (const absl::string_view origin = request.origin;
+      !origin.empty() && !IsLoopbackOrigin(origin)) {
+    return respond(
+        {403, json_type,
+         provider::mcp::ErrorResponse(
+             provider::Json(), provider::mcp::kInvalidRequest,
+             absl::StrCat("Origin ", absl::CHexEscape(origin.substr(0, 200)),
+                          " may not call understudy's tools (only loopback origins)"))});
   }
   if (!Protocol::IsRequest(request.body)) {
     // Notifications and responses need nothing from the tools.
     (void)protocol_.Handle(request.body);
-    out->Respond(202, {}, "");
-    return;
+    return respond({202, {}, ""});
   }
   auto body = std::make_shared<std::string>(std::move(request.body));
-  const bool queued = pool_.TrySubmit([this, body, out, json_type] {
-    if (out->cancelled()) return;
-    out->Respond(200, json_type, protocol_.Handle(*body));
+  auto reply = std::make_shared<std::function<void(McpHttpResponse)>>(std::move(respond));
+  const bool queued = pool_.TrySubmit([this, body, reply, cancelled, json_type] {
+    if (cancelled != nullptr && cancelled()) return;
+    (*reply)({200, json_type, protocol_.Handle(*body)});
   }, kMaxWaiting);
   if (!queued) {
-    out->Respond(503, json_type,
-                 provider::mcp::ErrorResponse(provider::Json(), provider::mcp::kInternalError,
-                                              "too many tool calls in progress, or shutting "
-                                              "down; try again"));
+    (*reply)({503, json_type,
+              provider::mcp::ErrorResponse(provider::Json(), provider::mcp::kInternalError,
+                                           "too many tool calls in progress, or shutting "
+                                           "down; try again")});
   }
 }
 

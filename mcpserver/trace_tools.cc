@@ -8,9 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "cli/timeline.h"
 #include "grpcpp/grpcpp.h"
 #include "mcpserver/tool_impl.h"
+#include "query/timeline.h"
 #include "testgen/run_source.h"
 #include "trace/proto_json.h"
 #include "trace/spec.h"
@@ -117,9 +117,9 @@ absl::StatusOr<ToolResult> ShowRun(const ToolsOptions& options, const json& args
   const std::string ref = args.at("run").get<std::string>();
   US_ASSIGN_OR_RETURN(testgen::RunData run,
                       testgen::LoadRun(options.channel, ref, options.call_timeout));
-  cli::TimelineOptions timeline_options;
+  query::TimelineOptions timeline_options;
   timeline_options.width = static_cast<int>(Arg<int64_t>(args, "width", 80));
-  std::vector<std::string> lines = cli::FormatTimeline(run.events, timeline_options);
+  std::vector<std::string> lines = query::FormatTimeline(run.events, timeline_options);
   // A long run's timeline is cut, saying how to read the rest, so that one
   // answer stays a size an agent (and its context) can take.
   const size_t max_lines = static_cast<size_t>(Arg<int64_t>(args, "max_lines", 2000));

@@ -10,6 +10,9 @@
 // before a call is visible to it. Live feeds come from the engine
 // (Engine::Subscribe), never from polling the store.
 //
+// A thin adapter: the reads are query/'s (query/events.h, query/assert.h);
+// the waits and the live feeds are the service's own.
+//
 // Synchronous gRPC service: queries and assertions wait on disk, and WaitFor
 // and Watch hold their thread while they wait (bounded by the call's
 // deadline, the client's cancel, the run's end and server shutdown).
@@ -19,6 +22,7 @@
 #include <atomic>
 #include <cstddef>
 
+#include "query/source.h"
 #include "replayer/engine.h"
 #include "service/call_tracker.h"
 #include "store/store.h"
@@ -56,6 +60,8 @@ class TracesService final : public v1::Traces::Service {
                     v1::TraceEvent* response) override;
 
  private:
+  query::Source source() const { return query::Source{store_, engine_}; }
+
   replayer::Engine* const engine_;
   store::Store* const store_;
   CallTracker* const tracker_;

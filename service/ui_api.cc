@@ -14,8 +14,10 @@
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "query/assert.h"
+#include "query/events.h"
+#include "query/runs.h"
 #include "replayer/engine.h"
-#include "service/grpc_status.h"
 #include "service/ui_assets.h"
 #include "service/ui_json.h"
 #include "trace/spec.h"
@@ -155,17 +157,18 @@ absl::StatusOr<v1::QueryResponse> Materialized(const v1::QueryResponse& response
   v1::QueryResponse parsed;
   parsed.set_next_after_seq(response.next_after_seq());
   parsed.set_next_page_token(response.next_page_token());
-  US_RETURN_IF_ERROR(ForEachQueriedEvent(response, [&parsed](v1::TraceEvent& e) {
+  US_RETURN_IF_ERROR(query::ForEachQueriedEvent(response, [&parsed](v1::TraceEvent& e) {
     *parsed.add_events() = std::move(e);
     return absl::OkStatus();
   }));
   return parsed;
 }
 
-UiWatchOptions WatchOptions(const UiApiOptions& api, TracesService* traces, WorkerPool* pool) {
+UiWatchOptions WatchOptions(const UiApiOptions& api, CallTracker* tracker, WorkerPool* pool) {
   UiWatchOptions options = api.watch;
   options.engine = api.engine;
-  options.traces = traces;
+  options.store = api.store;
+  options.tracker = tracker;
   options.pool = pool;
   // Room in the pool's queue beyond the API requests' for one task per watch.
   options.max_queued = api.max_waiting + api.watch.max_watches;
@@ -176,11 +179,8 @@ UiWatchOptions WatchOptions(const UiApiOptions& api, TracesService* traces, Work
 
 UiApi::UiApi(UiApiOptions options)
     : options_(std::move(options)),
-      runs_(options_.engine, &tracker_),
-      sessions_(options_.store, &tracker_),
-      traces_(options_.engine, options_.store, &tracker_),
       // The pool is built last, but watches use it only once one starts.
-      watches_(WatchOptions(options_, &traces_, &pool_)),
+      watches_(WatchOptions(options_, &tracker_, &pool_)),
       pool_(options_.threads) {}
 
 UiApi::~UiApi() { Shutdown(); }
@@ -365,32 +365,35 @@ void UiApi::ServeApi(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   no_route();
 }
 
+absl::Status UiApi::Admit(TrackedCall& call) const {
+  if (call.admitted()) return absl::OkStatus();
+  return absl::UnavailableError("the server is shutting down");
+}
+
 void UiApi::ListSessions(HttpResponder& out) {
   if (out.cancelled()) return;
-  grpc::ServerContext context;
-  v1::ListSessionsRequest request;
-  v1::ListSessionsResponse response;
-  absl::Status s = FromGrpcStatus(sessions_.ListSessions(&context, &request, &response));
-  if (!s.ok()) return RespondUiError(out, s);
-  RespondUiMessage(out, response);
+  TrackedCall call(&tracker_);
+  if (absl::Status s = Admit(call); !s.ok()) return RespondUiError(out, s);
+  absl::StatusOr<v1::ListSessionsResponse> response = query::ListSessions(*options_.store, "");
+  if (!response.ok()) return RespondUiError(out, response.status());
+  RespondUiMessage(out, *response);
 }
 
 void UiApi::GetSession(const std::string& name, int64_t version, HttpResponder& out) {
   if (out.cancelled()) return;
-  grpc::ServerContext context;
-  v1::GetSessionRequest request;
-  request.set_name(name);
-  request.set_version(version);
-  request.set_include_exchanges(true);
-  v1::GetSessionResponse response;
-  absl::Status s = FromGrpcStatus(sessions_.GetSession(&context, &request, &response));
-  if (absl::IsNotFound(s)) {
-    s = absl::NotFoundError(
-        version == 0 ? absl::StrCat("session \"", name, "\" not found")
-                     : absl::StrCat("session \"", name, "\" version ", version, " not found"));
+  TrackedCall call(&tracker_);
+  if (absl::Status s = Admit(call); !s.ok()) return RespondUiError(out, s);
+  absl::StatusOr<v1::GetSessionResponse> response =
+      query::GetSession(*options_.store, name, version, /*include_exchanges=*/true);
+  if (absl::IsNotFound(response.status())) {
+    return RespondUiError(
+        out, absl::NotFoundError(
+                 version == 0
+                     ? absl::StrCat("session \"", name, "\" not found")
+                     : absl::StrCat("session \"", name, "\" version ", version, " not found")));
   }
-  if (!s.ok()) return RespondUiError(out, s);
-  RespondUiMessage(out, response);
+  if (!response.ok()) return RespondUiError(out, response.status());
+  RespondUiMessage(out, *response);
 }
 
 void UiApi::ListRuns(const std::string& session, int64_t limit, HttpResponder& out) {
@@ -404,16 +407,10 @@ void UiApi::ListRuns(const std::string& session, int64_t limit, HttpResponder& o
       return RespondUiError(
           out, absl::InvalidArgumentError(absl::StrCat("session: ", ref.status().message())));
     }
-    runs = options_.store->ListRunsOfSession(ref->first, ref->second);
-    if (runs.ok() && runs->empty()) {
-      // An unknown session is NOT_FOUND; a known one no run has used yet
-      // has no runs.
-      absl::Status known = options_.store->GetSession(ref->first, ref->second).status();
-      if (absl::IsNotFound(known)) {
-        return RespondUiError(
-            out, absl::NotFoundError(absl::StrCat("session \"", session, "\" not found")));
-      }
-      if (!known.ok()) return RespondUiError(out, known);
+    runs = query::RunsOfSession(*options_.store, ref->first, ref->second);
+    if (absl::IsNotFound(runs.status())) {
+      return RespondUiError(
+          out, absl::NotFoundError(absl::StrCat("session \"", session, "\" not found")));
     }
   }
   if (!runs.ok()) return RespondUiError(out, runs.status());
@@ -438,19 +435,18 @@ void UiApi::ListRuns(const std::string& session, int64_t limit, HttpResponder& o
 
 void UiApi::GetRun(const std::string& run, HttpResponder& out) {
   if (out.cancelled()) return;
-  grpc::ServerContext context;
-  v1::GetRunRequest request;
-  request.set_run(run);
-  v1::Run response;
-  absl::Status s = FromGrpcStatus(runs_.GetRun(&context, &request, &response));
-  if (!s.ok()) return RespondUiError(out, UiRunStatus(s, run));
-  RespondUiMessage(out, response);
+  TrackedCall call(&tracker_);
+  if (absl::Status s = Admit(call); !s.ok()) return RespondUiError(out, s);
+  absl::StatusOr<v1::Run> response = query::GetRun(source(), run);
+  if (!response.ok()) return RespondUiError(out, UiRunStatus(response.status(), run));
+  RespondUiMessage(out, *response);
 }
 
 void UiApi::QueryEvents(const std::string& run, int64_t after_seq, int64_t limit,
                         const std::string& kinds, HttpResponder& out) {
   if (out.cancelled()) return;
-  grpc::ServerContext context;
+  TrackedCall call(&tracker_);
+  if (absl::Status s = Admit(call); !s.ok()) return RespondUiError(out, s);
   v1::QueryRequest request;
   request.set_run(run);
   request.set_after_seq(after_seq);
@@ -458,10 +454,9 @@ void UiApi::QueryEvents(const std::string& run, int64_t after_seq, int64_t limit
   for (absl::string_view kind : absl::StrSplit(kinds, ',', absl::SkipWhitespace())) {
     request.add_kinds(std::string(absl::StripAsciiWhitespace(kind)));
   }
-  v1::QueryResponse response;
-  absl::Status s = FromGrpcStatus(traces_.Query(&context, &request, &response));
-  if (!s.ok()) return RespondUiError(out, UiRunStatus(s, run));
-  absl::StatusOr<v1::QueryResponse> events = Materialized(response);
+  absl::StatusOr<v1::QueryResponse> response = query::Query(source(), request);
+  if (!response.ok()) return RespondUiError(out, UiRunStatus(response.status(), run));
+  absl::StatusOr<v1::QueryResponse> events = Materialized(*response);
   if (!events.ok()) return RespondUiError(out, events.status());
   RespondUiMessage(out, *events);
 }
@@ -474,14 +469,13 @@ void UiApi::AssertRun(const std::string& run, const std::string& spec, HttpRespo
     return RespondUiError(
         out, absl::InvalidArgumentError("spec: no assertions; list them under `assertions:`"));
   }
-  grpc::ServerContext context;
-  v1::AssertRequest request;
-  request.set_run(run);
-  for (v1::Assertion& a : *assertions) *request.add_assertions() = std::move(a);
-  v1::AssertResponse response;
-  absl::Status s = FromGrpcStatus(traces_.Assert(&context, &request, &response));
-  if (!s.ok()) return RespondUiError(out, UiRunStatus(s, run));
-  RespondUiMessage(out, response);
+  TrackedCall call(&tracker_);
+  if (absl::Status s = Admit(call); !s.ok()) return RespondUiError(out, s);
+  google::protobuf::RepeatedPtrField<v1::Assertion> checks;
+  for (v1::Assertion& a : *assertions) *checks.Add() = std::move(a);
+  absl::StatusOr<v1::AssertResponse> response = query::AssertRun(source(), run, checks);
+  if (!response.ok()) return RespondUiError(out, UiRunStatus(response.status(), run));
+  RespondUiMessage(out, *response);
 }
 
 void UiApi::Shutdown() {

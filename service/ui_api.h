@@ -28,7 +28,8 @@
 //
 // JSON is protobuf's JSON mapping of the gRPC messages (lowerCamelCase
 // names, int64 as strings, enums by name, fields at their default value
-// included), produced by calling the gRPC services' own methods in-process.
+// included), read through the trace-reading core the gRPC services use too
+// (query/).
 // Errors are {"error": {"code": "NOT_FOUND", "message": "run \"x\" not
 // found"}} with 400 (a bad parameter, named), 403, 404, 405, 413, 503 (busy
 // or shutting down) or 500. Path segments and query values are
@@ -60,12 +61,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/worker_pool.h"
+#include "query/source.h"
 #include "replayer/engine.h"
 #include "service/access.h"
-#include "service/admin_services.h"
 #include "service/call_tracker.h"
 #include "service/http_server.h"
-#include "service/traces_service.h"
 #include "service/ui_watch.h"
 #include "store/store.h"
 
@@ -90,7 +90,7 @@ struct UiApiOptions {
   int max_waiting = 64;
   // The watches' bounds and keepalive (service/ui_watch.h: max_watches,
   // 503 past it; backlog bytes per watch and in all; keepalive). Its
-  // engine, traces, pool and max_queued are set by UiApi.
+  // engine, store, tracker, pool and max_queued are set by UiApi.
   UiWatchOptions watch;
 };
 
@@ -135,13 +135,13 @@ class UiApi {
                    const std::string& kinds, HttpResponder& out);
   void AssertRun(const std::string& run, const std::string& spec, HttpResponder& out);
 
+  // OK when `call` was admitted; UNAVAILABLE once Shutdown began.
+  absl::Status Admit(TrackedCall& call) const;
+  query::Source source() const { return query::Source{options_.store, options_.engine}; }
+
   const UiApiOptions options_;
-  // The gRPC services, called in-process; their calls are counted here so
-  // that Shutdown refuses new ones.
+  // The reads in progress, counted so that Shutdown refuses new ones.
   CallTracker tracker_;
-  RunsService runs_;
-  SessionsService sessions_;
-  TracesService traces_;
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

@@ -4,8 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/http_status.h"
-#include "base/status_macros.h"
-#include "google/protobuf/unknown_field_set.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 
@@ -61,29 +59,6 @@ absl::Status UiRunStatus(const absl::Status& status, const std::string& run) {
     return absl::NotFoundError(absl::StrCat("run \"", run, "\" not found"));
   }
   return status;
-}
-
-absl::Status ForEachQueriedEvent(const v1::QueryResponse& response,
-                                 const std::function<absl::Status(v1::TraceEvent&)>& fn) {
-  for (const v1::TraceEvent& parsed : response.events()) {
-    v1::TraceEvent e = parsed;
-    US_RETURN_IF_ERROR(fn(e));
-  }
-  const google::protobuf::UnknownFieldSet& raw =
-      response.GetReflection()->GetUnknownFields(response);
-  for (int i = 0; i < raw.field_count(); ++i) {
-    const google::protobuf::UnknownField& field = raw.field(i);
-    if (field.number() != v1::QueryResponse::kEventsFieldNumber ||
-        field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED) {
-      continue;
-    }
-    v1::TraceEvent e;
-    if (!e.ParseFromString(field.length_delimited())) {
-      return absl::DataLossError("a stored trace event does not parse");
-    }
-    US_RETURN_IF_ERROR(fn(e));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace service

@@ -9,7 +9,6 @@
 #ifndef UNDERSTUDY_SERVICE_UI_JSON_H_
 #define UNDERSTUDY_SERVICE_UI_JSON_H_
 
-#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -52,14 +51,6 @@ void RespondUiError(HttpResponder& out, const absl::Status& status, int http = 0
 // `status` of a call about run `run`: NOT_FOUND, whatever layer said it,
 // becomes `run "ID" not found`; anything else is returned as it is.
 absl::Status UiRunStatus(const absl::Status& status, const std::string& run);
-
-// Calls `fn` with each event of a Traces.Query response, in order, and
-// stops at the first error it returns. Query may put stored events into the
-// response as their stored bytes (unknown fields: the wire form of
-// `events`), which the JSON printer would not see: those are parsed here,
-// one at a time. DATA_LOSS when one does not parse.
-absl::Status ForEachQueriedEvent(const v1::QueryResponse& response,
-                                 const std::function<absl::Status(v1::TraceEvent&)>& fn);
 
 }  // namespace service
 }  // namespace understudy

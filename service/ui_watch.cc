@@ -7,8 +7,8 @@
 #include "base/log.h"
 #include "base/scheduler.h"
 #include "base/status_macros.h"
+#include "query/events.h"
 #include "service/event_feed.h"
-#include "service/grpc_status.h"
 #include "service/ui_json.h"
 
 namespace understudy {
@@ -174,17 +174,21 @@ absl::Status UiWatches::SendStored(Watch& watch, int64_t before_seq) {
       if (watch.finished) return absl::OkStatus();
     }
     if (before_seq > 0 && after >= before_seq - 1) break;
-    grpc::ServerContext context;
     v1::QueryRequest request;
     request.set_run(watch.run);
     request.set_after_seq(after);
     request.set_limit(kWatchPage);
-    v1::QueryResponse response;
-    absl::Status s = FromGrpcStatus(options_.traces->Query(&context, &request, &response));
-    if (!s.ok()) return s;
+    absl::StatusOr<v1::QueryResponse> page;
+    {
+      TrackedCall call(options_.tracker);
+      if (!call.admitted()) return absl::UnavailableError("the server is shutting down");
+      page = query::Query(query::Source{options_.store, options_.engine}, request);
+    }
+    if (!page.ok()) return page.status();
+    const v1::QueryResponse& response = *page;
     // Past the feed's first event: the feed has the rest.
     bool reached = false;
-    US_RETURN_IF_ERROR(ForEachQueriedEvent(response, [&](v1::TraceEvent& e) {
+    US_RETURN_IF_ERROR(query::ForEachQueriedEvent(response, [&](v1::TraceEvent& e) {
       if (reached || (before_seq > 0 && e.seq() >= before_seq)) {
         reached = true;
         return absl::OkStatus();

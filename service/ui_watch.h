@@ -3,7 +3,7 @@
 //
 //   retry: 2000                       first: reconnect soon after a drop
 //   id: SEQ                           per event after the seq asked for,
-//   event: trace                      the stored ones first (Traces.Query),
+//   event: trace                      the stored ones first (query::Query),
 //   data: {TraceEvent as JSON}        then the live ones as the run goes on
 //   event: end                        once the run has ended
 //   data: {}
@@ -33,7 +33,8 @@
 #include "base/worker_pool.h"
 #include "replayer/engine.h"
 #include "service/http_server.h"
-#include "service/traces_service.h"
+#include "service/call_tracker.h"
+#include "store/store.h"
 
 namespace understudy {
 namespace service {
@@ -42,7 +43,9 @@ struct UiWatchOptions {
   // Required. Not owned; each must outlive the UiWatches and every task it
   // queued on `pool`.
   replayer::Engine* engine = nullptr;  // the live events
-  TracesService* traces = nullptr;     // the stored events (Query)
+  store::Store* store = nullptr;       // the stored events (query::Query)
+  CallTracker* tracker = nullptr;      // counts each read of them; once it
+                                       // drains, they fail UNAVAILABLE
   WorkerPool* pool = nullptr;          // runs the sends
   // Tasks that may wait for a thread of `pool` when a watch queues one
   // (WorkerPool::TrySubmit): room for one per watch beyond the pool's other

@@ -7,23 +7,13 @@
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "grpcpp/client_context.h"
-#include "replayer/engine.h"
+#include "query/events.h"
+#include "query/runs.h"
 #include "understudy/v1/understudy.grpc.pb.h"
 
 namespace understudy {
 namespace testgen {
 namespace {
-
-constexpr int kPage = 10000;
-
-absl::Status UnknownRef(const std::string& ref) {
-  return absl::NotFoundError(absl::StrCat("no run or session \"", ref, "\""));
-}
-
-absl::Status NoRuns(const std::string& ref) {
-  return absl::NotFoundError(
-      absl::StrCat("session \"", ref, "\" has no runs; record or replay it first"));
-}
 
 // The run record's fields RunData keeps.
 RunData FromRun(const v1::Run& run) {
@@ -48,35 +38,11 @@ void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
 }  // namespace
 
 absl::StatusOr<RunData> LoadRun(store::Store& store, const std::string& ref) {
-  if (ref.empty()) return absl::InvalidArgumentError("no run or session given");
-  absl::StatusOr<v1::Run> run = store.GetRun(ref);
-  if (!run.ok() && !absl::IsNotFound(run.status())) return run.status();
-  if (!run.ok()) {
-    absl::StatusOr<std::pair<std::string, int64_t>> session = replayer::ParseSessionRef(ref);
-    if (!session.ok()) return UnknownRef(ref);
-    US_ASSIGN_OR_RETURN(std::vector<v1::Run> runs,
-                        store.ListRunsOfSession(session->first, session->second));
-    if (runs.empty()) {
-      absl::Status known = store.GetSession(session->first, session->second).status();
-      if (absl::IsNotFound(known)) return UnknownRef(ref);
-      US_RETURN_IF_ERROR(known);
-      return NoRuns(ref);
-    }
-    run = std::move(runs.back());  // in order of start: the latest
-  }
-
-  RunData data = FromRun(*run);
-  store::EventQuery query;
-  query.run = run->id();
-  query.limit = kPage;
-  while (true) {
-    US_ASSIGN_OR_RETURN(store::EventPage page, store.QueryEvents(query));
-    for (v1::TraceEvent& e : page.events) data.events.push_back(std::move(e));
-    if (page.next_after_seq == 0) break;
-    query.after_seq = page.next_after_seq;
-  }
-  if (run->state() != v1::RUN_STATE_ACTIVE) {
-    absl::StatusOr<v1::RunSummary> summary = store.GetRunSummary(run->id());
+  US_ASSIGN_OR_RETURN(const v1::Run run, query::ResolveRunRef(store, ref));
+  RunData data = FromRun(run);
+  US_ASSIGN_OR_RETURN(data.events, query::ReadRunEvents(store, run.id()));
+  if (run.state() != v1::RUN_STATE_ACTIVE) {
+    absl::StatusOr<v1::RunSummary> summary = store.GetRunSummary(run.id());
     if (summary.ok()) {
       data.summary = *std::move(summary);
     } else if (!absl::IsNotFound(summary.status())) {
@@ -106,26 +72,26 @@ absl::StatusOr<v1::Run> ResolveRun(const std::shared_ptr<grpc::Channel>& channel
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
     // A session: its runs' run_started events come in order of start, so
     // the last names the latest run.
-    v1::QueryRequest query;
-    query.set_session(ref);
-    query.add_kinds("run_started");
-    query.set_limit(kPage);
+    v1::QueryRequest ask;
+    ask.set_session(ref);
+    ask.add_kinds("run_started");
+    ask.set_limit(query::kMaxPage);
     std::string latest;
     while (true) {
       grpc::ClientContext context;
       SetDeadline(&context, timeout);
       v1::QueryResponse page;
-      grpc::Status s = traces->Query(&context, query, &page);
+      grpc::Status s = traces->Query(&context, ask, &page);
       if (s.error_code() == grpc::StatusCode::NOT_FOUND ||
           s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
-        return UnknownRef(ref);
+        return query::UnknownRunRef(ref);
       }
       if (!s.ok()) return FromGrpc(s, absl::StrCat("runs of session \"", ref, "\""));
       if (!page.events().empty()) latest = page.events(page.events_size() - 1).run();
       if (page.next_page_token().empty()) break;
-      query.set_page_token(page.next_page_token());
+      ask.set_page_token(page.next_page_token());
     }
-    if (latest.empty()) return NoRuns(ref);
+    if (latest.empty()) return query::NoRunsOf(ref);
     asked = latest;
     status = get_run(asked, &run);
   }
@@ -138,18 +104,18 @@ absl::StatusOr<RunData> LoadRun(const std::shared_ptr<grpc::Channel>& channel,
   US_ASSIGN_OR_RETURN(const v1::Run run, ResolveRun(channel, ref, timeout));
   std::unique_ptr<v1::Traces::Stub> traces = v1::Traces::NewStub(channel);
   RunData data = FromRun(run);
-  v1::QueryRequest query;
-  query.set_run(run.id());
-  query.set_limit(kPage);
+  v1::QueryRequest ask;
+  ask.set_run(run.id());
+  ask.set_limit(query::kMaxPage);
   while (true) {
     grpc::ClientContext context;
     SetDeadline(&context, timeout);
     v1::QueryResponse page;
-    grpc::Status s = traces->Query(&context, query, &page);
+    grpc::Status s = traces->Query(&context, ask, &page);
     if (!s.ok()) return FromGrpc(s, absl::StrCat("trace of run \"", run.id(), "\""));
     for (v1::TraceEvent& e : *page.mutable_events()) data.events.push_back(std::move(e));
     if (page.next_after_seq() == 0) break;
-    query.set_after_seq(page.next_after_seq());
+    ask.set_after_seq(page.next_after_seq());
   }
   return data;
 }

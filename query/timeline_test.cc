@@ -1,4 +1,4 @@
-#include "cli/timeline.h"
+#include "query/timeline.h"
 
 #include <map>
 #include <string>
@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 
 namespace understudy {
-namespace cli {
+namespace query {
 namespace {
 
 using ::testing::ElementsAre;
@@ -612,5 +612,5 @@ TEST(FormatSessionTimelineTest, ColoredAndCut) {
 }
 
 }  // namespace
-}  // namespace cli
+}  // namespace query
 }  // namespace understudy

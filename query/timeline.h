@@ -1,6 +1,6 @@
 // Timelines for people: a run's trace, or a session's exchanges, one line
 // each, as `understudy show` prints them. Pure formatting — no I/O, no store,
-// no environment — so every shape below is pinned by cli/timeline_test.cc.
+// no environment — so every shape below is pinned by query/timeline_test.cc.
 //
 // Usage:
 //   TimelineOptions options;
@@ -43,8 +43,8 @@
 // control characters (ESC included, so a recorded answer cannot drive the
 // terminal) and invalid UTF-8 become U+FFFD, and quoted text has its
 // whitespace runs collapsed to one space so that each event stays one line.
-#ifndef UNDERSTUDY_CLI_TIMELINE_H_
-#define UNDERSTUDY_CLI_TIMELINE_H_
+#ifndef UNDERSTUDY_QUERY_TIMELINE_H_
+#define UNDERSTUDY_QUERY_TIMELINE_H_
 
 #include <string>
 #include <vector>
@@ -52,7 +52,7 @@
 #include "understudy/v1/understudy.pb.h"
 
 namespace understudy {
-namespace cli {
+namespace query {
 
 namespace v1 = ::understudy::v1;
 
@@ -106,7 +106,7 @@ std::vector<std::string> FormatSessionTimeline(const v1::Session& session,
                                                const std::vector<v1::Exchange>& exchanges,
                                                const TimelineOptions& options);
 
-}  // namespace cli
+}  // namespace query
 }  // namespace understudy
 
-#endif  // UNDERSTUDY_CLI_TIMELINE_H_
+#endif  // UNDERSTUDY_QUERY_TIMELINE_H_

@@ -1,4 +1,4 @@
-#include "cli/timeline.h"
+#include "query/timeline.h"
 
 #include <cstdint>
 #include <map>
@@ -15,7 +15,7 @@
 #include "validation/json_bounds.h"
 
 namespace understudy {
-namespace cli {
+namespace query {
 namespace {
 
 // Names (agents, tools, rules, kinds, attribute keys) are identifiers, not
@@ -817,5 +817,5 @@ std::vector<std::string> FormatSessionTimeline(const v1::Session& session,
   return lines;
 }
 
-}  // namespace cli
+}  // namespace query
 }  // namespace understudy
