@@ -15,7 +15,8 @@ namespace understudy {
 namespace query {
 
 struct Source {
-  // Required. Not owned; must outlive every call given this Source.
+  // Required by every read (GetRun alone, given an engine, needs none). Not
+  // owned; must outlive every call given this Source.
   store::Store* store = nullptr;
   // Optional (null: the stored run records only). Not owned; must outlive
   // every call given this Source.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "query/runs.h"
 #include "recorder/ingest.h"
 #include "replayer/mocks.h"
 #include "service/call_info.h"
@@ -45,8 +46,7 @@ grpc::Status RunsService::GetRun(grpc::ServerContext*, const v1::GetRunRequest* 
                                  v1::Run* response) {
   TrackedCall call(tracker_);
   if (!call.admitted()) return ShuttingDown();
-  if (request->run().empty()) return ToGrpcStatus(absl::InvalidArgumentError("run: required"));
-  absl::StatusOr<v1::Run> run = engine_->GetRun(request->run());
+  absl::StatusOr<v1::Run> run = query::GetRun(query::Source{nullptr, engine_}, request->run());
   if (!run.ok()) return ToGrpcStatus(run.status());
   *response = std::move(*run);
   return grpc::Status::OK;
@@ -110,9 +110,9 @@ grpc::Status SessionsService::ListSessions(grpc::ServerContext*,
                                            v1::ListSessionsResponse* response) {
   TrackedCall call(tracker_);
   if (!call.admitted()) return ShuttingDown();
-  absl::StatusOr<std::vector<v1::Session>> sessions = store_->ListSessions(request->prefix());
+  absl::StatusOr<v1::ListSessionsResponse> sessions = query::ListSessions(*store_, request->prefix());
   if (!sessions.ok()) return ToGrpcStatus(sessions.status());
-  for (v1::Session& s : *sessions) *response->add_sessions() = std::move(s);
+  *response = *std::move(sessions);
   return grpc::Status::OK;
 }
 
@@ -121,15 +121,10 @@ grpc::Status SessionsService::GetSession(grpc::ServerContext*,
                                          v1::GetSessionResponse* response) {
   TrackedCall call(tracker_);
   if (!call.admitted()) return ShuttingDown();
-  absl::StatusOr<v1::Session> session = store_->GetSession(request->name(), request->version());
+  absl::StatusOr<v1::GetSessionResponse> session = query::GetSession(
+      *store_, request->name(), request->version(), request->include_exchanges());
   if (!session.ok()) return ToGrpcStatus(session.status());
-  if (request->include_exchanges()) {
-    absl::StatusOr<std::vector<v1::Exchange>> exchanges =
-        store_->LoadExchanges(session->name(), session->version());
-    if (!exchanges.ok()) return ToGrpcStatus(exchanges.status());
-    for (v1::Exchange& e : *exchanges) *response->add_exchanges() = std::move(e);
-  }
-  *response->mutable_session() = std::move(*session);
+  *response = *std::move(session);
   return grpc::Status::OK;
 }
 

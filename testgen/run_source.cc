@@ -1,5 +1,6 @@
 #include "testgen/run_source.h"
 
+#include <functional>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -33,6 +34,24 @@ absl::Status FromGrpc(const grpc::Status& status, absl::string_view what) {
 
 void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
   context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+}
+
+// Every page the server answers `request` with, in order, to `fn` (which
+// may move the events out); each call within `timeout`. The first failed
+// call's status.
+grpc::Status ForEachRemotePage(v1::Traces::Stub& traces, v1::QueryRequest request,
+                               absl::Duration timeout,
+                               const std::function<void(v1::QueryResponse&)>& fn) {
+  while (true) {
+    grpc::ClientContext context;
+    SetDeadline(&context, timeout);
+    v1::QueryResponse page;
+    grpc::Status s = traces.Query(&context, request, &page);
+    if (!s.ok()) return s;
+    fn(page);
+    if (page.next_page_token().empty()) return grpc::Status::OK;
+    request.set_page_token(page.next_page_token());
+  }
 }
 
 }  // namespace
@@ -77,20 +96,14 @@ absl::StatusOr<v1::Run> ResolveRun(const std::shared_ptr<grpc::Channel>& channel
     ask.add_kinds("run_started");
     ask.set_limit(query::kMaxPage);
     std::string latest;
-    while (true) {
-      grpc::ClientContext context;
-      SetDeadline(&context, timeout);
-      v1::QueryResponse page;
-      grpc::Status s = traces->Query(&context, ask, &page);
-      if (s.error_code() == grpc::StatusCode::NOT_FOUND ||
-          s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
-        return query::UnknownRunRef(ref);
-      }
-      if (!s.ok()) return FromGrpc(s, absl::StrCat("runs of session \"", ref, "\""));
+    grpc::Status s = ForEachRemotePage(*traces, ask, timeout, [&latest](v1::QueryResponse& page) {
       if (!page.events().empty()) latest = page.events(page.events_size() - 1).run();
-      if (page.next_page_token().empty()) break;
-      ask.set_page_token(page.next_page_token());
+    });
+    if (s.error_code() == grpc::StatusCode::NOT_FOUND ||
+        s.error_code() == grpc::StatusCode::INVALID_ARGUMENT) {
+      return query::UnknownRunRef(ref);
     }
+    if (!s.ok()) return FromGrpc(s, absl::StrCat("runs of session \"", ref, "\""));
     if (latest.empty()) return query::NoRunsOf(ref);
     asked = latest;
     status = get_run(asked, &run);
@@ -107,16 +120,10 @@ absl::StatusOr<RunData> LoadRun(const std::shared_ptr<grpc::Channel>& channel,
   v1::QueryRequest ask;
   ask.set_run(run.id());
   ask.set_limit(query::kMaxPage);
-  while (true) {
-    grpc::ClientContext context;
-    SetDeadline(&context, timeout);
-    v1::QueryResponse page;
-    grpc::Status s = traces->Query(&context, ask, &page);
-    if (!s.ok()) return FromGrpc(s, absl::StrCat("trace of run \"", run.id(), "\""));
+  grpc::Status s = ForEachRemotePage(*traces, ask, timeout, [&data](v1::QueryResponse& page) {
     for (v1::TraceEvent& e : *page.mutable_events()) data.events.push_back(std::move(e));
-    if (page.next_after_seq() == 0) break;
-    ask.set_after_seq(page.next_after_seq());
-  }
+  });
+  if (!s.ok()) return FromGrpc(s, absl::StrCat("trace of run \"", run.id(), "\""));
   return data;
 }
 
