@@ -165,44 +165,48 @@ void UiWatches::Start(const std::string& run, int64_t after_seq,
 }
 
 absl::Status UiWatches::SendStored(Watch& watch, int64_t before_seq) {
-  int64_t after = watch.after_seq;
-  std::string chunk;
-  while (true) {
-    if (watch.out->cancelled()) return absl::OkStatus();
-    {
-      absl::MutexLock lock(&watch.mu);
-      if (watch.finished) return absl::OkStatus();
-    }
-    if (before_seq > 0 && after >= before_seq - 1) break;
-    v1::QueryRequest request;
-    request.set_run(watch.run);
-    request.set_after_seq(after);
-    request.set_limit(kWatchPage);
-    absl::StatusOr<v1::QueryResponse> page;
-    {
-      TrackedCall call(options_.tracker);
-      if (!call.admitted()) return absl::UnavailableError("the server is shutting down");
-      page = query::Query(query::Source{options_.store, options_.engine}, request);
-    }
-    if (!page.ok()) return page.status();
-    const v1::QueryResponse& response = *page;
-    // Past the feed's first event: the feed has the rest.
-    bool reached = false;
-    US_RETURN_IF_ERROR(query::ForEachQueriedEvent(response, [&](v1::TraceEvent& e) {
-      if (reached || (before_seq > 0 && e.seq() >= before_seq)) {
-        reached = true;
-        return absl::OkStatus();
-      }
-      US_RETURN_IF_ERROR(AppendTraceFrame(e, &chunk));
-      watch.last_sent = e.seq();
-      if (chunk.size() >= kWatchWriteBytes) watch.out->Write(std::exchange(chunk, std::string()));
-      return absl::OkStatus();
-    }));
-    if (!chunk.empty()) watch.out->Write(std::exchange(chunk, std::string()));
-    if (reached || response.next_after_seq() == 0) break;
-    after = response.next_after_seq();
+  // Whether the stream goes on: the client is there and the watch open.
+  auto going = [&watch] {
+    if (watch.out->cancelled()) return false;
+    absl::MutexLock lock(&watch.mu);
+    return !watch.finished;
+  };
+  if (!going() || (before_seq > 0 && watch.after_seq >= before_seq - 1)) return absl::OkStatus();
+  {
+    TrackedCall call(options_.tracker);
+    if (!call.admitted()) return absl::UnavailableError("the server is shutting down");
+    // Everything before the feed's first event was queued for the store.
+    US_RETURN_IF_ERROR(options_.store->Flush());
   }
-  return absl::OkStatus();
+  store::EventQuery stored;
+  stored.run = watch.run;
+  stored.after_seq = watch.after_seq;
+  stored.limit = kWatchPage;
+  std::string chunk;
+  absl::Status failed;
+  US_RETURN_IF_ERROR(query::ForEachPage(
+      *options_.store, std::move(stored), [&](std::vector<v1::TraceEvent>& page, bool) {
+        if (!going()) return false;
+        if (options_.tracker->draining()) {
+          failed = absl::UnavailableError("the server is shutting down");
+          return false;
+        }
+        // Past the feed's first event: the feed has the rest.
+        bool reached = false;
+        for (const v1::TraceEvent& e : page) {
+          if (before_seq > 0 && e.seq() >= before_seq) {
+            reached = true;
+            break;
+          }
+          failed = AppendTraceFrame(e, &chunk);
+          if (!failed.ok()) return false;
+          watch.last_sent = e.seq();
+          if (chunk.size() >= kWatchWriteBytes) watch.out->Write(std::exchange(chunk, std::string()));
+        }
+        if (!chunk.empty()) watch.out->Write(std::exchange(chunk, std::string()));
+        return !reached;
+      }));
+  return failed;
 }
 
 void UiWatches::ScheduleDrain(const std::shared_ptr<Watch>& watch) {

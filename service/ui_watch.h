@@ -3,7 +3,7 @@
 //
 //   retry: 2000                       first: reconnect soon after a drop
 //   id: SEQ                           per event after the seq asked for,
-//   event: trace                      the stored ones first (query::Query),
+//   event: trace                      the stored ones first (query/events.h),
 //   data: {TraceEvent as JSON}        then the live ones as the run goes on
 //   event: end                        once the run has ended
 //   data: {}
@@ -43,9 +43,9 @@ struct UiWatchOptions {
   // Required. Not owned; each must outlive the UiWatches and every task it
   // queued on `pool`.
   replayer::Engine* engine = nullptr;  // the live events
-  store::Store* store = nullptr;       // the stored events (query::Query)
-  CallTracker* tracker = nullptr;      // counts each read of them; once it
-                                       // drains, they fail UNAVAILABLE
+  store::Store* store = nullptr;       // the stored events
+  CallTracker* tracker = nullptr;      // once it drains, reading them fails
+                                       // UNAVAILABLE
   WorkerPool* pool = nullptr;          // runs the sends
   // Tasks that may wait for a thread of `pool` when a watch queues one
   // (WorkerPool::TrySubmit): room for one per watch beyond the pool's other
