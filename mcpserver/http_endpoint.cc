@@ -63,12 +63,11 @@ void HttpEndpoint::Handle(McpHttpRequest request, std::function<void(McpHttpResp
   }
   if (const absl::string_view origin = request.origin;
       !origin.empty() && !IsLoopbackOrigin(origin)) {
-    return respond(
-        {403, json_type,
-         provider::mcp::ErrorResponse(
-             provider::Json(), provider::mcp::kInvalidRequest,
-             absl::StrCat("Origin ", absl::CHexEscape(origin.substr(0, 200)),
-                          " may not call understudy's tools (only loopback origins)"))});
+    return respond({403, json_type,
+                    provider::mcp::ErrorResponse(
+                        provider::Json(), provider::mcp::kInvalidRequest,
+                        absl::StrCat("Origin ", absl::CHexEscape(origin.substr(0, 200)),
+                                     " may not call understudy's tools (only loopback origins)"))});
   }
   if (!Protocol::IsRequest(request.body)) {
     // Notifications and responses need nothing from the tools.
@@ -77,10 +76,12 @@ void HttpEndpoint::Handle(McpHttpRequest request, std::function<void(McpHttpResp
   }
   auto body = std::make_shared<std::string>(std::move(request.body));
   auto reply = std::make_shared<std::function<void(McpHttpResponse)>>(std::move(respond));
-  const bool queued = pool_.TrySubmit([this, body, reply, cancelled, json_type] {
-    if (cancelled != nullptr && cancelled()) return;
-    (*reply)({200, json_type, protocol_.Handle(*body)});
-  }, kMaxWaiting);
+  const bool queued = pool_.TrySubmit(
+      [this, body, reply, cancelled, json_type] {
+        if (cancelled != nullptr && cancelled()) return;
+        (*reply)({200, json_type, protocol_.Handle(*body)});
+      },
+      kMaxWaiting);
   if (!queued) {
     (*reply)({503, json_type,
               provider::mcp::ErrorResponse(provider::Json(), provider::mcp::kInternalError,

@@ -65,8 +65,8 @@ absl::StatusOr<v1::AssertResponse> AssertRun(
       store::Store::EventScan& scan = scans.emplace_back();
       scan.query.run = run_id;
       scan.query.kinds = {kind};
-      scan.bodies = plan.ReadsBody(kind) ? store::Store::Bodies::kAll
-                                         : store::Store::Bodies::kWhenNoAgent;
+      scan.bodies =
+          plan.ReadsBody(kind) ? store::Store::Bodies::kAll : store::Store::Bodies::kWhenNoAgent;
     }
   }
   // Each scan gives its events in seq order; where one scan ends and the

@@ -63,9 +63,7 @@ struct Cursor {
 };
 
 // "<run id>/<seq>": the last event a page returned. Opaque to clients.
-std::string PageToken(const std::string& run, int64_t seq) {
-  return absl::StrCat(run, "/", seq);
-}
+std::string PageToken(const std::string& run, int64_t seq) { return absl::StrCat(run, "/", seq); }
 
 absl::StatusOr<Cursor> StartOf(const v1::QueryRequest& request,
                                const std::vector<std::string>& runs) {
@@ -113,11 +111,11 @@ void Narrow(const v1::EventFilter& f, store::EventQuery* query) {
 // bytes go into the response as they are, as the wire form of its repeated
 // `events` (unknown fields are written verbatim). 50k events: 1.3 s ->
 // see docs/PERFORMANCE.md.
-absl::Status QueryRaw(store::Store& store, const Plan& plan, int limit,
-                      v1::QueryResponse* response, std::string* last_run, int64_t* last_seq,
-                      bool* more) {
+absl::Status QueryRaw(store::Store& store, const Plan& plan, int limit, v1::QueryResponse* response,
+                      std::string* last_run, int64_t* last_seq, bool* more) {
   const v1::EventFilter& f = plan.filter.proto();
-  google::protobuf::UnknownFieldSet* out = response->GetReflection()->MutableUnknownFields(response);
+  google::protobuf::UnknownFieldSet* out =
+      response->GetReflection()->MutableUnknownFields(response);
   int count = 0;
   std::string repaired;
   for (size_t i = plan.start.run; i < plan.runs.size() && !*more; ++i) {
@@ -127,31 +125,31 @@ absl::Status QueryRaw(store::Store& store, const Plan& plan, int limit,
     query.after_seq = i == plan.start.run ? plan.start.after_seq : 0;
     Narrow(f, &query);
     absl::Status parse_error;
-    US_RETURN_IF_ERROR(store.ScanEvents(query, store::Store::Bodies::kAll,
-                                        [&](const store::StoredEvent& e) {
-      if (f.max_seq() > 0 && e.seq > f.max_seq()) return false;
-      if (count == limit) {
-        *more = true;
-        return false;
-      }
-      if (e.legacy) {
-        v1::TraceEvent event;
-        parse_error = store::ParseStored(e.body, &event);
-        if (!parse_error.ok()) return false;
-        repaired.clear();
-        event.SerializeToString(&repaired);
-        out->AddLengthDelimited(1, repaired);
-      } else {
-        out->AddLengthDelimited(1, std::string(e.body));
-      }
-      ++count;
-      *last_run = run;
-      *last_seq = e.seq;
-      return true;
-    }));
+    US_RETURN_IF_ERROR(
+        store.ScanEvents(query, store::Store::Bodies::kAll, [&](const store::StoredEvent& e) {
+          if (f.max_seq() > 0 && e.seq > f.max_seq()) return false;
+          if (count == limit) {
+            *more = true;
+            return false;
+          }
+          if (e.legacy) {
+            v1::TraceEvent event;
+            parse_error = store::ParseStored(e.body, &event);
+            if (!parse_error.ok()) return false;
+            repaired.clear();
+            event.SerializeToString(&repaired);
+            out->AddLengthDelimited(1, repaired);
+          } else {
+            out->AddLengthDelimited(1, std::string(e.body));
+          }
+          ++count;
+          *last_run = run;
+          *last_seq = e.seq;
+          return true;
+        }));
     if (!parse_error.ok()) {
-      return absl::DataLossError(absl::StrCat("run \"", run, "\": stored event seq ",
-                                              *last_seq + 1, " does not parse"));
+      return absl::DataLossError(
+          absl::StrCat("run \"", run, "\": stored event seq ", *last_seq + 1, " does not parse"));
     }
   }
   return absl::OkStatus();
@@ -159,8 +157,9 @@ absl::Status QueryRaw(store::Store& store, const Plan& plan, int limit,
 
 }  // namespace
 
-absl::Status ForEachPage(store::Store& store, store::EventQuery query,
-                         const std::function<bool(std::vector<v1::TraceEvent>& page, bool last)>& fn) {
+absl::Status ForEachPage(
+    store::Store& store, store::EventQuery query,
+    const std::function<bool(std::vector<v1::TraceEvent>& page, bool last)>& fn) {
   while (true) {
     US_ASSIGN_OR_RETURN(store::EventPage page, store.QueryEvents(query));
     const bool last = page.next_after_seq == 0;

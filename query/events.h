@@ -33,8 +33,9 @@ namespace query {
 // (query.limit events at most, <= 0 for 1000), in seq order, `last` true
 // on the final one, until it returns false. `fn` may move the events out.
 // Reads committed events only (no flush). The store's errors.
-absl::Status ForEachPage(store::Store& store, store::EventQuery query,
-                         const std::function<bool(std::vector<v1::TraceEvent>& page, bool last)>& fn);
+absl::Status ForEachPage(
+    store::Store& store, store::EventQuery query,
+    const std::function<bool(std::vector<v1::TraceEvent>& page, bool last)>& fn);
 
 // Calls `fn` with each event `query` selects, in seq order, until it
 // returns false. Pages of kMaxPage. The store's errors.

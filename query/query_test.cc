@@ -43,8 +43,8 @@ class QueryTest : public ::testing::Test {
     ASSERT_THAT(store_->Flush(), IsOk());
   }
 
-  void AddRun(const std::string& id, const std::string& session, int64_t version,
-              int64_t started, v1::RunState state, int events) {
+  void AddRun(const std::string& id, const std::string& session, int64_t version, int64_t started,
+              v1::RunState state, int events) {
     v1::Run run;
     run.set_id(id);
     run.set_session(session);

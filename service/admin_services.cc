@@ -110,7 +110,8 @@ grpc::Status SessionsService::ListSessions(grpc::ServerContext*,
                                            v1::ListSessionsResponse* response) {
   TrackedCall call(tracker_);
   if (!call.admitted()) return ShuttingDown();
-  absl::StatusOr<v1::ListSessionsResponse> sessions = query::ListSessions(*store_, request->prefix());
+  absl::StatusOr<v1::ListSessionsResponse> sessions =
+      query::ListSessions(*store_, request->prefix());
   if (!sessions.ok()) return ToGrpcStatus(sessions.status());
   *response = *std::move(sessions);
   return grpc::Status::OK;

@@ -140,11 +140,11 @@ grpc::Status TracesService::WaitFor(grpc::ServerContext* context,
   absl::Status flushed = store_->Flush();
   if (!flushed.ok()) return ToGrpcStatus(flushed);
   std::optional<v1::TraceEvent> found;
-  absl::Status read = query::ForEachMatching(*store_, request->run(), 0, before, *filter,
-                                    [&](v1::TraceEvent& e) {
-                                      found = std::move(e);
-                                      return false;
-                                    });
+  absl::Status read =
+      query::ForEachMatching(*store_, request->run(), 0, before, *filter, [&](v1::TraceEvent& e) {
+        found = std::move(e);
+        return false;
+      });
   if (!read.ok()) return ToGrpcStatus(read);
   if (found.has_value()) {
     *response = *std::move(found);
@@ -213,11 +213,11 @@ grpc::Status TracesService::Watch(grpc::ServerContext* context, const v1::WatchR
   absl::Status flushed = store_->Flush();
   if (!flushed.ok()) return ToGrpcStatus(flushed);
   bool broken = false;
-  absl::Status read = query::ForEachMatching(*store_, request->run(), request->after_seq(), before, *filter,
-                                    [&](v1::TraceEvent& e) {
-                                      broken = context->IsCancelled() || !writer->Write(e);
-                                      return !broken;
-                                    });
+  absl::Status read = query::ForEachMatching(
+      *store_, request->run(), request->after_seq(), before, *filter, [&](v1::TraceEvent& e) {
+        broken = context->IsCancelled() || !writer->Write(e);
+        return !broken;
+      });
   if (!read.ok()) return ToGrpcStatus(read);
   if (broken) return ToGrpcStatus(absl::CancelledError("the client went away"));
   // An ended run's trace is complete in the store.

@@ -201,7 +201,9 @@ absl::Status UiWatches::SendStored(Watch& watch, int64_t before_seq) {
           failed = AppendTraceFrame(e, &chunk);
           if (!failed.ok()) return false;
           watch.last_sent = e.seq();
-          if (chunk.size() >= kWatchWriteBytes) watch.out->Write(std::exchange(chunk, std::string()));
+          if (chunk.size() >= kWatchWriteBytes) {
+            watch.out->Write(std::exchange(chunk, std::string()));
+          }
         }
         if (!chunk.empty()) watch.out->Write(std::exchange(chunk, std::string()));
         return !reached;
