@@ -24,7 +24,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "base/fd_io.h"
-#include "validation/utf8.h"
+#include "base/text.h"
 
 extern char** environ;
 
@@ -236,7 +236,7 @@ std::string ShellQuoted(const std::vector<std::string>& argv) {
   for (const std::string& a : argv) parts.push_back(ShellWord(a));
   // Short enough to leave room, in a message cut at 200 bytes, for what
   // happened to it.
-  return validation::Shorten(absl::StrJoin(parts, " "), 80);
+  return Shorten(absl::StrJoin(parts, " "), 80);
 }
 
 bool CommandResult::ok() const {

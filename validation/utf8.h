@@ -14,6 +14,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "base/text.h"
 
 namespace understudy {
 namespace validation {
@@ -33,9 +34,8 @@ inline bool IsValidUtf8(absl::string_view text) { return !FindInvalidUtf8(text).
 // (one copy) when it is valid.
 std::string SanitizeUtf8(absl::string_view text);
 
-// `text` cut to at most `max` bytes without splitting a UTF-8 sequence,
-// with "..." appended when anything was cut.
-std::string Shorten(absl::string_view text, size_t max);
+// base/text.h's, for the callers that find it here.
+using ::understudy::Shorten;
 
 // A 1-based line and column (in bytes) of `offset` within `text`, for
 // messages that point into a file.
