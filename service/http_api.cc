@@ -172,8 +172,19 @@ void HttpApi::ListModels(const replayer::CallInfo& call, const provider::Codec& 
 }
 
 void HttpApi::GetResponse(const provider::Codec& api, const replayer::CallInfo& call,
-                          absl::string_view id, HttpResponder& out) {
-  absl::StatusOr<std::string> body = options_.engine->ResponseBody(call, id);
+                          absl::string_view method, const provider::CallRoute& wire,
+                          HttpResponder& out) {
+  if (method != "GET") return MethodNotAllowed(api, "GET", out);
+  const provider::StoredResponses* stored = api.stored();
+  if (stored == nullptr || wire.resource_id.empty() || absl::StrContains(wire.resource_id, '/')) {
+    return RespondError(
+        api,
+        absl::NotFoundError(absl::StrCat("no route for GET ", wire.path, "; expected ",
+                                         stored != nullptr ? stored->fetch_route() : "")),
+        out);
+  }
+  if (absl::Status names = CheckNames(call); !names.ok()) return RespondError(api, names, out);
+  absl::StatusOr<std::string> body = options_.engine->ResponseBody(call, wire.resource_id);
   if (!body.ok()) return RespondError(api, body.status(), out);
   out.Respond(200, {{"content-type", kJsonContentType}}, *std::move(body));
 }
@@ -265,20 +276,7 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   absl::StatusOr<provider::CallRoute> wire = api->Route(request.method, route.path, route.query);
   if (!wire.ok()) return RespondError(shape, wire.status(), *out);
   if (wire->kind == provider::CallRoute::Kind::kFetch) {
-    if (request.method != "GET") return MethodNotAllowed(shape, "GET", *out);
-    const provider::StoredResponses* stored = api->stored();
-    if (stored == nullptr || wire->resource_id.empty() ||
-        absl::StrContains(wire->resource_id, '/')) {
-      return RespondError(
-          shape,
-          absl::NotFoundError(absl::StrCat("no route for GET ", route.path, "; expected ",
-                                           stored != nullptr ? stored->fetch_route() : "")),
-          *out);
-    }
-    if (absl::Status names = CheckNames(call); !names.ok()) {
-      return RespondError(shape, names, *out);
-    }
-    return GetResponse(*api, call, wire->resource_id, *out);
+    return GetResponse(*api, call, request.method, *wire, *out);
   }
   if (request.method != "POST") return MethodNotAllowed(shape, "POST", *out);
   absl::string_view content_type = request.Header("content-type");

@@ -116,9 +116,12 @@ class HttpApi {
   // holds.
   void Remember(const Pending& pending, const v1::Exchange& ex, std::string id,
                 std::function<std::string()> body, size_t body_bytes);
-  // GET of a kept answer (StoredResponses::fetch_route) over `api`.
+  // A GET (`method`) of a kept answer over `api` (`wire`: a kFetch route,
+  // StoredResponses::fetch_route): 405 for another method, 404 for a path
+  // with no id or more than one segment after the route's prefix.
   void GetResponse(const provider::Codec& api, const replayer::CallInfo& call,
-                   absl::string_view id, HttpResponder& out);
+                   absl::string_view method, const provider::CallRoute& wire,
+                   HttpResponder& out);
   // GET /v1/models, in the shape of `client`'s API.
   void ListModels(const replayer::CallInfo& call, const provider::Codec& client,
                   HttpResponder& out);
