@@ -252,9 +252,8 @@ int main(int argc, char** argv) {
              "(docs/ui.md); false: both are 404");
     }
     list("upstream", serve.server.upstreams,
-         "Upstream model for record/passthrough: grpc://HOST:PORT, openai=URL, anthropic=URL or "
-         "gemini=URL "
-         "(repeat for several)");
+         absl::StrCat("Upstream model for record/passthrough: ", understudy::service::UpstreamForms(),
+                      " (repeat for several)"));
     list("mcp-upstream", serve.server.mcp_upstreams,
          "MCP tool server for record/passthrough: NAME=URL of its Streamable HTTP endpoint, "
          "served at /mcp/NAME (repeatable; docs/mcp.md)");

@@ -6,7 +6,7 @@
 #include "fuzz/fuzz_util.h"
 #include "fuzz/stream_util.h"
 #include "provider/anthropic.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace understudy;
@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   absl::StatusOr<provider::ParsedRequest> request = anthropic::ParseRequest(body);
   if (request.ok()) {
-    (void)recorder::CanonicalText(request->canonical);
+    (void)provider::CanonicalText(request->canonical);
   } else {
     FUZZ_CHECK(absl::IsInvalidArgument(request.status()), "a bad body is INVALID_ARGUMENT");
   }

@@ -1,4 +1,4 @@
-// Canonicalization and normalization (recorder/canonical.h,
+// Canonicalization and normalization (provider/canonical.h,
 // replayer/normalize.h, recorder/json_path.h): any CompletionRequest (the
 // input as serialized protobuf, as gRPC callers send it) has a canonical
 // form, the same every time, and normalizing it is idempotent.
@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "fuzz/fuzz_util.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 #include "recorder/json_path.h"
 #include "recorder/validate.h"
 #include "replayer/normalize.h"
@@ -30,8 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   v1::CompletionRequest request;
   if (!request.ParseFromArray(data, static_cast<int>(size))) return 0;
   (void)recorder::ValidateRequest(request);
-  nlohmann::json canonical = recorder::CanonicalJson(recorder::WithoutRouting(request));
-  FUZZ_CHECK(canonical.dump() == recorder::CanonicalJson(recorder::WithoutRouting(request)).dump(),
+  nlohmann::json canonical = provider::CanonicalJson(provider::WithoutRouting(request));
+  FUZZ_CHECK(canonical.dump() == provider::CanonicalJson(provider::WithoutRouting(request)).dump(),
              "the canonical form is deterministic");
   kNormalizer->Apply(&canonical);
   const std::string once = canonical.dump();

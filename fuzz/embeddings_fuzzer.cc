@@ -11,7 +11,7 @@
 #include "fuzz/fuzz_util.h"
 #include "nlohmann/json.hpp"
 #include "provider/embeddings.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 #include "validation/json_bounds.h"
 
 namespace {
@@ -32,7 +32,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<provider::ParsedRequest> request = embeddings::ParseRequest(body);
   if (request.ok()) {
     v1::CompletionRequest canonical = request->canonical;
-    FUZZ_CHECK(recorder::CanonicalText(canonical) == recorder::CanonicalText(request->canonical),
+    FUZZ_CHECK(provider::CanonicalText(canonical) == provider::CanonicalText(request->canonical),
                "the canonical text is a function of the request");
     FUZZ_CHECK(canonical.operation() == "embeddings", "the operation is embeddings");
     FUZZ_CHECK(!request->stream && !request->include_usage, "embeddings never stream");

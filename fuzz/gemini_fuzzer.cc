@@ -12,7 +12,7 @@
 #include "fuzz/fuzz_util.h"
 #include "fuzz/stream_util.h"
 #include "provider/gemini.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 
 namespace {
 
@@ -76,8 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   absl::StatusOr<provider::ParsedRequest> request = gemini::ParseRequest(body, "m");
   if (request.ok()) {
     absl::StatusOr<provider::ParsedRequest> twice = gemini::ParseRequest(body, "m");
-    FUZZ_CHECK(twice.ok() && recorder::CanonicalText(request->canonical) ==
-                                 recorder::CanonicalText(twice->canonical),
+    FUZZ_CHECK(twice.ok() && provider::CanonicalText(request->canonical) ==
+                                 provider::CanonicalText(twice->canonical),
                "the canonical text is a function of the request");
   } else {
     FUZZ_CHECK(absl::IsInvalidArgument(request.status()), "a bad body is INVALID_ARGUMENT");

@@ -8,7 +8,7 @@
 
 #include "fuzz/fuzz_util.h"
 #include "provider/mcp.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace understudy;
@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (message->kind != mcp::Message::Kind::kResponse) {
     v1::CompletionRequest a = mcp::CanonicalRequest("server", *message);
     v1::CompletionRequest b = mcp::CanonicalRequest("server", *message);
-    FUZZ_CHECK(recorder::CanonicalText(a) == recorder::CanonicalText(b),
+    FUZZ_CHECK(provider::CanonicalText(a) == provider::CanonicalText(b),
                "the canonical request is a function of the message");
     FUZZ_CHECK(a.operation() == "mcp:" + message->method, "the operation names the method");
   } else {

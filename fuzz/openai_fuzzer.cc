@@ -8,7 +8,7 @@
 #include "fuzz/fuzz_util.h"
 #include "fuzz/stream_util.h"
 #include "provider/openai.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace understudy;
@@ -17,8 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   absl::StatusOr<provider::ParsedRequest> request = openai::ParseRequest(body);
   if (request.ok()) {
-    const std::string canonical = recorder::CanonicalText(request->canonical);
-    FUZZ_CHECK(canonical == recorder::CanonicalText(request->canonical),
+    const std::string canonical = provider::CanonicalText(request->canonical);
+    FUZZ_CHECK(canonical == provider::CanonicalText(request->canonical),
                "the canonical text is a function of the request");
   } else {
     FUZZ_CHECK(absl::IsInvalidArgument(request.status()), "a bad body is INVALID_ARGUMENT");

@@ -13,7 +13,7 @@
 #include "fuzz/fuzz_util.h"
 #include "fuzz/stream_util.h"
 #include "provider/responses.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace understudy;
@@ -24,8 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (request.ok()) {
     absl::StatusOr<provider::ParsedRequest> again = responses::ParseRequest(body);
     FUZZ_CHECK(again.ok(), "parsing is deterministic");
-    const std::string canonical = recorder::CanonicalText(request->canonical);
-    FUZZ_CHECK(canonical == recorder::CanonicalText(again->canonical) &&
+    const std::string canonical = provider::CanonicalText(request->canonical);
+    FUZZ_CHECK(canonical == provider::CanonicalText(again->canonical) &&
                    request->previous_response_id == again->previous_response_id &&
                    request->stream == again->stream,
                "the canonical request is a function of the body");

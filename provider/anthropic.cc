@@ -7,6 +7,7 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "provider/json_util.h"
+#include "provider/request_fields.h"
 
 namespace understudy {
 namespace provider {
@@ -42,13 +43,6 @@ constexpr ErrorRow kErrorTypes[] = {
     {"api_error", absl::StatusCode::kInternal},
     {"overloaded_error", absl::StatusCode::kUnavailable},
 };
-
-bool IsIgnored(const std::string& key) {
-  for (absl::string_view field : kIgnoredRequestFields) {
-    if (field == key) return true;
-  }
-  return false;
-}
 
 // Checks the fields of a content block that the codec reads, and returns
 // its type.
@@ -321,27 +315,14 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
     US_RETURN_IF_ERROR(ParseTools(*tools, &request, &extra));
   }
 
+  using Sampling = SamplingField::Kind;
   v1::SamplingParams params;
-  if (const Json* v = FindMember(root, "max_tokens")) {
-    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, "max_tokens"));
-    params.set_max_tokens(n);
-  }
-  if (const Json* v = FindMember(root, "temperature")) {
-    US_ASSIGN_OR_RETURN(double t, JsonToDouble(*v, "temperature"));
-    params.set_temperature(t);
-  }
-  if (const Json* v = FindMember(root, "top_p")) {
-    US_ASSIGN_OR_RETURN(double p, JsonToDouble(*v, "top_p"));
-    params.set_top_p(p);
-  }
-  if (const Json* stop = FindMember(root, "stop_sequences")) {
-    if (!stop->is_array()) return ExpectedError("stop_sequences", "an array of strings", *stop);
-    for (size_t i = 0; i < stop->size(); ++i) {
-      const Json& s = (*stop)[i];
-      if (!s.is_string()) return ExpectedError(JoinPath("stop_sequences", i), "a string", s);
-      params.add_stop(s.get<std::string>());
-    }
-  }
+  US_RETURN_IF_ERROR(ReadSampling(root,
+                                  {{"max_tokens", Sampling::kMaxTokens},
+                                   {"temperature", Sampling::kTemperature},
+                                   {"top_p", Sampling::kTopP},
+                                   {"stop_sequences", Sampling::kStopArray}},
+                                  &params));
   if (params.ByteSizeLong() > 0) *request.mutable_params() = std::move(params);
 
   if (const Json* v = FindMember(root, "stream")) {
@@ -350,15 +331,10 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
   }
   out.include_usage = out.stream;
 
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string& key = it.key();
-    if (it->is_null() || IsIgnored(key) || key == "model" || key == "system" || key == "messages" ||
-        key == "tools" || key == "max_tokens" || key == "temperature" || key == "top_p" ||
-        key == "stop_sequences") {
-      continue;
-    }
-    extra[key] = *it;
-  }
+  CopyUnmapped(root, kIgnoredRequestFields,
+               {"model", "system", "messages", "tools", "max_tokens", "temperature", "top_p",
+                "stop_sequences"},
+               &extra);
   if (!extra.empty()) request.set_extra(DumpJson(extra));
   return out;
 }

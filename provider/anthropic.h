@@ -52,7 +52,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_field.h"
+#include "provider/codec.h"
 #include "provider/parsed_request.h"
+#include "provider/chunk_decoder.h"
 #include "provider/sse.h"
 #include "provider/stream_render.h"
 #include "understudy/v1/completion.pb.h"
@@ -88,9 +90,8 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body);
 // INVALID_ARGUMENT naming the bad field. Thread-safe.
 absl::StatusOr<v1::CompletionResponse> ParseResponse(absl::string_view body);
 
-// Turns the events of a Messages stream into canonical chunks.
-// Not thread-safe: one decoder per stream, events in stream order.
-class StreamDecoder {
+// The ChunkDecoder of a Messages stream.
+class StreamDecoder final : public ChunkDecoder {
  public:
   StreamDecoder() = default;
 
@@ -117,10 +118,10 @@ class StreamDecoder {
   // and for an `error` event with the status its error type stands for (overloaded_error ->
   // UNAVAILABLE, rate_limit_error -> RESOURCE_EXHAUSTED, api_error -> INTERNAL, ...; UNKNOWN
   // otherwise), carrying the error's message.
-  absl::StatusOr<std::optional<v1::CompletionChunk>> Decode(const SseEvent& event);
+  absl::StatusOr<std::optional<v1::CompletionChunk>> Decode(const SseEvent& event) override;
 
   // True once message_stop was decoded.
-  bool done() const { return done_; }
+  bool done() const override { return done_; }
 
  private:
   bool done_ = false;
@@ -180,6 +181,9 @@ std::string FinishReasonFromStopReason(absl::string_view stop_reason);
 // "content_filter" -> refusal; other values pass through; "" becomes
 // tool_use when `has_tool_calls`, else end_turn.
 std::string StopReasonFromFinishReason(absl::string_view finish_reason, bool has_tool_calls);
+
+// The anthropic API's codec (provider/codec.h), as provider/codecs.cc registers it.
+std::unique_ptr<Codec> NewCodec();
 
 }  // namespace anthropic
 }  // namespace provider

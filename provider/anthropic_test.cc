@@ -8,8 +8,8 @@
 #include "gtest/gtest.h"
 #include "provider/json_util.h"
 #include "provider/test_fixtures.h"
-#include "recorder/canonical.h"
-#include "recorder/stream.h"
+#include "provider/canonical.h"
+#include "provider/chunks.h"
 
 namespace understudy {
 namespace provider {
@@ -28,7 +28,7 @@ using ::testing::HasSubstr;
 std::string Canonical(absl::string_view body) {
   absl::StatusOr<ParsedRequest> parsed = ParseRequest(body);
   EXPECT_THAT(parsed, IsOk());
-  return parsed.ok() ? recorder::CanonicalText(parsed->canonical) : "";
+  return parsed.ok() ? provider::CanonicalText(parsed->canonical) : "";
 }
 
 std::string WithField(absl::string_view body, const std::string& key, const std::string& value) {
@@ -284,7 +284,7 @@ TEST(AnthropicStreamDecoderTest, ToolUseStreamAssemblesWithInputJsonFragments) {
   EXPECT_EQ(chunks[3].tool_calls(0).id(), "toolu_paris");
   EXPECT_EQ(chunks[7].tool_calls(0).index(), 1);
 
-  v1::CompletionResponse r = recorder::AssembleResponse(chunks);
+  v1::CompletionResponse r = provider::AssembleResponse(chunks);
   EXPECT_EQ(r.id(), "msg_01S");
   EXPECT_EQ(r.model(), "claude-sonnet-4-20250514");
   EXPECT_EQ(r.message().content(), "I'll check both cities.");
@@ -440,8 +440,8 @@ TEST(AnthropicRenderTest, ToolUseStreamRoundTrips) {
   Chunks recorded = DecodeAnthropicStream(kAnthropicToolStream);
   const std::string rendered = Join(RenderStream(recorded));
   Chunks replayed = DecodeAnthropicStream(rendered);
-  EXPECT_EQ(recorder::AssembleResponse(replayed).DebugString(),
-            recorder::AssembleResponse(recorded).DebugString());
+  EXPECT_EQ(provider::AssembleResponse(replayed).DebugString(),
+            provider::AssembleResponse(recorded).DebugString());
   ASSERT_EQ(replayed.size(), recorded.size());
   for (int i = 0; i < recorded.size(); ++i) {
     EXPECT_EQ(replayed[i].DebugString(), recorded[i].DebugString()) << i;

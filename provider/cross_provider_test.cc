@@ -10,7 +10,7 @@
 #include "provider/anthropic.h"
 #include "provider/openai.h"
 #include "provider/test_fixtures.h"
-#include "recorder/stream.h"
+#include "provider/chunks.h"
 
 namespace understudy {
 namespace provider {
@@ -26,8 +26,8 @@ TEST(CrossProviderTest, AnthropicStreamReplaysToAnOpenAiClient) {
   const std::string rendered =
       Join(openai::RenderStream(recorded, /*include_usage=*/true, 1727000002));
   Chunks replayed = DecodeOpenAiStream(rendered);
-  EXPECT_EQ(recorder::AssembleResponse(replayed).DebugString(),
-            recorder::AssembleResponse(recorded).DebugString());
+  EXPECT_EQ(provider::AssembleResponse(replayed).DebugString(),
+            provider::AssembleResponse(recorded).DebugString());
 }
 
 TEST(CrossProviderTest, OpenAiParallelStreamReplaysToAnAnthropicClient) {
@@ -35,8 +35,8 @@ TEST(CrossProviderTest, OpenAiParallelStreamReplaysToAnAnthropicClient) {
   const std::string rendered = Join(anthropic::RenderStream(recorded));
   Chunks replayed = DecodeAnthropicStream(rendered);
   // The interleaved fragments come back grouped per tool, assembled equal.
-  EXPECT_EQ(recorder::AssembleResponse(replayed).DebugString(),
-            recorder::AssembleResponse(recorded).DebugString());
+  EXPECT_EQ(provider::AssembleResponse(replayed).DebugString(),
+            provider::AssembleResponse(recorded).DebugString());
 }
 
 TEST(CrossProviderTest, ResponsesReplayAcrossProviders) {
@@ -73,12 +73,12 @@ TEST(CrossProviderTest, GrpcRecordedResponseStreamsToBothApis) {
   response.mutable_usage()->set_input_tokens(10);
   response.mutable_usage()->set_output_tokens(4);
   Chunks one;
-  *one.Add() = recorder::ChunkFromResponse(response);
+  *one.Add() = provider::ChunkFromResponse(response);
 
-  EXPECT_EQ(recorder::AssembleResponse(DecodeOpenAiStream(Join(openai::RenderStream(one, true, 1))))
+  EXPECT_EQ(provider::AssembleResponse(DecodeOpenAiStream(Join(openai::RenderStream(one, true, 1))))
                 .DebugString(),
             response.DebugString());
-  EXPECT_EQ(recorder::AssembleResponse(DecodeAnthropicStream(Join(anthropic::RenderStream(one))))
+  EXPECT_EQ(provider::AssembleResponse(DecodeAnthropicStream(Join(anthropic::RenderStream(one))))
                 .DebugString(),
             response.DebugString());
 }

@@ -16,6 +16,7 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "provider/json_util.h"
+#include "provider/request_fields.h"
 #include "validation/utf8.h"
 
 namespace understudy {
@@ -281,14 +282,7 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
   // Sorted keys (nlohmann::json), so that the same fields in another order
   // give the same bytes.
   nlohmann::json extra = nlohmann::json::object();
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string& key = it.key();
-    const bool ignored =
-        std::find(std::begin(kIgnoredRequestFields), std::end(kIgnoredRequestFields), key) !=
-        std::end(kIgnoredRequestFields);
-    if (it->is_null() || ignored || key == "model" || key == "input") continue;
-    extra[key] = nlohmann::json(*it);
-  }
+  CopyUnmapped(root, kIgnoredRequestFields, {"model", "input"}, &extra);
   if (!extra.empty()) request.set_extra(DumpJson(extra));
   return out;
 }

@@ -36,11 +36,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "provider/codec.h"
 #include "provider/parsed_request.h"
 #include "understudy/v1/completion.pb.h"
 
@@ -156,6 +158,9 @@ std::vector<float> PseudoEmbedding(absl::string_view text, int64_t dimensions);
 //    "total_tokens":N}}
 // Thread-safe.
 std::string RenderResponse(const v1::CompletionRequest& request, absl::string_view model);
+
+// The embeddings API's codec (provider/codec.h), as provider/codecs.cc registers it.
+std::unique_ptr<Codec> NewCodec();
 
 }  // namespace embeddings
 }  // namespace provider

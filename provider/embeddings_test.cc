@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "provider/json_util.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 
 namespace understudy {
 namespace provider {
@@ -61,7 +61,7 @@ ParsedRequest MustParse(absl::string_view body) {
 }
 
 std::string Canonical(absl::string_view body) {
-  return recorder::CanonicalText(MustParse(body).canonical);
+  return provider::CanonicalText(MustParse(body).canonical);
 }
 
 // The contents of the messages of `request`.
@@ -104,7 +104,7 @@ TEST(EmbeddingsRequestTest, StringInputIsOneUserMessage) {
   EXPECT_EQ(parsed.canonical.extra(), "");
   EXPECT_FALSE(parsed.stream);
   EXPECT_FALSE(parsed.include_usage);
-  EXPECT_EQ(recorder::CanonicalText(parsed.canonical),
+  EXPECT_EQ(provider::CanonicalText(parsed.canonical),
             R"({"messages":[{"content":"hello world","role":"user"}],)"
             R"("model":"text-embedding-3-small","operation":"embeddings"})");
 }

@@ -74,8 +74,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_field.h"
+#include "provider/codec.h"
 #include "provider/json_array_stream.h"
 #include "provider/parsed_request.h"
+#include "provider/chunk_decoder.h"
 #include "provider/sse.h"
 #include "provider/stream_render.h"
 #include "understudy/v1/completion.pb.h"
@@ -137,14 +139,12 @@ std::string FinishReasonFromGemini(absl::string_view reason);
 // case.
 std::string FinishReasonToGemini(absl::string_view finish_reason);
 
-// Turns a streamed answer into canonical chunks, one per
-// GenerateContentResponse, so chunk boundaries (and the caller's arrival
-// times) are kept. Gemini sends every functionCall part whole (name and all
-// its arguments at once), so each becomes one ToolCallDelta with id, name
-// and arguments, its index the number of function calls the stream carried
-// before it (0, 1, ...). Not thread-safe: one decoder per stream, elements
-// in stream order.
-class StreamDecoder {
+// The ChunkDecoder of a Gemini stream, one chunk per
+// GenerateContentResponse, as SSE events or JSON-array elements. Gemini
+// sends every functionCall part whole (name and all its arguments at once),
+// so each becomes one ToolCallDelta with id, name and arguments, its index the number of function calls the stream carried
+// before it (0, 1, ...).
+class StreamDecoder final : public ChunkDecoder {
  public:
   StreamDecoder() = default;
 
@@ -164,16 +164,16 @@ class StreamDecoder {
   // "RESOURCE_EXHAUSTED"}}), with the code its `status` names
   // (CodeFromStatusName; from the HTTP `code` when there is no status) and
   // the message "upstream stream error (STATUS): <message>".
-  absl::StatusOr<std::optional<v1::CompletionChunk>> Decode(const SseEvent& event);
+  absl::StatusOr<std::optional<v1::CompletionChunk>> Decode(const SseEvent& event) override;
 
   // Decodes one element of a JSON-array stream (ElementJson of a
   // JsonArraySplitter segment), as Decode does the data of an event; paths
   // in errors start with "element".
-  absl::StatusOr<std::optional<v1::CompletionChunk>> DecodeElement(absl::string_view json);
+  absl::StatusOr<std::optional<v1::CompletionChunk>> DecodeElement(absl::string_view json) override;
 
   // True once a chunk with a finish reason (or a prompt block reason) was
   // decoded, or `data: [DONE]`.
-  bool done() const { return done_; }
+  bool done() const override { return done_; }
 
  private:
   absl::StatusOr<std::optional<v1::CompletionChunk>> DecodeJson(absl::string_view text,
@@ -234,6 +234,9 @@ std::string ErrorBody(const absl::Status& status);
 // The status code a Google error `status` names ("RESOURCE_EXHAUSTED" ->
 // kResourceExhausted); kUnknown for names it does not know.
 absl::StatusCode CodeFromStatusName(absl::string_view name);
+
+// The gemini API's codec (provider/codec.h), as provider/codecs.cc registers it.
+std::unique_ptr<Codec> NewCodec();
 
 }  // namespace gemini
 }  // namespace provider

@@ -9,8 +9,8 @@
 #include "gtest/gtest.h"
 #include "provider/json_util.h"
 #include "provider/test_fixtures.h"
-#include "recorder/canonical.h"
-#include "recorder/stream.h"
+#include "provider/canonical.h"
+#include "provider/chunks.h"
 
 namespace understudy {
 namespace provider {
@@ -126,7 +126,7 @@ std::string JsonArrayStream() {
 std::string Canonical(absl::string_view body) {
   absl::StatusOr<ParsedRequest> parsed = ParseRequest(body, "gemini-2.5-flash");
   EXPECT_THAT(parsed, IsOk());
-  return parsed.ok() ? recorder::CanonicalText(parsed->canonical) : "";
+  return parsed.ok() ? provider::CanonicalText(parsed->canonical) : "";
 }
 
 // The canonical request of a body that must parse.
@@ -503,7 +503,7 @@ TEST(GeminiStreamDecoder, SseStreamAssemblesToTheWholeAnswer) {
 
   absl::StatusOr<v1::CompletionResponse> whole = ParseResponse(kResponse);
   ASSERT_THAT(whole, IsOk());
-  EXPECT_EQ(recorder::AssembleResponse(chunks).DebugString(), whole->DebugString());
+  EXPECT_EQ(provider::AssembleResponse(chunks).DebugString(), whole->DebugString());
 }
 
 TEST(GeminiStreamDecoder, DoneAfterTheFinishingChunk) {
@@ -661,8 +661,8 @@ TEST(GeminiRender, SseStreamHasOneCrlfEventPerChunk) {
 
   const Chunks decoded =
       fixtures::DecodeStream<StreamDecoder>(Join(RenderStream(SmallStream(), "x", true)));
-  EXPECT_EQ(recorder::AssembleResponse(decoded).DebugString(),
-            recorder::AssembleResponse(SmallStream()).DebugString());
+  EXPECT_EQ(provider::AssembleResponse(decoded).DebugString(),
+            provider::AssembleResponse(SmallStream()).DebugString());
 }
 
 TEST(GeminiRender, RecordedStreamsRoundTripBothWays) {
@@ -702,7 +702,7 @@ TEST(GeminiRender, ToolCallFragmentsAreJoinedIntoWholeCalls) {
                         R"("args":{"city":"Paris"}}},{"functionCall":{"id":"call_oslo",)"
                         R"("name":"get_weather","args":{"city":"Oslo"}}}])"));
   const v1::CompletionResponse r =
-      recorder::AssembleResponse(fixtures::DecodeStream<StreamDecoder>(Join(events)));
+      provider::AssembleResponse(fixtures::DecodeStream<StreamDecoder>(Join(events)));
   ASSERT_EQ(r.message().tool_calls_size(), 2);
   EXPECT_EQ(r.message().tool_calls(0).id(), "call_paris");
   EXPECT_EQ(r.message().tool_calls(1).arguments(), R"({"city":"Oslo"})");

@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "provider/json_util.h"
+#include "provider/request_fields.h"
 
 namespace understudy {
 namespace provider {
@@ -17,47 +18,8 @@ namespace {
 
 using nlohmann::ordered_json;
 
-bool IsIgnored(const std::string& key) {
-  for (absl::string_view field : kIgnoredRequestFields) {
-    if (field == key) return true;
-  }
-  return false;
-}
-
-// `content` of a message: a string, or an array of content parts. Text-only
-// arrays collapse to their concatenated text; other arrays also go verbatim
-// into extra["content"], the text parts still forming the content.
-absl::Status ParseContent(const Json* content, const std::string& path, v1::Message* message,
-                          Json* extra) {
-  if (content == nullptr) return absl::OkStatus();
-  if (content->is_string()) {
-    message->set_content(content->get<std::string>());
-    return absl::OkStatus();
-  }
-  if (!content->is_array()) {
-    return ExpectedError(path, "a string or an array of content parts", *content);
-  }
-  std::string text;
-  bool text_only = true;
-  for (size_t i = 0; i < content->size(); ++i) {
-    const Json& part = (*content)[i];
-    const std::string part_path = JoinPath(path, i);
-    if (!part.is_object()) return ExpectedError(part_path, "a content part object", part);
-    std::string type;
-    US_RETURN_IF_ERROR(ReadRequiredString(part, "type", part_path, &type));
-    if (type == "text") {
-      std::string part_text;
-      US_RETURN_IF_ERROR(ReadRequiredString(part, "text", part_path, &part_text));
-      text += part_text;
-      text_only = text_only && HasOnlyKeys(part, {"type", "text"});
-    } else {
-      text_only = false;
-    }
-  }
-  message->set_content(std::move(text));
-  if (!text_only) (*extra)["content"] = *content;
-  return absl::OkStatus();
-}
+// A text part with nothing but its type and text.
+bool IsPlainText(const Json& part) { return HasOnlyKeys(part, {"type", "text"}); }
 
 // `tool_calls` of an assistant message (request or response). Calls of type
 // "function" become ToolCalls; when any call has another type or fields
@@ -110,7 +72,8 @@ absl::Status ParseMessage(const Json& in, const std::string& path, v1::Message* 
     message->set_role(role);
   }
   US_RETURN_IF_ERROR(
-      ParseContent(FindMember(in, "content"), JoinPath(path, "content"), message, &extra));
+      ParseTextParts(FindMember(in, "content"), JoinPath(path, "content"), {"text"},
+                     &IsPlainText, "content", message, &extra));
   US_RETURN_IF_ERROR(ReadOptionalString(in, "name", path, message->mutable_name()));
   US_RETURN_IF_ERROR(ReadOptionalString(in, "tool_call_id", path, message->mutable_tool_call_id()));
   if (const Json* calls = FindMember(in, "tool_calls")) {
@@ -208,15 +171,10 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
     US_RETURN_IF_ERROR(ParseTools(*tools, &request, &extra));
   }
 
+  using Sampling = SamplingField::Kind;
   v1::SamplingParams params;
-  if (const Json* v = FindMember(root, "temperature")) {
-    US_ASSIGN_OR_RETURN(double t, JsonToDouble(*v, "temperature"));
-    params.set_temperature(t);
-  }
-  if (const Json* v = FindMember(root, "top_p")) {
-    US_ASSIGN_OR_RETURN(double p, JsonToDouble(*v, "top_p"));
-    params.set_top_p(p);
-  }
+  US_RETURN_IF_ERROR(ReadSampling(
+      root, {{"temperature", Sampling::kTemperature}, {"top_p", Sampling::kTopP}}, &params));
   // max_completion_tokens replaced max_tokens; both bound the answer's
   // length. When both are sent, the second is kept exactly in extra.
   const Json* max_completion_tokens = FindMember(root, "max_completion_tokens");
@@ -229,23 +187,8 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
     US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*max_tokens, "max_tokens"));
     params.set_max_tokens(n);
   }
-  if (const Json* stop = FindMember(root, "stop")) {
-    if (stop->is_string()) {
-      params.add_stop(stop->get<std::string>());
-    } else if (stop->is_array()) {
-      for (size_t i = 0; i < stop->size(); ++i) {
-        const Json& s = (*stop)[i];
-        if (!s.is_string()) return ExpectedError(JoinPath("stop", i), "a string", s);
-        params.add_stop(s.get<std::string>());
-      }
-    } else {
-      return ExpectedError("stop", "a string or an array of strings", *stop);
-    }
-  }
-  if (const Json* v = FindMember(root, "seed")) {
-    US_ASSIGN_OR_RETURN(int64_t seed, JsonToInt64(*v, "seed"));
-    params.set_seed(seed);
-  }
+  US_RETURN_IF_ERROR(
+      ReadSampling(root, {{"stop", Sampling::kStop}, {"seed", Sampling::kSeed}}, &params));
   if (params.ByteSizeLong() > 0) *request.mutable_params() = std::move(params);
 
   if (const Json* v = FindMember(root, "stream")) {
@@ -262,15 +205,10 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
     }
   }
 
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string& key = it.key();
-    if (it->is_null() || IsIgnored(key) || key == "model" || key == "messages" || key == "tools" ||
-        key == "temperature" || key == "top_p" || key == "max_completion_tokens" ||
-        key == "max_tokens" || key == "stop" || key == "seed") {
-      continue;
-    }
-    extra[key] = *it;
-  }
+  CopyUnmapped(root, kIgnoredRequestFields,
+               {"model", "messages", "tools", "temperature", "top_p", "max_completion_tokens",
+                "max_tokens", "stop", "seed"},
+               &extra);
   if (!extra.empty()) request.set_extra(DumpJson(extra));
   return out;
 }

@@ -39,7 +39,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_field.h"
+#include "provider/codec.h"
 #include "provider/parsed_request.h"
+#include "provider/chunk_decoder.h"
 #include "provider/sse.h"
 #include "provider/stream_render.h"
 #include "understudy/v1/completion.pb.h"
@@ -85,12 +87,9 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body);
 // included). Thread-safe.
 absl::StatusOr<v1::CompletionResponse> ParseResponse(absl::string_view body);
 
-// Turns the events of a chat.completion.chunk stream into canonical chunks,
-// one per event, so chunk boundaries (and the caller's arrival times) are
-// kept. Only choice 0 is read. recorder::AssembleResponse joins the chunks
-// into the answer, tool-call fragments per index.
-// Not thread-safe: one decoder per stream.
-class StreamDecoder {
+// The ChunkDecoder of a chat.completion.chunk stream (one chunk per event).
+// Only choice 0 is read.
+class StreamDecoder final : public ChunkDecoder {
  public:
   StreamDecoder() = default;
 
@@ -98,16 +97,14 @@ class StreamDecoder {
   // fragments with their index, finish_reason, usage) for every chunk
   // object, including ones with an empty delta and the usage-only chunk
   // with `choices: []`; std::nullopt for `data: [DONE]`, which also sets
-  // done(). The `offset_micros` of the chunk is left for the caller.
-  // Fails with INVALID_ARGUMENT naming the bad field under "data" for
-  // malformed data; with FAILED_PRECONDITION for an event after [DONE]; and
+  // done(). Fails with FAILED_PRECONDITION for an event after [DONE]; and
   // for an error object sent in the stream ({"error": {...}}) with a status
   // whose code follows the error's type (ErrorType's inverse; UNKNOWN for
   // types it does not know) and whose message is the error's.
-  absl::StatusOr<std::optional<v1::CompletionChunk>> Decode(const SseEvent& event);
+  absl::StatusOr<std::optional<v1::CompletionChunk>> Decode(const SseEvent& event) override;
 
   // True once `data: [DONE]` was decoded.
-  bool done() const { return done_; }
+  bool done() const override { return done_; }
 
  private:
   bool done_ = false;
@@ -171,6 +168,9 @@ std::string ErrorBody(absl::string_view message, absl::string_view type, absl::s
 // (RESOURCE_EXHAUSTED), "timeout_error" (DEADLINE_EXCEEDED), "server_error"
 // (everything else).
 absl::string_view ErrorType(absl::StatusCode code);
+
+// The openai API's codec (provider/codec.h), as provider/codecs.cc registers it.
+std::unique_ptr<Codec> NewCodec();
 
 }  // namespace openai
 }  // namespace provider

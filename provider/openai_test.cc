@@ -8,8 +8,8 @@
 #include "gtest/gtest.h"
 #include "provider/json_util.h"
 #include "provider/test_fixtures.h"
-#include "recorder/canonical.h"
-#include "recorder/stream.h"
+#include "provider/canonical.h"
+#include "provider/chunks.h"
 
 namespace understudy {
 namespace provider {
@@ -30,7 +30,7 @@ using ::testing::Not;
 std::string Canonical(absl::string_view body) {
   absl::StatusOr<ParsedRequest> parsed = ParseRequest(body);
   EXPECT_THAT(parsed, IsOk());
-  return parsed.ok() ? recorder::CanonicalText(parsed->canonical) : "";
+  return parsed.ok() ? provider::CanonicalText(parsed->canonical) : "";
 }
 
 // `body` with one top-level field set to `value` (JSON text), or removed
@@ -300,7 +300,7 @@ TEST(OpenAiStreamDecoderTest, InterleavedParallelToolCallsAssemblePerIndex) {
   EXPECT_TRUE(chunks[6].has_usage());
   EXPECT_FALSE(chunks[5].has_usage());
 
-  v1::CompletionResponse r = recorder::AssembleResponse(chunks);
+  v1::CompletionResponse r = provider::AssembleResponse(chunks);
   EXPECT_EQ(r.id(), "chatcmpl-P1");
   EXPECT_EQ(r.model(), "gpt-4o-2024-08-06");
   ASSERT_EQ(r.message().tool_calls_size(), 2);
@@ -315,7 +315,7 @@ TEST(OpenAiStreamDecoderTest, InterleavedParallelToolCallsAssemblePerIndex) {
 
 TEST(OpenAiStreamDecoderTest, EveryTcpSplitOfTheStreamDecodesTheSame) {
   const v1::CompletionResponse expected =
-      recorder::AssembleResponse(DecodeOpenAiStream(kOpenAiParallelStream));
+      provider::AssembleResponse(DecodeOpenAiStream(kOpenAiParallelStream));
   for (size_t i = 0; i <= kOpenAiParallelStream.size(); i += 7) {
     SseParser parser;
     StreamDecoder decoder;
@@ -331,7 +331,7 @@ TEST(OpenAiStreamDecoderTest, EveryTcpSplitOfTheStreamDecodesTheSame) {
       }
     }
     EXPECT_TRUE(decoder.done());
-    EXPECT_EQ(recorder::AssembleResponse(chunks).DebugString(), expected.DebugString());
+    EXPECT_EQ(provider::AssembleResponse(chunks).DebugString(), expected.DebugString());
   }
 }
 
@@ -503,8 +503,8 @@ TEST(OpenAiRenderTest, ParallelToolCallStreamRoundTrips) {
   Chunks recorded = DecodeOpenAiStream(kOpenAiParallelStream);
   const std::string rendered = Join(RenderStream(recorded, /*include_usage=*/true, 1727000001));
   Chunks replayed = DecodeOpenAiStream(rendered);
-  EXPECT_EQ(recorder::AssembleResponse(replayed).DebugString(),
-            recorder::AssembleResponse(recorded).DebugString());
+  EXPECT_EQ(provider::AssembleResponse(replayed).DebugString(),
+            provider::AssembleResponse(recorded).DebugString());
   // Chunk boundaries survive too: rendering what was decoded is stable.
   ASSERT_EQ(replayed.size(), recorded.size());
   for (int i = 0; i < recorded.size(); ++i) {

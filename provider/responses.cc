@@ -14,7 +14,8 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "provider/json_util.h"
-#include "recorder/stream.h"
+#include "provider/request_fields.h"
+#include "provider/chunks.h"
 
 namespace understudy {
 namespace provider {
@@ -79,48 +80,19 @@ bool IsPlainText(const Json& part) {
   return true;
 }
 
+// Every non-null member of `item` not named in `skip` goes into `extra`.
+void CopyOthers(const Json& item, std::initializer_list<absl::string_view> skip, Json* extra) {
+  CopyUnmapped(item, {}, skip, extra);
+}
+
 // `value` (message `content` or function_call_output `output`): a string,
 // or an array of content parts whose text parts (input_text, output_text)
 // are joined into the content. An array that is more than plain text parts
 // also goes verbatim into extra[key].
 absl::Status ParseParts(const Json* value, const std::string& path, absl::string_view key,
                         v1::Message* message, Json* extra) {
-  if (value == nullptr) return absl::OkStatus();
-  if (value->is_string()) {
-    message->set_content(value->get<std::string>());
-    return absl::OkStatus();
-  }
-  if (!value->is_array()) {
-    return ExpectedError(path, "a string or an array of content parts", *value);
-  }
-  std::string text;
-  bool text_only = true;
-  for (size_t i = 0; i < value->size(); ++i) {
-    const Json& part = (*value)[i];
-    const std::string part_path = JoinPath(path, i);
-    if (!part.is_object()) return ExpectedError(part_path, "a content part object", part);
-    std::string type;
-    US_RETURN_IF_ERROR(ReadRequiredString(part, "type", part_path, &type));
-    if (type == "input_text" || type == "output_text") {
-      std::string part_text;
-      US_RETURN_IF_ERROR(ReadRequiredString(part, "text", part_path, &part_text));
-      text += part_text;
-      text_only = text_only && IsPlainText(part);
-    } else {
-      text_only = false;
-    }
-  }
-  message->set_content(std::move(text));
-  if (!text_only) (*extra)[std::string(key)] = *value;
-  return absl::OkStatus();
-}
-
-// Every non-null member of `item` not named in `skip` goes into `extra`.
-void CopyOthers(const Json& item, std::initializer_list<absl::string_view> skip, Json* extra) {
-  for (auto it = item.begin(); it != item.end(); ++it) {
-    if (it->is_null() || absl::c_linear_search(skip, it.key())) continue;
-    (*extra)[it.key()] = *it;
-  }
+  return ParseTextParts(value, path, {"input_text", "output_text"}, &IsPlainText, key, message,
+                        extra);
 }
 
 void SetExtra(const Json& extra, v1::Message* message) {
@@ -384,19 +356,13 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
     US_RETURN_IF_ERROR(ParseTools(*tools, &request, &extra));
   }
 
+  using Sampling = SamplingField::Kind;
   v1::SamplingParams params;
-  if (const Json* v = FindMember(root, "temperature")) {
-    US_ASSIGN_OR_RETURN(double t, JsonToDouble(*v, "temperature"));
-    params.set_temperature(t);
-  }
-  if (const Json* v = FindMember(root, "top_p")) {
-    US_ASSIGN_OR_RETURN(double p, JsonToDouble(*v, "top_p"));
-    params.set_top_p(p);
-  }
-  if (const Json* v = FindMember(root, "max_output_tokens")) {
-    US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, "max_output_tokens"));
-    params.set_max_tokens(n);
-  }
+  US_RETURN_IF_ERROR(ReadSampling(root,
+                                  {{"temperature", Sampling::kTemperature},
+                                   {"top_p", Sampling::kTopP},
+                                   {"max_output_tokens", Sampling::kMaxTokens}},
+                                  &params));
   if (params.ByteSizeLong() > 0) *request.mutable_params() = std::move(params);
 
   if (const Json* v = FindMember(root, "stream")) {
@@ -407,15 +373,10 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
   US_RETURN_IF_ERROR(
       ReadOptionalString(root, "previous_response_id", "", &out.previous_response_id));
 
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    const std::string& key = it.key();
-    if (it->is_null() || absl::c_linear_search(kIgnoredRequestFields, key) || key == "model" ||
-        key == "input" || key == "tools" || key == "temperature" || key == "top_p" ||
-        key == "max_output_tokens" || (key == "instructions" && instructions_mapped)) {
-      continue;
-    }
-    extra[key] = *it;
-  }
+  std::vector<absl::string_view> mapped = {"model",       "input", "tools",
+                                            "temperature", "top_p", "max_output_tokens"};
+  if (instructions_mapped) mapped.push_back("instructions");
+  CopyUnmapped(root, kIgnoredRequestFields, mapped, &extra);
   if (!extra.empty()) request.set_extra(DumpJson(extra));
   return out;
 }

@@ -66,7 +66,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_field.h"
+#include "provider/codec.h"
+#include "provider/derived_id.h"
 #include "provider/parsed_request.h"
+#include "provider/chunk_decoder.h"
 #include "provider/sse.h"
 #include "provider/stream_render.h"
 #include "understudy/v1/completion.pb.h"
@@ -143,10 +146,9 @@ std::vector<std::pair<std::string, v1::Message>> OutputItems(absl::string_view r
 // the bad field (a body without `output` included). Thread-safe.
 absl::StatusOr<v1::CompletionResponse> ParseResponse(absl::string_view body);
 
-// Turns the events of a Responses stream into canonical chunks. The event
-// type is the data's `type` (the SSE `event:` name when the data has none).
-// Not thread-safe: one decoder per stream.
-class StreamDecoder {
+// The ChunkDecoder of a Responses stream. The event type is the data's
+// `type` (the SSE `event:` name when the data has none).
+class StreamDecoder final : public ChunkDecoder {
  public:
   StreamDecoder() = default;
 
@@ -165,7 +167,7 @@ class StreamDecoder {
   //                                      sets done()
   // and std::nullopt for every other event (in_progress, content parts,
   // *.done, reasoning and hosted-tool events, types it does not know), so
-  // that recorder::AssembleResponse over the chunks equals ParseResponse of
+  // that provider::AssembleResponse over the chunks equals ParseResponse of
   // the final response object. The `offset_micros` of the chunk is left for
   // the caller.
   //
@@ -175,11 +177,11 @@ class StreamDecoder {
   // done()), with a status whose code follows the error's type or code
   // (OpenAiErrorStatusCode in json_util.h; UNKNOWN when it knows neither)
   // and whose message ends with the error's message.
-  absl::StatusOr<std::optional<v1::CompletionChunk>> Decode(const SseEvent& event);
+  absl::StatusOr<std::optional<v1::CompletionChunk>> Decode(const SseEvent& event) override;
 
   // True once response.completed, response.incomplete or response.failed
   // was decoded.
-  bool done() const { return done_; }
+  bool done() const override { return done_; }
 
  private:
   bool done_ = false;
@@ -223,7 +225,7 @@ std::string RenderResponse(const v1::CompletionResponse& response, const RenderM
 // function_call_arguments.done, output_item.done; last,
 // response.completed (response.incomplete for finish reasons "length" and
 // "content_filter") carrying RenderResponse's object for
-// recorder::AssembleResponse(chunks). The deltas map 1:1 to chunks
+// provider::AssembleResponse(chunks). The deltas map 1:1 to chunks
 // (RenderedEvent::chunk); since the text item comes before the call items,
 // and each call's fragments together, their chunk indices decrease where
 // the recorded chunks interleaved text and calls, or parallel calls.
@@ -235,14 +237,6 @@ std::vector<RenderedEvent> RenderStream(
 // carry it whole).
 std::unique_ptr<EventRenderer> StreamRenderer(
     const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, const RenderMeta& meta);
-
-// A stable id: `prefix` then 32 lowercase hex digits, a 128-bit hash of
-// `seed`, the same in every process and build. The hash is two FNV-1a
-// 64-bit hashes of the seed, one with the standard offset basis
-// 0xcbf29ce484222325 and one with 0x6c62272e07bb0142 (the high half of
-// FNV-128's basis), each finished with the SplitMix64 mixer; not for
-// security. Thread-safe.
-std::string DerivedId(absl::string_view prefix, absl::string_view seed);
 
 // An `error` event: "event: error\ndata: {...}\n\n" with `type` "error",
 // `sequence_number`, and `code` (null when empty), `message` and `param`
@@ -261,6 +255,9 @@ std::string ResponseObjectFromEvent(absl::string_view data);
 // The `id` of a response object body; "" when it has none or is not JSON.
 // Thread-safe.
 std::string ResponseIdOf(absl::string_view body);
+
+// The responses API's codec (provider/codec.h), as provider/codecs.cc registers it.
+std::unique_ptr<Codec> NewCodec();
 
 }  // namespace responses
 }  // namespace provider

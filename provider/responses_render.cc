@@ -15,7 +15,7 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "provider/json_util.h"
-#include "recorder/stream.h"
+#include "provider/chunks.h"
 
 namespace understudy {
 namespace provider {
@@ -152,21 +152,6 @@ ordered_json ResponseJson(const v1::CompletionResponse& response, const Plan& pl
   return r;
 }
 
-// FNV-1a over `bytes` from `basis`, then the SplitMix64 finalizer.
-uint64_t MixedFnv1a64(absl::string_view bytes, uint64_t basis) {
-  uint64_t h = basis;
-  for (unsigned char c : bytes) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  h ^= h >> 30;
-  h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 27;
-  h *= 0x94d049bb133111ebULL;
-  h ^= h >> 31;
-  return h;
-}
-
 }  // namespace
 
 std::string RenderResponse(const v1::CompletionResponse& response, const RenderMeta& meta) {
@@ -184,7 +169,7 @@ class ResponsesStreamRenderer final : public SteppedRenderer {
                           RenderMeta meta)
       : chunks_(chunks),
         meta_(std::move(meta)),
-        response_(recorder::AssembleResponse(chunks_)),
+        response_(provider::AssembleResponse(chunks_)),
         plan_(MakePlan(response_, meta_)) {
     // The argument fragments of each call, keyed as AssembleResponse keys
     // the calls (so the k-th key is plan_.calls[k]), with their chunk's
@@ -379,16 +364,6 @@ std::unique_ptr<EventRenderer> StreamRenderer(
 std::vector<RenderedEvent> RenderStream(
     const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks, const RenderMeta& meta) {
   return RenderAll(*StreamRenderer(chunks, meta));
-}
-
-std::string DerivedId(absl::string_view prefix, absl::string_view seed) {
-  constexpr char kHex[] = "0123456789abcdef";
-  std::string out(prefix);
-  for (uint64_t h :
-       {MixedFnv1a64(seed, 0xcbf29ce484222325ULL), MixedFnv1a64(seed, 0x6c62272e07bb0142ULL)}) {
-    for (int shift = 60; shift >= 0; shift -= 4) out.push_back(kHex[(h >> shift) & 0xf]);
-  }
-  return out;
 }
 
 std::string ErrorEvent(absl::string_view message, absl::string_view code, int64_t sequence_number) {

@@ -11,8 +11,8 @@
 #include "gtest/gtest.h"
 #include "provider/json_util.h"
 #include "provider/sse.h"
-#include "recorder/canonical.h"
-#include "recorder/stream.h"
+#include "provider/canonical.h"
+#include "provider/chunks.h"
 
 namespace understudy {
 namespace provider {
@@ -193,7 +193,7 @@ ParsedRequest Parse(absl::string_view body) {
 
 // The canonical text of a body that must parse.
 std::string Canonical(absl::string_view body) {
-  return recorder::CanonicalText(Parse(body).canonical);
+  return provider::CanonicalText(Parse(body).canonical);
 }
 
 std::string Messages(absl::string_view input) {
@@ -204,7 +204,7 @@ std::string Messages(absl::string_view input) {
 
 TEST(ResponsesParseRequest, StringInputIsOneUserMessage) {
   const ParsedRequest parsed = Parse(R"({"model":"gpt-4.1","input":"Hello"})");
-  EXPECT_EQ(recorder::CanonicalText(parsed.canonical),
+  EXPECT_EQ(provider::CanonicalText(parsed.canonical),
             R"({"messages":[{"content":"Hello","role":"user"}],"model":"gpt-4.1"})");
   EXPECT_FALSE(parsed.stream);
   EXPECT_FALSE(parsed.include_usage);
@@ -376,7 +376,7 @@ TEST(ResponsesOutputItems, WhatIsNoResponseHoldsNoItems) {
 
 TEST(ResponsesParseRequest, InstructionsComeFirstAsTheSystemPrompt) {
   const ParsedRequest parsed = Parse(R"({"model":"m","input":"Hi","instructions":"Be brief."})");
-  EXPECT_EQ(recorder::CanonicalText(parsed.canonical),
+  EXPECT_EQ(provider::CanonicalText(parsed.canonical),
             R"({"messages":[{"content":"Be brief.","role":"system"},)"
             R"({"content":"Hi","role":"user"}],"model":"m"})");
 
@@ -675,7 +675,7 @@ TEST(ResponsesStreamDecoder, CapturedStreamAssemblesToTheCompletedResponse) {
 
   absl::StatusOr<v1::CompletionResponse> unary = ParseResponse(kResponse);
   ASSERT_THAT(unary, IsOk());
-  const v1::CompletionResponse assembled = recorder::AssembleResponse(chunks);
+  const v1::CompletionResponse assembled = provider::AssembleResponse(chunks);
   EXPECT_EQ(assembled.DebugString(), unary->DebugString());
 }
 
@@ -836,7 +836,7 @@ TEST(ResponsesRender, TextResponseExactBytes) {
 }
 
 TEST(ResponsesRender, RenderedResponseParsesBack) {
-  const v1::CompletionResponse original = recorder::AssembleResponse(ChatChunks());
+  const v1::CompletionResponse original = provider::AssembleResponse(ChatChunks());
   const std::string body = RenderResponse(original, Meta());
   absl::StatusOr<v1::CompletionResponse> parsed = ParseResponse(body);
   ASSERT_THAT(parsed, IsOk());
@@ -937,8 +937,8 @@ TEST(ResponsesRender, StreamDecodesToTheSameAnswer) {
   const Chunks chunks = ChatChunks();
   std::string stream;
   for (const RenderedEvent& e : RenderStream(chunks, Meta())) stream += e.text;
-  const v1::CompletionResponse decoded = recorder::AssembleResponse(Decode(stream));
-  v1::CompletionResponse expected = recorder::AssembleResponse(chunks);
+  const v1::CompletionResponse decoded = provider::AssembleResponse(Decode(stream));
+  v1::CompletionResponse expected = provider::AssembleResponse(chunks);
   expected.set_id("resp_test");
   EXPECT_EQ(decoded.DebugString(), expected.DebugString());
 
@@ -947,7 +947,7 @@ TEST(ResponsesRender, StreamDecodesToTheSameAnswer) {
   ASSERT_THAT(last, IsOk());
   ASSERT_EQ(last->size(), 1u);
   EXPECT_EQ(ResponseObjectFromEvent((*last)[0].data),
-            RenderResponse(recorder::AssembleResponse(chunks), Meta()));
+            RenderResponse(provider::AssembleResponse(chunks), Meta()));
 }
 
 TEST(ResponsesRender, EmptyStreamIsCreatedThenCompleted) {

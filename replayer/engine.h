@@ -18,7 +18,7 @@
 // effect and lets the next source answer. Extractors turn every answer into
 // workflow facts (tool calls, phase, routing, end) that later rules read.
 //
-// Replay matching: the request's canonical form (recorder/canonical.h, after
+// Replay matching: the request's canonical form (provider/canonical.h, after
 // the MatchNormalizer) and its agent must equal a recorded exchange's.
 // Identical recorded requests answer in recorded order; each answers once
 // per run. A request with no unused match is a miss: strict runs answer

@@ -12,7 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "base/log.h"
 #include "base/status_macros.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 #include "recorder/validate.h"
 #include "replayer/engine.h"
 #include "replayer/engine_internal.h"
@@ -27,7 +27,7 @@ namespace internal {
 std::string MatchKeyForLog(const SessionIndex* index, const v1::CompletionRequest& request) {
   const std::string text = index != nullptr
                                ? SessionIndex::TextOf(index->CanonicalOf(request))
-                               : recorder::CanonicalText(recorder::WithoutRouting(request));
+                               : provider::CanonicalText(provider::WithoutRouting(request));
   uint64_t hash = 1469598103934665603ull;  // FNV-1a, 64 bits
   for (unsigned char c : text) {
     hash ^= c;

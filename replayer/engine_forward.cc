@@ -12,7 +12,7 @@
 #include "absl/time/time.h"
 #include "base/log.h"
 #include "base/status_macros.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 #include "replayer/engine.h"
 #include "replayer/engine_internal.h"
 #include "replayer/run_state.h"
@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<ForwardTicket>> Engine::NewTicket(
     const v1::CompletionRequest& request, bool streamed) {
   std::unique_ptr<ForwardTicket> ticket(new ForwardTicket());
   ticket->agent_ = call.agent;
-  ticket->request_ = recorder::WithoutRouting(request);
+  ticket->request_ = provider::WithoutRouting(request);
   ticket->start_ = options_.clock->Now();
   ticket->streamed_ = streamed;
   if (run->mode() == v1::RUN_MODE_RECORD) {

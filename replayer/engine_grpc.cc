@@ -9,7 +9,7 @@
 #include "absl/time/time.h"
 #include "base/log.h"
 #include "base/scheduler.h"
-#include "recorder/stream.h"
+#include "provider/chunks.h"
 #include "recorder/upstream.h"
 #include "replayer/engine.h"
 #include "replayer/run_state.h"
@@ -108,7 +108,7 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
         sink->OnChunk(decision->answer_chunk != nullptr
                           ? ChunkPtr(decision->keepalive, decision->answer_chunk)
                           : std::make_shared<const v1::CompletionChunk>(
-                                recorder::ChunkFromResponse(ex->response())),
+                                provider::ChunkFromResponse(ex->response())),
                       absl::InfinitePast());
       }
       if (limit >= 0) return sink->OnFinish(DisconnectStatus());
@@ -157,7 +157,7 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
           }
         },
         [this, ticket, exchange, held, sink, cut](absl::Status status) {
-          *exchange->mutable_response() = recorder::AssembleResponse(exchange->chunks());
+          *exchange->mutable_response() = provider::AssembleResponse(exchange->chunks());
           if (!cut->ok()) {
             // Cut here: not recorded (a cancelled call never is), and the
             // caller learns why.

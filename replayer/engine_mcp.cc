@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
 #include "base/status_macros.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 #include "replayer/engine.h"
 #include "replayer/mocks.h"
 #include "replayer/run_state.h"
@@ -158,7 +158,7 @@ v1::TraceEvent McpExchangeEvent(const std::string& agent, const v1::CompletionRe
     attrs["gen_ai.operation.name"] = request.operation();
     if (response != nullptr && status.ok()) *event.mutable_response() = *response;
     for (const auto& [name, value] : extra) attrs[name] = value;
-    *event.mutable_request() = recorder::WithoutRouting(request);
+    *event.mutable_request() = provider::WithoutRouting(request);
     return event;
   }
   event.set_kind("tool_result");
@@ -174,7 +174,7 @@ v1::TraceEvent McpExchangeEvent(const std::string& agent, const v1::CompletionRe
   }
   for (const auto& [name, value] : extra) attrs[name] = value;
   // Read by RunState::TraceMcpCallLocked, which clears it.
-  *event.mutable_request() = recorder::WithoutRouting(request);
+  *event.mutable_request() = provider::WithoutRouting(request);
   return event;
 }
 

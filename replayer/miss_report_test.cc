@@ -2,7 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 
 namespace understudy {
 namespace replayer {
@@ -33,7 +33,7 @@ nlohmann::json Got(const std::string& text) {
   auto* m = r.add_messages();
   m->set_role("user");
   m->set_content(text);
-  return recorder::CanonicalJson(r);
+  return provider::CanonicalJson(r);
 }
 
 TEST(SessionIndexTest, FindExactAgreesWithTheCanonicalPathOrDefersToIt) {
@@ -69,11 +69,11 @@ TEST(SessionIndexTest, FindsIdenticalRequestsInSeqOrder) {
   auto* m = r.add_messages();
   m->set_role("user");
   m->set_content("alpha");
-  const std::vector<uint32_t>* found = index->Find(recorder::CanonicalText(r));
+  const std::vector<uint32_t>* found = index->Find(provider::CanonicalText(r));
   ASSERT_NE(found, nullptr);
   EXPECT_THAT(*found, ::testing::ElementsAre(0u, 2u));
   m->set_content("gamma");
-  EXPECT_EQ(index->Find(recorder::CanonicalText(r)), nullptr);
+  EXPECT_EQ(index->Find(provider::CanonicalText(r)), nullptr);
 }
 
 TEST(MissReportTest, ClosestPrefersSameAgentThenUnconsumedThenLowestSeq) {

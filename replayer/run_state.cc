@@ -17,8 +17,8 @@
 #include "base/log.h"
 #include "base/scheduler.h"
 #include "base/status_macros.h"
-#include "recorder/canonical.h"
-#include "recorder/stream.h"
+#include "provider/canonical.h"
+#include "provider/chunks.h"
 #include "recorder/validate.h"
 #include "replayer/miss_report.h"
 #include "replayer/playbook.h"
@@ -58,7 +58,7 @@ v1::TraceEvent MissEvent(const CallInfo& call, const v1::CompletionRequest& requ
   if (!call.agent.empty()) attrs["gen_ai.agent.name"] = call.agent;
   if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
   attrs["understudy.miss.report"] = text;
-  *event.mutable_request() = recorder::WithoutRouting(request);
+  *event.mutable_request() = provider::WithoutRouting(request);
   return event;
 }
 

@@ -92,7 +92,7 @@ v1::CompletionResponse RespondWith(const RespondAction& respond,
 // The chunks a streaming caller gets for a scripted answer: the content
 // split after each space (at most 64 pieces; the rest goes in the last),
 // then one chunk per tool call, then a chunk with the finish reason and
-// usage. Joined by recorder::AssembleResponse they give `response` back.
+// usage. Joined by provider::AssembleResponse they give `response` back.
 std::vector<v1::CompletionChunk> ChunksFor(const v1::CompletionResponse& response);
 
 // The status an `error` action answers gRPC callers with: its grpc_code, or

@@ -7,7 +7,7 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "recorder/stream.h"
+#include "provider/chunks.h"
 
 namespace understudy {
 namespace replayer {
@@ -168,7 +168,7 @@ TEST(ChunksForTest, SplitsWordsAndReassembles) {
   EXPECT_EQ(chunks[4].tool_calls(0).name(), "t");
   EXPECT_EQ(chunks[5].finish_reason(), "tool_calls");
   google::protobuf::RepeatedPtrField<v1::CompletionChunk> field(chunks.begin(), chunks.end());
-  v1::CompletionResponse back = recorder::AssembleResponse(field);
+  v1::CompletionResponse back = provider::AssembleResponse(field);
   EXPECT_EQ(back.message().content(), r.message().content());
   EXPECT_EQ(back.message().tool_calls(0).arguments(), r.message().tool_calls(0).arguments());
   EXPECT_EQ(back.finish_reason(), "tool_calls");

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
-#include "recorder/canonical.h"
-#include "recorder/stream.h"
+#include "provider/canonical.h"
+#include "provider/chunks.h"
 
 namespace understudy {
 namespace replayer {
@@ -64,7 +64,7 @@ std::shared_ptr<const SessionIndex> SessionIndex::Build(
   }
   std::vector<std::string> bytes_of(index->exchanges_.size());
   for (uint32_t i = 0; i < index->exchanges_.size(); ++i) {
-    bytes_of[i] = BytesOf(recorder::WithoutRouting(index->exchanges_[i].request()));
+    bytes_of[i] = BytesOf(provider::WithoutRouting(index->exchanges_[i].request()));
     if (bytes_of[i].empty() || index->by_bytes_.contains(bytes_of[i])) continue;
     index->by_bytes_.emplace(bytes_of[i], index->Find(TextOf(index->canonical_json_[i])));
   }
@@ -77,7 +77,7 @@ std::shared_ptr<const SessionIndex> SessionIndex::Build(
 }
 
 nlohmann::json SessionIndex::CanonicalOf(const v1::CompletionRequest& request) const {
-  nlohmann::json canonical = recorder::CanonicalJson(request);
+  nlohmann::json canonical = provider::CanonicalJson(request);
   if (normalizer_ == nullptr || !normalizer_->exact_tool_call_ids()) {
     absl::flat_hash_map<std::string, std::string> made_up;
     const auto note = [&](const std::string& id) {
@@ -113,7 +113,7 @@ const std::vector<uint32_t>* SessionIndex::FindExact(const v1::CompletionRequest
 const v1::CompletionChunk& SessionIndex::AnswerAsChunk(size_t i) const {
   LazyChunk& lazy = *answer_chunks_[i];
   absl::call_once(lazy.once, [&] {
-    lazy.chunk = recorder::ChunkFromResponse(exchanges_[i].response());
+    lazy.chunk = provider::ChunkFromResponse(exchanges_[i].response());
   });
   return lazy.chunk;
 }

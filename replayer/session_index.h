@@ -51,7 +51,7 @@ class SessionIndex {
   // The normalized canonical JSON of exchange i's request.
   const nlohmann::json& canonical(size_t i) const { return canonical_json_[i]; }
 
-  // Exchange i's answer as one stream chunk (recorder::ChunkFromResponse),
+  // Exchange i's answer as one stream chunk (provider::ChunkFromResponse),
   // for a streaming caller answered from an answer that was not streamed.
   // Built on first use and kept: every such caller shares one copy instead
   // of making its own. Thread-safe; lives as long as the index.

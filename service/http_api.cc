@@ -1,5 +1,6 @@
 #include "service/http_api.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -9,16 +10,14 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/http_status.h"
 #include "base/log.h"
 #include "base/scheduler.h"
-#include "nlohmann/json.hpp"
-#include "provider/openai.h"
-#include "provider/responses.h"
+#include "provider/codec.h"
 #include "service/http_relay.h"
 #include "service/http_render.h"
-#include "service/http_wire.h"
 #include "validation/utf8.h"
 
 namespace understudy {
@@ -33,13 +32,9 @@ struct Route {
   std::string query;  // after '?', "" when none
 };
 
-// The Anthropic SDKs disagree on where /v1 goes: @anthropic-ai/sdk and
-// `anthropic` append /v1/messages to ANTHROPIC_BASE_URL, @ai-sdk/anthropic
-// expects /v1 inside it and appends /messages. Both name one API, so the
-// same base URL (`/run/{run}`, as `record|replay -- CMD` sets it) serves
-// both; what is recorded and forwarded is always /v1/messages.
+// A request path under the name its API records and forwards it by.
 void NormalizeApiPath(std::string* path) {
-  if (*path == "/messages") *path = "/v1/messages";
+  *path = provider::CodecRegistry::Builtin().NormalizePath(*path);
 }
 
 // Splits the optional prefix off `target`. False for a malformed prefix.
@@ -67,35 +62,6 @@ bool ParseRoute(absl::string_view target, Route* route) {
   route->path = std::string(path);
   NormalizeApiPath(&route->path);
   return true;
-}
-
-// The value of query parameter `name` ("" when absent). Values are compared
-// as sent; none of the parameters read here needs percent-decoding.
-absl::string_view QueryParam(absl::string_view query, absl::string_view name) {
-  for (absl::string_view pair : absl::StrSplit(query, '&')) {
-    const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == name) {
-      return eq == absl::string_view::npos ? absl::string_view() : pair.substr(eq + 1);
-    }
-  }
-  return {};
-}
-
-constexpr absl::string_view kGeminiPrefixes[] = {"/v1beta/models/", "/v1/models/"};
-
-// Gemini's `/{version}/models/{model}:{method}`; false for other paths.
-// `method` is what follows the last ':'.
-bool ParseGeminiPath(absl::string_view path, std::string* model, std::string* method) {
-  for (absl::string_view prefix : kGeminiPrefixes) {
-    if (!absl::StartsWith(path, prefix)) continue;
-    absl::string_view rest = path.substr(prefix.size());
-    const size_t colon = rest.rfind(':');
-    if (colon == absl::string_view::npos) return false;
-    *model = std::string(rest.substr(0, colon));
-    *method = std::string(rest.substr(colon + 1));
-    return true;
-  }
-  return false;
 }
 
 // Run ids and agent names reach the trace, and through it every client that
@@ -139,25 +105,27 @@ replayer::CallInfo CallFor(const Route& route, const HttpRequest& request) {
   return call;
 }
 
-void MethodNotAllowed(WireApi api, absl::string_view allowed, HttpResponder& out) {
+void MethodNotAllowed(const provider::Codec& api, absl::string_view allowed, HttpResponder& out) {
   out.Respond(405, {{"content-type", kJsonContentType}, {"allow", std::string(allowed)}},
-              ErrorBody(api,
-                        absl::InvalidArgumentError(
-                            absl::StrCat("method not allowed: use ", allowed)),
-                        "method_not_allowed"));
+              api.ErrorBody(absl::InvalidArgumentError(
+                                absl::StrCat("method not allowed: use ", allowed)),
+                            "method_not_allowed"));
 }
 
-constexpr char kRoutes[] =
-    "understudy serves POST /v1/chat/completions, POST /v1/responses, GET /v1/responses/{id}, "
-    "POST /v1/embeddings, POST /v1/messages (also /messages), "
-    "POST /v1beta/models/{model}:generateContent, "
-    "POST /v1beta/models/{model}:streamGenerateContent, GET /v1/models and POST /mcp/{name}";
+// What a 404 lists: every API's routes, then the listener's own.
+std::string Routes() {
+  return absl::StrCat("understudy serves ",
+                      absl::StrJoin(provider::CodecRegistry::Builtin().Routes(), ", "),
+                      ", GET /v1/models and POST /mcp/{name}");
+}
 
 }  // namespace
 
 // A decided request waiting for its answer (after any scripted delay).
 struct HttpApi::Pending {
-  WireCall wire;
+  // The API the route names, and what the route says.
+  const provider::Codec* codec = nullptr;
+  provider::CallRoute wire;
   replayer::CallInfo call;
   replayer::Decision decision;
   provider::ParsedRequest parsed;
@@ -180,61 +148,44 @@ std::string HttpApi::ServerErrorBody(int status, absl::string_view message,
     return UiApi::ErrorBody(absl::Status(StatusCodeForHttp(status), message));
   }
   Route route;
-  std::string model;
-  std::string method;
-  WireApi api = WireApi::kChatCompletions;
   if (ParseRoute(target, &route) &&
       (route.path == "/mcp" || absl::StartsWith(route.path, "/mcp/"))) {
     return McpApi::ErrorBody(message);
   }
-  if (ParseRoute(target, &route)) {
-    if (route.path == "/v1/messages") api = WireApi::kMessages;
-    if (ParseGeminiPath(route.path, &model, &method)) api = WireApi::kGemini;
-  }
-  const absl::Status error(StatusCodeForHttp(status), message);
-  if (api != WireApi::kChatCompletions) return ErrorBody(api, error, "");
-  return provider::openai::ErrorBody(message, "invalid_request_error",
-                                     status == 413 ? "body_too_large" : "bad_request");
+  const provider::CodecRegistry& codecs = provider::CodecRegistry::Builtin();
+  const provider::Codec* api = ParseRoute(target, &route) ? codecs.ForPath(route.path) : nullptr;
+  return (api != nullptr ? *api : codecs.Default()).RequestErrorBody(status, message);
 }
 
-void HttpApi::ListModels(const replayer::CallInfo& call, bool anthropic_client,
+void HttpApi::ListModels(const replayer::CallInfo& call, const provider::Codec& client,
                          HttpResponder& out) {
-  const WireApi api = anthropic_client ? WireApi::kMessages : WireApi::kChatCompletions;
   absl::StatusOr<std::vector<std::string>> models = options_.engine->RunModels(call);
   if (call.run.empty() && absl::IsInvalidArgument(models.status())) {
     // No run named and no default run: SDKs list models at start-up, before
     // any run exists; they get a valid, empty list.
     models = std::vector<std::string>();
   }
-  if (!models.ok()) return RespondError(api, models.status(), out);
-  nlohmann::ordered_json list;
-  nlohmann::ordered_json data = nlohmann::ordered_json::array();
-  for (const std::string& m : *models) {
-    if (anthropic_client) {
-      data.push_back({{"type", "model"}, {"id", m}, {"display_name", m},
-                      {"created_at", "1970-01-01T00:00:00Z"}});
-    } else {
-      data.push_back({{"id", m}, {"object", "model"}, {"created", 0}, {"owned_by", "understudy"}});
-    }
-  }
-  if (anthropic_client) {
-    list["data"] = data;
-    list["has_more"] = false;
-    list["first_id"] =
-        models->empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(models->front());
-    list["last_id"] =
-        models->empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(models->back());
-  } else {
-    list["object"] = "list";
-    list["data"] = data;
-  }
-  out.Respond(200, {{"content-type", kJsonContentType}}, list.dump());
+  if (!models.ok()) return RespondError(client, models.status(), out);
+  absl::StatusOr<std::string> list = client.ModelList(*models);
+  if (!list.ok()) return RespondError(client, list.status(), out);
+  out.Respond(200, {{"content-type", kJsonContentType}}, *std::move(list));
 }
 
-void HttpApi::GetResponse(const replayer::CallInfo& call, absl::string_view id,
+void HttpApi::GetResponse(const provider::Codec& api, const replayer::CallInfo& call,
+                          absl::string_view method, const provider::CallRoute& wire,
                           HttpResponder& out) {
-  absl::StatusOr<std::string> body = options_.engine->ResponseBody(call, id);
-  if (!body.ok()) return RespondError(WireApi::kResponses, body.status(), out);
+  if (method != "GET") return MethodNotAllowed(api, "GET", out);
+  const provider::StoredResponses* stored = api.stored();
+  if (stored == nullptr || wire.resource_id.empty() || absl::StrContains(wire.resource_id, '/')) {
+    return RespondError(
+        api,
+        absl::NotFoundError(absl::StrCat("no route for GET ", wire.path, "; expected ",
+                                         stored != nullptr ? stored->fetch_route() : "")),
+        out);
+  }
+  if (absl::Status names = CheckNames(call); !names.ok()) return RespondError(api, names, out);
+  absl::StatusOr<std::string> body = options_.engine->ResponseBody(call, wire.resource_id);
+  if (!body.ok()) return RespondError(api, body.status(), out);
   out.Respond(200, {{"content-type", kJsonContentType}}, *std::move(body));
 }
 
@@ -256,18 +207,22 @@ bool HandlerSlot::Call(HttpRequest& request, std::shared_ptr<HttpResponder>& out
 }
 
 void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
+  const provider::CodecRegistry& codecs = provider::CodecRegistry::Builtin();
   // A listener that checks Host has refused these already (CheckHost).
   if (absl::Status proxied = CheckNotProxied(request); !proxied.ok()) {
-    return RespondError(WireApi::kChatCompletions, proxied, *out);
+    return RespondError(codecs.Default(), proxied, *out);
   }
   if (UiApi::Serves(request.target)) {
     if (options_.ui == nullptr) return UiApi::RespondOff(*out);
     return options_.ui->Handle(std::move(request), std::move(out));
   }
   Route route;
-  const bool anthropic_client = !request.Header("anthropic-version").empty();
+  // The API a request no route names is answered in: the one whose client
+  // header it carries.
+  const provider::Codec& client =
+      codecs.ForClient([&request](absl::string_view name) { return request.Header(name); });
   if (!ParseRoute(request.target, &route)) {
-    return RespondError(WireApi::kChatCompletions,
+    return RespondError(codecs.Default(),
                         absl::InvalidArgumentError(absl::StrCat(
                             "path: expected /run/{run}[/agent/{agent}]/v1/..., got \"",
                             absl::CHexEscape(request.target.substr(0, 200)), "\"")),
@@ -296,32 +251,11 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
                                 std::move(out));
   }
   // Which API the path names.
-  WireCall wire;
-  std::optional<WireApi> api;
-  std::string gemini_method;
-  std::string response_id;  // GET /v1/responses/{id}
-  bool list_models = false;
-  if (route.path == "/v1/chat/completions") {
-    api = WireApi::kChatCompletions;
-  } else if (route.path == "/v1/messages") {
-    api = WireApi::kMessages;
-  } else if (route.path == "/v1/responses") {
-    api = WireApi::kResponses;
-  } else if (absl::StartsWith(route.path, "/v1/responses/")) {
-    api = WireApi::kResponses;
-    response_id = route.path.substr(sizeof("/v1/responses/") - 1);
-  } else if (route.path == "/v1/embeddings") {
-    api = WireApi::kEmbeddings;
-  } else if (route.path == "/v1/models") {
-    list_models = true;
-  } else if (ParseGeminiPath(route.path, &wire.model, &gemini_method)) {
-    api = WireApi::kGemini;
-  }
-  const WireApi shape = api.has_value()
-                            ? *api
-                            : (anthropic_client ? WireApi::kMessages : WireApi::kChatCompletions);
+  const provider::Codec* api = codecs.ForPath(route.path);
+  const bool list_models = route.path == "/v1/models";
+  const provider::Codec& shape = api != nullptr ? *api : client;
   if (absl::Status access =
-          CheckHttpAccess(options_.access, api.has_value() || list_models, &request);
+          CheckHttpAccess(options_.access, api != nullptr || list_models, &request);
       !access.ok()) {
     return RespondError(shape, access, *out);
   }
@@ -331,109 +265,42 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
     if (absl::Status names = CheckNames(call); !names.ok()) {
       return RespondError(shape, names, *out);
     }
-    return ListModels(call, anthropic_client, *out);
+    return ListModels(call, client, *out);
   }
-  if (!api.has_value()) {
+  if (api == nullptr) {
     return RespondError(shape,
                         absl::NotFoundError(absl::StrCat("no route for ", request.method, " ",
-                                                         route.path, "; ", kRoutes)),
+                                                         route.path, "; ", Routes())),
                         *out);
   }
-  wire.api = *api;
-  if (!response_id.empty() || route.path == "/v1/responses/") {
-    if (request.method != "GET") return MethodNotAllowed(shape, "GET", *out);
-    if (response_id.empty() || absl::StrContains(response_id, '/')) {
-      return RespondError(shape,
-                          absl::NotFoundError(absl::StrCat("no route for GET ", route.path,
-                                                           "; expected /v1/responses/{id}")),
-                          *out);
-    }
-    if (absl::Status names = CheckNames(call); !names.ok()) {
-      return RespondError(shape, names, *out);
-    }
-    return GetResponse(call, response_id, *out);
-  }
-  if (wire.api == WireApi::kGemini) {
-    if (gemini_method == "streamGenerateContent") {
-      wire.gemini_stream = true;
-      wire.gemini_sse = QueryParam(route.query, "alt") == "sse";
-    } else if (gemini_method != "generateContent") {
-      return RespondError(
-          shape,
-          absl::NotFoundError(absl::StrCat(
-              "no route for ", request.method, " ", route.path, ": understudy serves the Gemini "
-              "methods generateContent and streamGenerateContent, not \"",
-              absl::CHexEscape(gemini_method.substr(0, 100)), "\"")),
-          *out);
-    }
-    if (absl::StartsWith(wire.model, "models/")) wire.model = wire.model.substr(7);
-    if (wire.model.empty() || !validation::IsValidUtf8(wire.model)) {
-      return RespondError(shape,
-                          absl::InvalidArgumentError(
-                              "path: the model name in /v1beta/models/{model}:method is empty or "
-                              "not valid UTF-8"),
-                          *out);
-    }
+  absl::StatusOr<provider::CallRoute> wire = api->Route(request.method, route.path, route.query);
+  if (!wire.ok()) return RespondError(shape, wire.status(), *out);
+  if (wire->kind == provider::CallRoute::Kind::kFetch) {
+    return GetResponse(*api, call, request.method, *wire, *out);
   }
   if (request.method != "POST") return MethodNotAllowed(shape, "POST", *out);
   absl::string_view content_type = request.Header("content-type");
   if (!absl::StartsWith(absl::AsciiStrToLower(content_type), "application/json")) {
     return out->Respond(
         415, {{"content-type", kJsonContentType}},
-        ErrorBody(shape,
-                  absl::InvalidArgumentError(
-                      absl::StrCat("content-type: expected application/json, got \"",
-                                   absl::CHexEscape(content_type.substr(0, 100)), "\"")),
-                  "unsupported_media_type"));
+        shape.ErrorBody(absl::InvalidArgumentError(
+                            absl::StrCat("content-type: expected application/json, got \"",
+                                         absl::CHexEscape(content_type.substr(0, 100)), "\"")),
+                        "unsupported_media_type"));
   }
   if (absl::Status names = CheckNames(call); !names.ok()) return RespondError(shape, names, *out);
-  call.attributes = CallAttributes(wire.api);
+  call.attributes = api->CallAttributes();
 
   // Secrets in configured body fields never reach matching or the store;
   // the upstream gets the body as sent.
   auto pending = std::make_shared<Pending>();
   pending->stored_body = options_.redactor->RedactBody(request.body);
-  absl::StatusOr<provider::ParsedRequest> parsed = ParseRequest(wire, pending->stored_body);
+  absl::StatusOr<provider::ParsedRequest> parsed = api->ParseRequest(*wire, pending->stored_body);
   if (!parsed.ok()) return RespondError(shape, parsed.status(), *out);
   pending->parsed = *std::move(parsed);
-
-  if (wire.api == WireApi::kResponses) {
-    google::protobuf::RepeatedPtrField<v1::Message>* messages =
-        pending->parsed.canonical.mutable_messages();
-    // An item sent back by reference reads as the item, when this run
-    // issued it; otherwise it is matched as sent.
-    for (const provider::ParsedRequest::ItemReference& ref : pending->parsed.item_references) {
-      absl::StatusOr<v1::Message> item =
-          options_.engine->ResolveItem(call, ref.id, &provider::responses::OutputItems);
-      if (item.ok()) {
-        *messages->Mutable(ref.message) = *std::move(item);
-      } else if (LogEnabled(LogLevel::kDebug)) {
-        Log(LogLevel::kDebug, "item_reference_unresolved",
-            {{"run", call.run}, {"item", ref.id}, {"status", item.status().ToString()}});
-      }
-    }
-    // The conversation a previous response id names goes before this
-    // request's own input, so that rules, agents and traces see all of it.
-    const int lead = std::min(pending->parsed.leading_messages, messages->size());
-    pending->turn_input.assign(messages->begin() + lead, messages->end());
-    if (!pending->parsed.previous_response_id.empty()) {
-      absl::StatusOr<std::vector<v1::Message>> before =
-          options_.engine->ResolveResponse(call, pending->parsed.previous_response_id);
-      if (!before.ok()) {
-        absl::Status shown = before.status();
-        if (absl::IsNotFound(shown)) {
-          // OpenAI answers an unknown id with 400 and the parameter's name.
-          shown = absl::InvalidArgumentError(
-              absl::StrCat("previous_response_id: ", shown.message()));
-        }
-        return RespondError(shape, shown, *out);
-      }
-      google::protobuf::RepeatedPtrField<v1::Message> joined;
-      joined.Reserve(messages->size() + static_cast<int>(before->size()));
-      for (int i = 0; i < lead; ++i) *joined.Add() = std::move(messages->at(i));
-      for (v1::Message& m : *before) *joined.Add() = std::move(m);
-      for (int i = lead; i < messages->size(); ++i) *joined.Add() = std::move(messages->at(i));
-      messages->Swap(&joined);
+  if (const provider::StoredResponses* stored = api->stored(); stored != nullptr) {
+    if (absl::Status joined = JoinStored(*stored, call, *pending); !joined.ok()) {
+      return RespondError(shape, joined, *out);
     }
   }
 
@@ -441,7 +308,8 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
       options_.engine->Decide(call, pending->parsed.canonical, pending->parsed.stream);
   if (!decided.ok()) return RespondError(shape, decided.status(), *out);
   pending->decision = *std::move(decided);
-  pending->wire = std::move(wire);
+  pending->codec = api;
+  pending->wire = *std::move(wire);
   pending->call = std::move(call);
   pending->route = std::move(route);
   pending->request = std::move(request);
@@ -449,6 +317,44 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   // A scripted delay: the answer (or the forwarding) starts afterwards.
   Scheduler::Shared()->RunAt(absl::Now() + pending->decision.delay,
                              [this, pending, out] { Answer(pending, out); });
+}
+
+absl::Status HttpApi::JoinStored(const provider::StoredResponses& stored,
+                                 const replayer::CallInfo& call, Pending& pending) {
+  google::protobuf::RepeatedPtrField<v1::Message>* messages =
+      pending.parsed.canonical.mutable_messages();
+  // An item sent back by reference reads as the item, when this run
+  // issued it; otherwise it is matched as sent.
+  for (const provider::ParsedRequest::ItemReference& ref : pending.parsed.item_references) {
+    absl::StatusOr<v1::Message> item = options_.engine->ResolveItem(
+        call, ref.id, [&stored](absl::string_view body) { return stored.OutputItems(body); });
+    if (item.ok()) {
+      *messages->Mutable(ref.message) = *std::move(item);
+    } else if (LogEnabled(LogLevel::kDebug)) {
+      Log(LogLevel::kDebug, "item_reference_unresolved",
+          {{"run", call.run}, {"item", ref.id}, {"status", item.status().ToString()}});
+    }
+  }
+  // The conversation a previous response id names goes before this
+  // request's own input, so that rules, agents and traces see all of it.
+  const int lead = std::min(pending.parsed.leading_messages, messages->size());
+  pending.turn_input.assign(messages->begin() + lead, messages->end());
+  if (pending.parsed.previous_response_id.empty()) return absl::OkStatus();
+  absl::StatusOr<std::vector<v1::Message>> before =
+      options_.engine->ResolveResponse(call, pending.parsed.previous_response_id);
+  if (!before.ok()) {
+    // OpenAI answers an unknown id with 400 and the parameter's name.
+    if (!absl::IsNotFound(before.status())) return before.status();
+    return absl::InvalidArgumentError(
+        absl::StrCat("previous_response_id: ", before.status().message()));
+  }
+  google::protobuf::RepeatedPtrField<v1::Message> joined;
+  joined.Reserve(messages->size() + static_cast<int>(before->size()));
+  for (int i = 0; i < lead; ++i) *joined.Add() = std::move(messages->at(i));
+  for (v1::Message& m : *before) *joined.Add() = std::move(m);
+  for (int i = lead; i < messages->size(); ++i) *joined.Add() = std::move(messages->at(i));
+  messages->Swap(&joined);
+  return absl::OkStatus();
 }
 
 void HttpApi::Remember(const Pending& pending, const v1::Exchange& ex, std::string id,
@@ -470,7 +376,7 @@ void HttpApi::Remember(const Pending& pending, const v1::Exchange& ex, std::stri
 }
 
 void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpResponder> out) {
-  const WireApi api = pending->wire.api;
+  const provider::Codec& api = *pending->codec;
   replayer::Decision& decision = pending->decision;
   if (decision.error.has_value() && decision.http_status == 0) {
     // A miss after a scripted delay.
@@ -489,23 +395,24 @@ void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
     }
     return out->Respond(
         decision.http_status, std::move(headers),
-        ErrorBody(api, shown.ok() ? absl::UnknownError(shown.message()) : shown, /*code=*/""));
+        api.ErrorBody(shown.ok() ? absl::UnknownError(shown.message()) : shown, /*code=*/""));
   }
   if (decision.hang != nullptr) {
     std::shared_ptr<replayer::Hang> hang = decision.hang;
     out->OnCancel([hang] { hang->Release(absl::CancelledError("the client went away")); });
-    hang->Wait([api, out](absl::Status status) { RespondError(api, status, *out); });
+    hang->Wait([codec = &api, out](absl::Status status) { RespondError(*codec, status, *out); });
     return;
   }
   if (decision.recorded != nullptr) {
     const v1::Exchange& ex = *decision.recorded;
-    RenderContext context;
+    provider::RenderContext context;
     context.parsed = &pending->parsed;
     context.call = &pending->wire;
     // `created` is the recording's (scripted answers, built at request time,
     // have none: 0), so that every replay sends the same bytes.
     context.created = ex.recorded_at_micros() / 1000000;
-    if (api == WireApi::kResponses && !ex.has_error()) {
+    if (const provider::StoredResponses* stored = api.stored();
+        stored != nullptr && !ex.has_error()) {
       // The id the caller gets: the recorded one (read into the canonical
       // answer when it was recorded), or one derived from the conversation
       // for an answer recorded another way or scripted. Kept before the
@@ -513,23 +420,22 @@ void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
       // when asked, from what the run holds anyway.
       std::shared_ptr<const void> keep = decision.keepalive;
       std::function<std::string()> body;
-      if (ex.has_native() && ex.native().provider() == NativeProvider(api)) {
+      if (ex.has_native() && ex.native().provider() == api.name()) {
         const v1::NativeExchange* native = &ex.native();
-        body = [keep, native] { return RecordedResponseObject(*native); };
-        context.response_id = absl::StartsWith(ex.response().id(), "resp")
-                                  ? ex.response().id()
-                                  : provider::responses::ResponseIdOf(body());
+        body = [keep, stored, native] { return stored->RecordedObject(*native); };
+        context.response_id =
+            stored->IsOwnId(ex.response().id()) ? ex.response().id() : stored->IdOf(body());
       }
       if (context.response_id.empty()) {
-        context.response_id = ResponseIdFor(pending->parsed.canonical, ex);
-        body = [keep, answer = &ex.response(), id = context.response_id,
+        context.response_id = stored->IdFor(pending->parsed.canonical, ex);
+        body = [keep, codec = &api, answer = &ex.response(), id = context.response_id,
                 created = context.created, model = pending->parsed.canonical.model()] {
-          RenderContext at_get;
+          provider::RenderContext at_get;
           at_get.response_id = id;
           at_get.created = created;
           v1::CompletionResponse response = *answer;
           if (response.model().empty()) response.set_model(model);
-          return RenderBody(WireApi::kResponses, response, at_get).value_or("");
+          return codec->RenderBody(response, at_get).value_or("");
         };
       }
       Remember(*pending, ex, context.response_id, std::move(body), 0);
@@ -542,11 +448,11 @@ void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
   }
   if (decision.disconnect_after >= 0) return out->Abort();
 
-  recorder::UpstreamHttpInterface* upstream = api == WireApi::kMessages ? options_.anthropic_upstream
-                                              : api == WireApi::kGemini ? options_.gemini_upstream
-                                                                        : options_.openai_upstream;
+  const std::string name(api.upstream());
+  const auto found = options_.upstreams.find(name);
+  recorder::UpstreamHttpInterface* upstream =
+      found != options_.upstreams.end() ? found->second : nullptr;
   if (upstream == nullptr) {
-    const std::string name(UpstreamName(api));
     return RespondError(
         api,
         absl::FailedPreconditionError(absl::StrCat(
@@ -559,12 +465,12 @@ void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
 
 void HttpApi::Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpInterface* upstream,
                       std::shared_ptr<HttpResponder> out) {
-  const WireApi api = pending->wire.api;
+  const provider::Codec& api = *pending->codec;
   std::function<void(const v1::Exchange&)> on_recorded;
-  if (api == WireApi::kResponses) {
-    on_recorded = [this, pending](const v1::Exchange& ex) {
-      auto body = std::make_shared<const std::string>(RecordedResponseObject(ex.native()));
-      std::string id = provider::responses::ResponseIdOf(*body);
+  if (const provider::StoredResponses* stored = api.stored(); stored != nullptr) {
+    on_recorded = [this, pending, stored](const v1::Exchange& ex) {
+      auto body = std::make_shared<const std::string>(stored->RecordedObject(ex.native()));
+      std::string id = stored->IdOf(*body);
       if (id.empty()) id = ex.response().id();
       Remember(*pending, ex, std::move(id), [body] { return *body; }, body->size());
     };
@@ -574,21 +480,14 @@ void HttpApi::Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpIn
                                        std::move(pending->decision.forward), out, options_.clock,
                                        std::move(on_recorded));
   v1::NativeExchange* native = relay->native();
-  native->set_provider(std::string(NativeProvider(api)));
-  // The path as recorded: no query, but for Gemini's stream form (never its
-  // `key`, which is a credential).
-  std::string recorded_path = pending->route.path;
-  if (api == WireApi::kGemini && pending->wire.gemini_sse) absl::StrAppend(&recorded_path, "?alt=sse");
-  native->set_path(std::move(recorded_path));
+  native->set_provider(std::string(api.name()));
+  // The path as recorded: never a credential the query may carry.
+  native->set_path(api.RecordedPath(pending->wire));
   native->set_request_body(std::move(pending->stored_body));
 
   recorder::UpstreamHttpRequest forward;
   forward.method = "POST";
-  forward.path = pending->route.path;
-  // Gemini's query (alt, and a key given there) goes upstream as sent.
-  if (api == WireApi::kGemini && !pending->route.query.empty()) {
-    absl::StrAppend(&forward.path, "?", pending->route.query);
-  }
+  forward.path = api.ForwardPath(pending->wire);
   forward.headers = ForwardHeaders(pending->request);
   forward.body = std::move(pending->request.body);
   std::shared_ptr<recorder::UpstreamHttpCall> transfer = upstream->Send(std::move(forward), relay);

@@ -1,16 +1,10 @@
-// The provider-compatible HTTP API: what an unmodified agent using the
-// official OpenAI, Anthropic or Google SDK talks to once its base URL points
-// here.
+// The provider-compatible HTTP API: what an unmodified agent using a model
+// vendor's official SDK talks to once its base URL points here.
 //
-//   POST /v1/chat/completions   OpenAI Chat Completions (stream or not)
-//   POST /v1/responses          OpenAI Responses (stream or not;
-//                               previous_response_id chains)
-//   GET  /v1/responses/{id}     a response this run recorded or served
-//   POST /v1/embeddings         OpenAI embeddings (float or base64)
-//   POST /v1/messages           Anthropic Messages (stream or not)
-//   POST /v1beta/models/{model}:generateContent         Gemini (also /v1/)
-//   POST /v1beta/models/{model}:streamGenerateContent   (?alt=sse or array)
-//   GET  /v1/models             the models of the run's recording
+//   the routes of every model API   provider::CodecRegistry::Builtin()
+//                                   (provider/codecs.cc; docs/http.md)
+//   GET  /v1/models             the models of the run's recording, in the
+//                               shape of the API whose client asks
 //   POST|DELETE /mcp/{name}     an MCP tool server (service/mcp_api.h)
 //   POST /mcp                   understudy's own tools for coding agents
 //                               (mcpserver/http_endpoint.h; not under /run)
@@ -26,7 +20,7 @@
 // the same API (ids, `created`, chunk boundaries and event names included),
 // paced by the recorded offsets when a speed is set; otherwise the canonical
 // answer is rendered in the caller's shape. Record mode forwards the request
-// to that provider's upstream, relays the response as it arrives, and
+// to the upstream its API names (Codec::upstream), relays the response as it arrives, and
 // records it once complete; a client that goes away mid-answer cancels the
 // upstream call and nothing is recorded. Errors come in the provider's error
 // shape; a replay miss has the stable code `understudy_no_recording`.
@@ -35,12 +29,14 @@
 
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "base/clock.h"
+#include "provider/codec.h"
 #include "provider/parsed_request.h"
 #include "recorder/http_upstream.h"
 #include "recorder/redact.h"
@@ -70,10 +66,11 @@ class HandlerSlot {
 struct HttpApiOptions {
   // Required. Not owned; must outlive the API.
   replayer::Engine* engine = nullptr;
-  // Upstreams for record and passthrough runs, or null. Not owned.
-  recorder::UpstreamHttpInterface* openai_upstream = nullptr;
-  recorder::UpstreamHttpInterface* anthropic_upstream = nullptr;
-  recorder::UpstreamHttpInterface* gemini_upstream = nullptr;
+  // Upstreams for record and passthrough runs, by upstream name
+  // (provider::Codec::upstream, `--upstream NAME=URL`); an API whose
+  // upstream is missing is refused when a request must be forwarded. Not
+  // owned.
+  std::map<std::string, recorder::UpstreamHttpInterface*> upstreams;
   // What never reaches the store. Not owned; null means the defaults.
   const recorder::Redactor* redactor = nullptr;
   Clock* clock = Clock::Real();
@@ -95,8 +92,9 @@ class HttpApi {
   void Handle(HttpRequest request, std::shared_ptr<HttpResponder> out);
 
   // The error body for the server's own errors (413, 400) to a request for
-  // `target` ("" when unknown): the shape of the API the target names
-  // (Anthropic's, Gemini's, the web UI's), else OpenAI's.
+  // `target` ("" when unknown): the shape of the API the target names (or
+  // the web UI's, or MCP's), else the default API's
+  // (provider::Codec::RequestErrorBody).
   static std::string ServerErrorBody(int status, absl::string_view message,
                                      absl::string_view target);
 
@@ -107,15 +105,26 @@ class HttpApi {
   // Sends it upstream and relays the answer.
   void Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpInterface* upstream,
                std::shared_ptr<HttpResponder> out);
-  // Keeps a Responses answer (`ex`, given as response `id` with `body`) for
-  // chains and GET.
-  // `body` makes the object on demand; `body_bytes` is what it holds.
+  // For an API whose server keeps its answers (provider::StoredResponses):
+  // puts the items a request refers to and the conversation its previous
+  // response id names into its canonical request, and keeps its own input
+  // for the chain. INVALID_ARGUMENT for an unknown previous response id.
+  absl::Status JoinStored(const provider::StoredResponses& stored, const replayer::CallInfo& call,
+                          Pending& pending);
+  // Keeps such an answer (`ex`, given as id `id` with `body`) for chains
+  // and GET. `body` makes the object on demand; `body_bytes` is what it
+  // holds.
   void Remember(const Pending& pending, const v1::Exchange& ex, std::string id,
                 std::function<std::string()> body, size_t body_bytes);
-  // GET /v1/responses/{id}.
-  void GetResponse(const replayer::CallInfo& call, absl::string_view id, HttpResponder& out);
-  // GET /v1/models.
-  void ListModels(const replayer::CallInfo& call, bool anthropic_client, HttpResponder& out);
+  // A GET (`method`) of a kept answer over `api` (`wire`: a kFetch route,
+  // StoredResponses::fetch_route): 405 for another method, 404 for a path
+  // with no id or more than one segment after the route's prefix.
+  void GetResponse(const provider::Codec& api, const replayer::CallInfo& call,
+                   absl::string_view method, const provider::CallRoute& wire,
+                   HttpResponder& out);
+  // GET /v1/models, in the shape of `client`'s API.
+  void ListModels(const replayer::CallInfo& call, const provider::Codec& client,
+                  HttpResponder& out);
 
   HttpApiOptions options_;
   recorder::Redactor default_redactor_;

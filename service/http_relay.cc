@@ -9,7 +9,7 @@
 #include "base/http_status.h"
 #include "base/log.h"
 #include "nlohmann/json.hpp"
-#include "recorder/stream.h"
+#include "provider/chunks.h"
 #include "service/http_render.h"
 #include "validation/json_bounds.h"
 #include "validation/utf8.h"
@@ -17,10 +17,10 @@
 namespace understudy {
 namespace service {
 
-Relay::Relay(WireApi api, bool stream, bool json_array_stream, replayer::Engine* engine,
+Relay::Relay(const provider::Codec& codec, bool stream, bool json_array_stream, replayer::Engine* engine,
              std::unique_ptr<replayer::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
              Clock* clock, std::function<void(const v1::Exchange&)> on_recorded)
-    : api_(api),
+    : codec_(codec),
       stream_(stream),
       json_array_stream_(json_array_stream),
       engine_(engine),
@@ -28,7 +28,7 @@ Relay::Relay(WireApi api, bool stream, bool json_array_stream, replayer::Engine*
       out_(std::move(out)),
       clock_(clock),
       on_recorded_(std::move(on_recorded)),
-      decoder_(WireStreamDecoder::For(api)) {}
+      decoder_(codec.NewDecoder()) {}
 
 void Relay::OnHead(int status, recorder::UpstreamHttpHeaders headers) {
   status_ = status;
@@ -47,7 +47,7 @@ void Relay::OnHead(int status, recorder::UpstreamHttpHeaders headers) {
   HttpHeaders out_headers = {{"content-type", content_type_}};
   out_headers.insert(out_headers.end(), relayed_.begin(), relayed_.end());
   const bool ok = status >= 200 && status < 300;
-  sse_ = IsEventStream(content_type_);
+  sse_ = provider::IsEventStream(content_type_);
   // Gemini's array stream comes as application/json: relayed element by
   // element all the same.
   streaming_ = stream_ && ok && (sse_ || (json_array_stream_ && !sse_));
@@ -109,12 +109,12 @@ void Relay::Event(
 
 absl::Status Relay::ResponseStatus() {
   if (status_ >= 200 && status_ < 300) {
-    absl::StatusOr<v1::CompletionResponse> r = ParseResponse(api_, body_);
+    absl::StatusOr<v1::CompletionResponse> r = codec_.ParseResponse(body_);
     if (r.ok()) {
       *exchange_.mutable_response() = std::move(*r);
     } else {
       Log(LogLevel::kWarning, "upstream_response_not_understood",
-          {{"provider", std::string(UpstreamName(api_))}, {"status", r.status().ToString()}});
+          {{"provider", std::string(codec_.upstream())}, {"status", r.status().ToString()}});
     }
     return absl::OkStatus();
   }
@@ -154,7 +154,7 @@ void Relay::OnDone(absl::Status transport) {
   absl::Status status = transport;
   if (transport.ok()) {
     if (streaming_) {
-      *exchange_.mutable_response() = recorder::AssembleResponse(exchange_.chunks());
+      *exchange_.mutable_response() = provider::AssembleResponse(exchange_.chunks());
       if (!stream_error_.ok()) status = stream_error_;
     } else {
       native()->set_response_body(body_);
@@ -162,7 +162,7 @@ void Relay::OnDone(absl::Status transport) {
     }
   }
   std::unique_ptr<replayer::ForwardTicket> ticket = std::move(ticket_);
-  const std::string upstream(UpstreamName(api_));
+  const std::string upstream(codec_.upstream());
   if (!transport.ok()) {
     // An outage or a client that went away: nothing is recorded.
     Log(LogLevel::kWarning, "upstream_failed",
@@ -174,7 +174,7 @@ void Relay::OnDone(absl::Status transport) {
     } else {
       absl::Status shown(transport.code(),
                          absl::StrCat("upstream ", upstream, ": ", transport.message()));
-      RespondError(api_, shown, *out_);
+      RespondError(codec_, shown, *out_);
     }
     engine_->FinishForward(std::move(ticket), std::move(exchange_), transport,
                            [](absl::Status) {});
@@ -187,13 +187,13 @@ void Relay::OnDone(absl::Status transport) {
   headers.insert(headers.end(), relayed_.begin(), relayed_.end());
   std::string body = body_;
   std::string held = std::move(held_);
-  WireApi api = api_;
+  const provider::Codec* codec = &codec_;
   // What the commit callback needs of the exchange once it is moved away.
   std::shared_ptr<v1::Exchange> seen;
   if (on_recorded_ && status.ok()) seen = std::make_shared<v1::Exchange>(exchange_);
   engine_->FinishForward(
       std::move(ticket), std::move(exchange_), status,
-      [out, streaming, http_status, headers = std::move(headers), body = std::move(body), api,
+      [out, streaming, http_status, headers = std::move(headers), body = std::move(body), codec,
        status, held = std::move(held), seen, on_recorded = on_recorded_](
           absl::Status committed) mutable {
         // The answer ends only once it is recorded. `committed` is the
@@ -209,7 +209,7 @@ void Relay::OnDone(absl::Status transport) {
           }
           return;
         }
-        if (recording_failed) return RespondError(api, committed, *out);
+        if (recording_failed) return RespondError(*codec, committed, *out);
         out->Respond(http_status, std::move(headers), std::move(body));
       });
 }

@@ -13,12 +13,12 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "provider/codec.h"
 #include "provider/json_array_stream.h"
 #include "provider/sse.h"
 #include "recorder/http_upstream.h"
 #include "replayer/engine.h"
 #include "service/http_server.h"
-#include "service/http_wire.h"
 
 namespace understudy {
 namespace service {
@@ -37,7 +37,7 @@ class Relay final : public recorder::UpstreamHttpObserver {
   // `json_array_stream`: a Gemini stream without alt=sse. `on_recorded`
   // (may be empty) sees the exchange as committed, before the caller gets
   // the end of the answer.
-  Relay(WireApi api, bool stream, bool json_array_stream, replayer::Engine* engine,
+  Relay(const provider::Codec& codec, bool stream, bool json_array_stream, replayer::Engine* engine,
         std::unique_ptr<replayer::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
         Clock* clock, std::function<void(const v1::Exchange&)> on_recorded);
 
@@ -58,7 +58,7 @@ class Relay final : public recorder::UpstreamHttpObserver {
   // canonical form.
   absl::Status ResponseStatus();
 
-  const WireApi api_;
+  const provider::Codec& codec_;
   const bool stream_;
   const bool json_array_stream_;
   replayer::Engine* const engine_;
@@ -78,7 +78,7 @@ class Relay final : public recorder::UpstreamHttpObserver {
   std::string held_;
   provider::SseParser parser_;
   provider::JsonArraySplitter splitter_;
-  std::unique_ptr<WireStreamDecoder> decoder_;
+  std::unique_ptr<provider::ChunkDecoder> decoder_;
   v1::Exchange exchange_;
   absl::Status failure_;
   absl::Status stream_error_;

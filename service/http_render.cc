@@ -7,7 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "base/http_status.h"
-#include "recorder/stream.h"
+#include "provider/chunks.h"
 #include "replayer/engine.h"
 
 namespace understudy {
@@ -108,25 +108,23 @@ std::string ErrorCodeFor(const absl::Status& status) {
   }
 }
 
-void RespondError(WireApi api, const absl::Status& status, HttpResponder& out) {
+void RespondError(const provider::Codec& codec, const absl::Status& status, HttpResponder& out) {
   HttpHeaders headers = {{"content-type", kJsonContentType}};
   if (status.GetPayload(replayer::kMissPayloadUrl).has_value()) {
     headers.emplace_back("x-understudy-error", "no_recording");
   }
   out.Respond(HttpStatusFor(status.code()), std::move(headers),
-              ErrorBody(api, status, ErrorCodeFor(status)));
+              codec.ErrorBody(status, ErrorCodeFor(status)));
 }
 
 bool IsReplayedHeader(absl::string_view name) {
-  return name == "x-request-id" || name == "request-id" || name == "retry-after" ||
-         name == "retry-after-ms" || name == "openai-processing-ms" ||
-         name == "openai-version" || absl::StartsWith(name, "x-ratelimit-") ||
-         absl::StartsWith(name, "anthropic-ratelimit-");
+  return provider::CodecRegistry::Builtin().ReplaysHeader(name);
 }
 
-void RenderRecorded(WireApi api, const v1::Exchange& ex, std::shared_ptr<const void> keepalive,
-                    const RenderContext& context, bool stream, double speed, absl::Time start,
-                    int64_t disconnect_after, HttpResponder& out) {
+void RenderRecorded(const provider::Codec& codec, const v1::Exchange& ex,
+                    std::shared_ptr<const void> keepalive, const provider::RenderContext& context,
+                    bool stream, double speed, absl::Time start, int64_t disconnect_after,
+                    HttpResponder& out) {
   if (disconnect_after == 0 || (disconnect_after > 0 && !stream)) return out.Abort();
   const auto finish = [&] {
     if (disconnect_after >= 0) {
@@ -137,11 +135,11 @@ void RenderRecorded(WireApi api, const v1::Exchange& ex, std::shared_ptr<const v
   };
   const size_t limit = disconnect_after < 0 ? SIZE_MAX : static_cast<size_t>(disconnect_after);
   const v1::NativeExchange& native = ex.native();
-  const bool same_api = ex.has_native() && native.provider() == NativeProvider(api);
-  // Gemini streams in two forms; recorded events replay only to a caller
-  // asking for the same one.
-  const bool same_form = api != WireApi::kGemini || context.call == nullptr ||
-                         IsEventStream(native.content_type()) == context.call->gemini_sse;
+  const bool same_api = ex.has_native() && native.provider() == codec.name();
+  // An API that streams in several forms replays recorded events only to a
+  // caller asking for the same one.
+  const bool same_form =
+      context.call == nullptr || codec.SameForm(*context.call, native.content_type());
   const std::string content_type =
       native.content_type().empty() ? std::string(kJsonContentType) : native.content_type();
   HttpHeaders headers = {{"content-type", content_type}};
@@ -163,14 +161,14 @@ void RenderRecorded(WireApi api, const v1::Exchange& ex, std::shared_ptr<const v
   }
   // Rendered from the canonical exchange.
   if (ex.has_error()) {
-    RespondError(api, absl::Status(static_cast<absl::StatusCode>(ex.error().code()),
-                                   ex.error().message()),
+    RespondError(codec, absl::Status(static_cast<absl::StatusCode>(ex.error().code()),
+                                     ex.error().message()),
                  out);
     return;
   }
   if (!stream) {
-    absl::StatusOr<std::string> body = RenderBody(api, ex.response(), context);
-    if (!body.ok()) return RespondError(api, body.status(), out);
+    absl::StatusOr<std::string> body = codec.RenderBody(ex.response(), context);
+    if (!body.ok()) return RespondError(codec, body.status(), out);
     out.Respond(200, {{"content-type", kJsonContentType}}, *std::move(body));
     return;
   }
@@ -178,20 +176,20 @@ void RenderRecorded(WireApi api, const v1::Exchange& ex, std::shared_ptr<const v
   std::unique_ptr<google::protobuf::RepeatedPtrField<v1::CompletionChunk>> owned;
   if (ex.chunks().empty()) {
     owned = std::make_unique<google::protobuf::RepeatedPtrField<v1::CompletionChunk>>();
-    *owned->Add() = recorder::ChunkFromResponse(ex.response());
+    *owned->Add() = provider::ChunkFromResponse(ex.response());
   }
   const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks =
       owned != nullptr ? *owned : ex.chunks();
-  RenderContext stream_context = context;
+  provider::RenderContext stream_context = context;
   // A streaming caller answered from a whole recorded body of this API: the
   // stream says what the body said (created, service tier, fingerprint).
   if (same_api && native.status() < 300) stream_context.recorded_body = native.response_body();
   absl::StatusOr<std::unique_ptr<provider::EventRenderer>> renderer =
-      StreamRenderer(api, chunks, stream_context);
-  if (!renderer.ok()) return RespondError(api, renderer.status(), out);
-  const bool json_array = api == WireApi::kGemini && context.call != nullptr &&
-                          !context.call->gemini_sse;
-  out.StartStream(200, {{"content-type", json_array ? kJsonContentType : kEventStreamContentType}});
+      codec.StreamRenderer(chunks, stream_context);
+  if (!renderer.ok()) return RespondError(codec, renderer.status(), out);
+  out.StartStream(200, {{"content-type", context.call != nullptr
+                                             ? codec.StreamContentType(*context.call)
+                                             : std::string(kEventStreamContentType)}});
   out.WriteFrom(std::make_shared<RenderedEvents>(std::move(keepalive), std::move(owned), chunks,
                                                  *std::move(renderer), limit, start, speed));
   finish();

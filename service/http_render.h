@@ -12,8 +12,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "provider/codec.h"
 #include "service/http_server.h"
-#include "service/http_wire.h"
 #include "understudy/v1/understudy.pb.h"
 
 namespace understudy {
@@ -28,18 +28,20 @@ inline constexpr char kEventStreamContentType[] = "text/event-stream; charset=ut
 // "understudy_upstream_unavailable", else "".
 std::string ErrorCodeFor(const absl::Status& status);
 
-// Answers `status` in `api`'s error shape with its HTTP status; a miss also
-// gets `x-understudy-error: no_recording`.
-void RespondError(WireApi api, const absl::Status& status, HttpResponder& out);
+// Answers `status` in `codec`'s error shape with its HTTP status; a miss
+// also gets `x-understudy-error: no_recording`.
+void RespondError(const provider::Codec& codec, const absl::Status& status, HttpResponder& out);
 
 // Response headers recorded and replayed: what SDKs read besides the body
-// (request ids, rate-limit state, retry hints). Framing headers are the
-// server's; anything else (cookies, account ids) stays out.
+// (request ids, rate-limit state, retry hints; provider::CodecRegistry::
+// ReplaysHeader). Framing headers are the server's; anything else (cookies,
+// account ids) stays out.
 bool IsReplayedHeader(absl::string_view name);
 
-// Answers from `ex` in `api`'s shape: its recorded bytes when it was recorded
-// over `api` in the form asked for (streamed or not; for Gemini also SSE or
-// JSON array), otherwise rendered from its canonical answer with `context`.
+// Answers from `ex` in `codec`'s shape: its recorded bytes when it was
+// recorded over the same API in the form asked for (streamed or not, and in
+// the stream form the route asks for: Codec::SameForm), otherwise rendered
+// from its canonical answer with `context`.
 // Stream events are paced by their recorded offsets when `speed` > 0,
 // counted from `start`. `disconnect_after` >= 0 drops the connection after
 // that many stream events (a whole response is never sent). `keepalive`
@@ -47,9 +49,10 @@ bool IsReplayedHeader(absl::string_view name);
 // recorded events are sent from it without a copy, a rendered stream is
 // rendered from it an event at a time as the client reads, so a client
 // that reads slowly holds a few events, however long the stream.
-void RenderRecorded(WireApi api, const v1::Exchange& ex, std::shared_ptr<const void> keepalive,
-                    const RenderContext& context, bool stream, double speed, absl::Time start,
-                    int64_t disconnect_after, HttpResponder& out);
+void RenderRecorded(const provider::Codec& codec, const v1::Exchange& ex,
+                    std::shared_ptr<const void> keepalive, const provider::RenderContext& context,
+                    bool stream, double speed, absl::Time start, int64_t disconnect_after,
+                    HttpResponder& out);
 
 }  // namespace service
 }  // namespace understudy

@@ -14,7 +14,7 @@
 #include "base/scheduler.h"
 #include "base/status_macros.h"
 #include "provider/mcp.h"
-#include "provider/responses.h"
+#include "provider/derived_id.h"
 #include "provider/sse.h"
 #include "validation/utf8.h"
 
@@ -196,7 +196,7 @@ std::string McpApi::NewSession(const std::string& run, const std::string& name,
   absl::MutexLock lock(&mu_);
   const std::string key = absl::StrCat(run, "\x1f", name);
   const int64_t n = ++session_counts_[key];
-  std::string id = provider::responses::DerivedId("mcp-", absl::StrCat(key, "\x1f", n));
+  std::string id = provider::DerivedId("mcp-", absl::StrCat(key, "\x1f", n));
   if (sessions_.size() >= kMaxSessions) sessions_.erase(sessions_.begin());
   auto session = std::make_shared<Session>();
   session->run = run;

@@ -1,5 +1,6 @@
 #include "service/server.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -21,6 +22,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
+#include "provider/codec.h"
 #include "recorder/grpc_upstream.h"
 #include "recorder/http_upstream.h"
 #include "recorder/redact.h"
@@ -49,9 +51,8 @@ struct Server::Parts {
   // After the store, which it uses; null without retention bounds.
   std::unique_ptr<store::Pruner> pruner;
   std::unique_ptr<recorder::GrpcUpstream> upstream;
-  std::unique_ptr<recorder::HttpUpstream> openai_upstream;
-  std::unique_ptr<recorder::HttpUpstream> anthropic_upstream;
-  std::unique_ptr<recorder::HttpUpstream> gemini_upstream;
+  // The model APIs' upstreams, by upstream name (--upstream NAME=URL).
+  std::map<std::string, std::unique_ptr<recorder::HttpUpstream>> model_upstreams;
   std::unique_ptr<recorder::Redactor> redactor;
   std::unique_ptr<replayer::Engine> engine;
   // Before http_api, which points at it; filled once both listeners are bound.
@@ -80,6 +81,16 @@ struct Server::Parts {
   bool shut_down ABSL_GUARDED_BY(mu) = false;
   absl::Status shutdown_status ABSL_GUARDED_BY(mu);
 };
+
+std::string UpstreamForms() {
+  std::vector<std::string> forms = {"grpc://HOST:PORT"};
+  for (const std::string& name : provider::CodecRegistry::Builtin().UpstreamNames()) {
+    forms.push_back(absl::StrCat(name, "=URL"));
+  }
+  const std::string last = forms.back();
+  forms.pop_back();
+  return absl::StrCat(absl::StrJoin(forms, ", "), " or ", last);
+}
 
 namespace {
 
@@ -263,9 +274,9 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (!options.http_listen.empty()) {
     HttpApiOptions api_options;
     api_options.engine = parts->engine.get();
-    api_options.openai_upstream = parts->openai_upstream.get();
-    api_options.anthropic_upstream = parts->anthropic_upstream.get();
-    api_options.gemini_upstream = parts->gemini_upstream.get();
+    for (const auto& [name, upstream] : parts->model_upstreams) {
+      api_options.upstreams[name] = upstream.get();
+    }
     api_options.redactor = parts->redactor.get();
     api_options.access = parts->access;
     McpApiOptions mcp_options;
@@ -427,16 +438,12 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
     }
     size_t eq = upstream.find('=');
     std::string name = upstream.substr(0, eq == std::string::npos ? 0 : eq);
-    std::unique_ptr<recorder::HttpUpstream>* slot =
-        name == "openai"      ? &parts->openai_upstream
-        : name == "anthropic" ? &parts->anthropic_upstream
-        : name == "gemini"    ? &parts->gemini_upstream
-                              : nullptr;
-    if (slot == nullptr) {
-      return bad(absl::InvalidArgumentError(absl::StrCat(
-          "--upstream \"", upstream,
-          "\": expected grpc://HOST:PORT, openai=URL, anthropic=URL or gemini=URL")));
+    const std::vector<std::string> known = provider::CodecRegistry::Builtin().UpstreamNames();
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      return bad(absl::InvalidArgumentError(
+          absl::StrCat("--upstream \"", upstream, "\": expected ", UpstreamForms())));
     }
+    std::unique_ptr<recorder::HttpUpstream>* slot = &parts->model_upstreams[name];
     if (*slot != nullptr) {
       return bad(absl::InvalidArgumentError(absl::StrCat("--upstream: more than one ", name, "=")));
     }
@@ -473,9 +480,7 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
   }
   engine_options->has_upstream = options.upstreams_from_mcp_proxies ||
                                  !parts->mcp_upstreams.empty() || parts->upstream != nullptr ||
-                                 parts->openai_upstream != nullptr ||
-                                 parts->anthropic_upstream != nullptr ||
-                                 parts->gemini_upstream != nullptr;
+                                 !parts->model_upstreams.empty();
   if (options.speed < 0) {
     return bad(absl::InvalidArgumentError("--speed: must be 0 (as fast as possible) or more"));
   }

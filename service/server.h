@@ -29,11 +29,12 @@ struct ServerOptions {
   std::string snapshot_of;
   // gRPC listen address; port 0 picks a free port (see grpc_address()).
   std::string listen = "127.0.0.1:7140";
-  // Provider HTTP listener (OpenAI and Anthropic APIs); "" for none; port 0
+  // Provider HTTP listener (the model APIs of provider/codecs.cc); "" for
+  // none; port 0
   // picks a free port (see http_address()).
   std::string http_listen;
-  // Upstream models for record/passthrough runs, each `grpc://HOST:PORT`,
-  // `openai=URL` or `anthropic=URL`.
+  // Upstream models for record/passthrough runs, each `grpc://HOST:PORT` or
+  // `NAME=URL`, NAME a model API's upstream name (UpstreamForms()).
   std::vector<std::string> upstreams;
   // MCP tool servers for record/passthrough runs, each `NAME=URL` (a
   // Streamable HTTP endpoint; see docs/mcp.md).
@@ -116,6 +117,11 @@ struct ServerOptions {
   std::function<HttpHandler(const std::string& grpc_address, const std::string& http_address)>
       own_mcp;
 };
+
+// The forms a --upstream value takes, as help and errors say them:
+// "grpc://HOST:PORT, A=URL, B=URL or C=URL", one NAME=URL per upstream name
+// of provider::CodecRegistry::Builtin(), in registration order.
+std::string UpstreamForms();
 
 // What a Server::Start error is about, so that a command line can tell a
 // bad flag value from a database it cannot open.

@@ -1,9 +1,9 @@
-#include "recorder/stream.h"
+#include "provider/chunks.h"
 
 #include <map>
 
 namespace understudy {
-namespace recorder {
+namespace provider {
 
 v1::CompletionResponse AssembleResponse(
     const google::protobuf::RepeatedPtrField<v1::CompletionChunk>& chunks) {
@@ -46,5 +46,5 @@ v1::CompletionChunk ChunkFromResponse(const v1::CompletionResponse& response) {
   return chunk;
 }
 
-}  // namespace recorder
+}  // namespace provider
 }  // namespace understudy

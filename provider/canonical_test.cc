@@ -1,9 +1,9 @@
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 
 #include "gtest/gtest.h"
 
 namespace understudy {
-namespace recorder {
+namespace provider {
 namespace {
 
 v1::CompletionRequest Request() {
@@ -112,5 +112,5 @@ TEST(CanonicalTest, DeeplyNestedArgumentsAreComparedAsTextWithoutCrashing) {
 }
 
 }  // namespace
-}  // namespace recorder
+}  // namespace provider
 }  // namespace understudy

@@ -1,11 +1,11 @@
-#include "recorder/canonical.h"
+#include "provider/canonical.h"
 
 #include <string>
 
 #include "validation/json_bounds.h"
 
 namespace understudy {
-namespace recorder {
+namespace provider {
 namespace {
 
 using nlohmann::json;
@@ -87,5 +87,5 @@ v1::CompletionRequest WithoutRouting(const v1::CompletionRequest& request) {
   return out;
 }
 
-}  // namespace recorder
+}  // namespace provider
 }  // namespace understudy

@@ -1,6 +1,6 @@
 // Conversions between a streamed answer (chunks) and a whole one (response).
-#ifndef UNDERSTUDY_RECORDER_STREAM_H_
-#define UNDERSTUDY_RECORDER_STREAM_H_
+#ifndef UNDERSTUDY_PROVIDER_CHUNKS_H_
+#define UNDERSTUDY_PROVIDER_CHUNKS_H_
 
 #include <vector>
 
@@ -8,7 +8,7 @@
 #include "understudy/v1/completion.pb.h"
 
 namespace understudy {
-namespace recorder {
+namespace provider {
 
 // The response a client would have got had it not streamed: text fragments
 // concatenated, tool-call fragments joined per index (id and name from the
@@ -22,7 +22,7 @@ v1::CompletionResponse AssembleResponse(
 // caller answered from a unary recording.
 v1::CompletionChunk ChunkFromResponse(const v1::CompletionResponse& response);
 
-}  // namespace recorder
+}  // namespace provider
 }  // namespace understudy
 
-#endif  // UNDERSTUDY_RECORDER_STREAM_H_
+#endif  // UNDERSTUDY_PROVIDER_CHUNKS_H_

@@ -1,9 +1,9 @@
-#include "recorder/stream.h"
+#include "provider/chunks.h"
 
 #include "gtest/gtest.h"
 
 namespace understudy {
-namespace recorder {
+namespace provider {
 namespace {
 
 TEST(StreamTest, ParallelToolCallFragmentsAreJoinedPerIndex) {
@@ -64,5 +64,5 @@ TEST(StreamTest, ChunkFromResponseRoundTrips) {
 }
 
 }  // namespace
-}  // namespace recorder
+}  // namespace provider
 }  // namespace understudy

@@ -8,8 +8,8 @@
 // fields with no canonical equivalent) are part of it, parsed like the
 // arguments, under the key "extra". Routing fields (`run`, `agent`) and
 // empty fields are left out: they never change the model's answer.
-#ifndef UNDERSTUDY_RECORDER_CANONICAL_H_
-#define UNDERSTUDY_RECORDER_CANONICAL_H_
+#ifndef UNDERSTUDY_PROVIDER_CANONICAL_H_
+#define UNDERSTUDY_PROVIDER_CANONICAL_H_
 
 #include <string>
 
@@ -17,7 +17,7 @@
 #include "understudy/v1/completion.pb.h"
 
 namespace understudy {
-namespace recorder {
+namespace provider {
 
 // The canonical form as a JSON value. Thread-safe; never fails: text that
 // should be JSON but is not (malformed tool arguments) is kept as a string.
@@ -30,7 +30,7 @@ std::string CanonicalText(const v1::CompletionRequest& request);
 // `request` without its routing fields, as forwarded upstream and stored.
 v1::CompletionRequest WithoutRouting(const v1::CompletionRequest& request);
 
-}  // namespace recorder
+}  // namespace provider
 }  // namespace understudy
 
-#endif  // UNDERSTUDY_RECORDER_CANONICAL_H_
+#endif  // UNDERSTUDY_PROVIDER_CANONICAL_H_

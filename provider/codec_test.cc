@@ -1,0 +1,149 @@
+#include "provider/codec.h"
+
+#include <string>
+#include <vector>
+
+#include "base/status_matchers.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace understudy {
+namespace provider {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+const CodecRegistry& Codecs() { return CodecRegistry::Builtin(); }
+
+TEST(CodecRegistryTest, NamesEveryApiOnceWithItsUpstream) {
+  for (const char* name :
+       {"openai", "openai-responses", "openai-embeddings", "anthropic", "gemini"}) {
+    const Codec* codec = Codecs().Find(name);
+    ASSERT_NE(codec, nullptr) << name;
+    EXPECT_EQ(codec->name(), name);
+  }
+  EXPECT_EQ(Codecs().Find("ollama"), nullptr);
+  EXPECT_THAT(Codecs().UpstreamNames(), ElementsAre("openai", "anthropic", "gemini"));
+  EXPECT_EQ(Codecs().Default().name(), "openai");
+}
+
+TEST(CodecRegistryTest, RoutesPathsToTheirApi) {
+  EXPECT_EQ(Codecs().ForPath("/v1/chat/completions")->name(), "openai");
+  EXPECT_EQ(Codecs().ForPath("/v1/responses")->name(), "openai-responses");
+  EXPECT_EQ(Codecs().ForPath("/v1/responses/resp_1")->name(), "openai-responses");
+  EXPECT_EQ(Codecs().ForPath("/v1/embeddings")->name(), "openai-embeddings");
+  EXPECT_EQ(Codecs().ForPath("/v1/messages")->name(), "anthropic");
+  EXPECT_EQ(Codecs().ForPath("/v1beta/models/g:generateContent")->name(), "gemini");
+  EXPECT_EQ(Codecs().ForPath("/v1/models/g:streamGenerateContent")->name(), "gemini");
+  EXPECT_EQ(Codecs().ForPath("/v1/models"), nullptr);
+  EXPECT_EQ(Codecs().ForPath("/v1/models/g"), nullptr);
+  EXPECT_EQ(Codecs().ForPath("/v2/other"), nullptr);
+  EXPECT_EQ(Codecs().NormalizePath("/messages"), "/v1/messages");
+  EXPECT_EQ(Codecs().NormalizePath("/v1/chat/completions"), "/v1/chat/completions");
+}
+
+TEST(CodecRegistryTest, ListsRoutesInRegistrationOrder) {
+  EXPECT_THAT(Codecs().Routes(),
+              ElementsAre("POST /v1/chat/completions", "POST /v1/responses",
+                          "GET /v1/responses/{id}", "POST /v1/embeddings",
+                          "POST /v1/messages (also /messages)",
+                          "POST /v1beta/models/{model}:generateContent",
+                          "POST /v1beta/models/{model}:streamGenerateContent"));
+}
+
+TEST(CodecRegistryTest, TellsClientsApartByTheirHeader) {
+  const auto none = [](absl::string_view) { return absl::string_view(); };
+  const auto versioned = [](absl::string_view name) {
+    return name == "anthropic-version" ? absl::string_view("2023-06-01") : absl::string_view();
+  };
+  EXPECT_EQ(Codecs().ForClient(none).name(), "openai");
+  EXPECT_EQ(Codecs().ForClient(versioned).name(), "anthropic");
+}
+
+TEST(CodecRegistryTest, ReplaysCommonAndApiHeaders) {
+  for (const char* name : {"x-request-id", "request-id", "retry-after", "retry-after-ms",
+                           "openai-processing-ms", "openai-version", "x-ratelimit-limit-requests",
+                           "anthropic-ratelimit-tokens-limit"}) {
+    EXPECT_TRUE(Codecs().ReplaysHeader(name)) << name;
+  }
+  EXPECT_FALSE(Codecs().ReplaysHeader("set-cookie"));
+}
+
+TEST(GeminiRouteTest, ReadsModelAndStreamFormFromThePath) {
+  const Codec& gemini = *Codecs().Find("gemini");
+  absl::StatusOr<CallRoute> whole =
+      gemini.Route("POST", "/v1beta/models/models/g-1:generateContent", "key=k");
+  ASSERT_THAT(whole, IsOk());
+  EXPECT_EQ(whole->model, "g-1");
+  EXPECT_EQ(whole->framing, StreamFraming::kNone);
+  EXPECT_EQ(gemini.RecordedPath(*whole), "/v1beta/models/models/g-1:generateContent");
+  EXPECT_EQ(gemini.ForwardPath(*whole), "/v1beta/models/models/g-1:generateContent?key=k");
+
+  absl::StatusOr<CallRoute> sse =
+      gemini.Route("POST", "/v1beta/models/g:streamGenerateContent", "alt=sse&key=k");
+  ASSERT_THAT(sse, IsOk());
+  EXPECT_EQ(sse->framing, StreamFraming::kSse);
+  EXPECT_EQ(gemini.RecordedPath(*sse), "/v1beta/models/g:streamGenerateContent?alt=sse");
+  EXPECT_EQ(gemini.StreamContentType(*sse), "text/event-stream; charset=utf-8");
+
+  absl::StatusOr<CallRoute> array = gemini.Route("POST", "/v1/models/g:streamGenerateContent", "");
+  ASSERT_THAT(array, IsOk());
+  EXPECT_EQ(array->framing, StreamFraming::kJsonArray);
+  EXPECT_EQ(gemini.StreamContentType(*array), "application/json");
+  EXPECT_TRUE(gemini.SameForm(*array, "application/json"));
+  EXPECT_FALSE(gemini.SameForm(*array, "text/event-stream"));
+
+  absl::StatusOr<ParsedRequest> parsed =
+      gemini.ParseRequest(*array, R"({"contents":[{"parts":[{"text":"hi"}]}]})");
+  ASSERT_THAT(parsed, IsOk());
+  EXPECT_EQ(parsed->canonical.model(), "g");
+  EXPECT_TRUE(parsed->stream);
+  EXPECT_TRUE(parsed->json_array_stream);
+}
+
+TEST(GeminiRouteTest, RefusesOtherMethodsAndEmptyModels) {
+  const Codec& gemini = *Codecs().Find("gemini");
+  EXPECT_THAT(gemini.Route("POST", "/v1beta/models/g:countTokens", "").status(),
+              StatusIs(absl::StatusCode::kNotFound, HasSubstr("not \"countTokens\"")));
+  EXPECT_THAT(gemini.Route("POST", "/v1beta/models/models/:generateContent", "").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("model name")));
+}
+
+TEST(StoredResponsesTest, FetchRouteAndIds) {
+  const Codec& responses = *Codecs().Find("openai-responses");
+  absl::StatusOr<CallRoute> fetch = responses.Route("GET", "/v1/responses/resp_9", "");
+  ASSERT_THAT(fetch, IsOk());
+  EXPECT_EQ(fetch->kind, CallRoute::Kind::kFetch);
+  EXPECT_EQ(fetch->resource_id, "resp_9");
+  EXPECT_EQ(responses.Route("POST", "/v1/responses", "")->kind, CallRoute::Kind::kGenerate);
+
+  const StoredResponses* stored = responses.stored();
+  ASSERT_NE(stored, nullptr);
+  EXPECT_EQ(Codecs().Find("openai")->stored(), nullptr);
+  v1::CompletionRequest request;
+  request.set_model("m");
+  v1::Exchange recorded;
+  recorded.mutable_response()->set_id("resp_abc");
+  EXPECT_EQ(stored->IdFor(request, recorded), "resp_abc");
+  v1::Exchange scripted;
+  scripted.mutable_response()->mutable_message()->set_content("hi");
+  const std::string derived = stored->IdFor(request, scripted);
+  EXPECT_TRUE(stored->IsOwnId(derived)) << derived;
+  EXPECT_EQ(stored->IdFor(request, scripted), derived);
+}
+
+TEST(CodecErrorTest, RefusalsTakeEachApisShape) {
+  EXPECT_THAT(Codecs().Default().RequestErrorBody(413, "too big"),
+              HasSubstr(R"("code":"body_too_large")"));
+  EXPECT_THAT(Codecs().Find("openai-embeddings")->RequestErrorBody(400, "bad"),
+              HasSubstr(R"("code":"bad_request")"));
+  EXPECT_THAT(Codecs().Find("anthropic")->RequestErrorBody(400, "bad"),
+              HasSubstr(R"("type":"error")"));
+  EXPECT_THAT(Codecs().Find("gemini")->RequestErrorBody(400, "bad"),
+              HasSubstr(R"("status":"INVALID_ARGUMENT")"));
+}
+
+}  // namespace
+}  // namespace provider
+}  // namespace understudy

@@ -1,0 +1,27 @@
+// The one place the model APIs are registered (provider/codec.h). The
+// first is the default: requests no route names are answered in its shape.
+#include "provider/anthropic.h"
+#include "provider/codec.h"
+#include "provider/embeddings.h"
+#include "provider/gemini.h"
+#include "provider/openai.h"
+#include "provider/responses.h"
+
+namespace understudy {
+namespace provider {
+
+const CodecRegistry& CodecRegistry::Builtin() {
+  static const CodecRegistry* const registry = [] {
+    auto* r = new CodecRegistry();
+    r->Register(openai::NewCodec());
+    r->Register(responses::NewCodec());
+    r->Register(embeddings::NewCodec());
+    r->Register(anthropic::NewCodec());
+    r->Register(gemini::NewCodec());
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace provider
+}  // namespace understudy

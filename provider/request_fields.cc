@@ -1,0 +1,102 @@
+#include "provider/request_fields.h"
+
+#include <utility>
+
+#include "base/status_macros.h"
+
+namespace understudy {
+namespace provider {
+namespace {
+
+absl::Status ReadStop(const Json& stop, absl::string_view key, bool string_too,
+                      v1::SamplingParams* params) {
+  if (string_too && stop.is_string()) {
+    params->add_stop(stop.get<std::string>());
+    return absl::OkStatus();
+  }
+  if (!stop.is_array()) {
+    return ExpectedError(key, string_too ? "a string or an array of strings" : "an array of strings",
+                         stop);
+  }
+  for (size_t i = 0; i < stop.size(); ++i) {
+    const Json& s = stop[i];
+    if (!s.is_string()) return ExpectedError(JoinPath(key, i), "a string", s);
+    params->add_stop(s.get<std::string>());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ReadSampling(const Json& object, std::initializer_list<SamplingField> fields,
+                          v1::SamplingParams* params) {
+  using Kind = SamplingField::Kind;
+  for (const SamplingField& field : fields) {
+    const Json* v = FindMember(object, field.key);
+    if (v == nullptr) continue;
+    switch (field.kind) {
+      case Kind::kTemperature: {
+        US_ASSIGN_OR_RETURN(double t, JsonToDouble(*v, field.key));
+        params->set_temperature(t);
+        break;
+      }
+      case Kind::kTopP: {
+        US_ASSIGN_OR_RETURN(double p, JsonToDouble(*v, field.key));
+        params->set_top_p(p);
+        break;
+      }
+      case Kind::kMaxTokens: {
+        US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, field.key));
+        params->set_max_tokens(n);
+        break;
+      }
+      case Kind::kSeed: {
+        US_ASSIGN_OR_RETURN(int64_t seed, JsonToInt64(*v, field.key));
+        params->set_seed(seed);
+        break;
+      }
+      case Kind::kStopArray:
+      case Kind::kStop:
+        US_RETURN_IF_ERROR(ReadStop(*v, field.key, field.kind == Kind::kStop, params));
+        break;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParseTextParts(const Json* value, const std::string& path,
+                            std::initializer_list<absl::string_view> text_types,
+                            bool (*is_plain)(const Json& part), absl::string_view extra_key,
+                            v1::Message* message, Json* extra) {
+  if (value == nullptr) return absl::OkStatus();
+  if (value->is_string()) {
+    message->set_content(value->get<std::string>());
+    return absl::OkStatus();
+  }
+  if (!value->is_array()) {
+    return ExpectedError(path, "a string or an array of content parts", *value);
+  }
+  std::string text;
+  bool text_only = true;
+  for (size_t i = 0; i < value->size(); ++i) {
+    const Json& part = (*value)[i];
+    const std::string part_path = JoinPath(path, i);
+    if (!part.is_object()) return ExpectedError(part_path, "a content part object", part);
+    std::string type;
+    US_RETURN_IF_ERROR(ReadRequiredString(part, "type", part_path, &type));
+    if (absl::c_linear_search(text_types, type)) {
+      std::string part_text;
+      US_RETURN_IF_ERROR(ReadRequiredString(part, "text", part_path, &part_text));
+      text += part_text;
+      text_only = text_only && is_plain(part);
+    } else {
+      text_only = false;
+    }
+  }
+  message->set_content(std::move(text));
+  if (!text_only) (*extra)[std::string(extra_key)] = *value;
+  return absl::OkStatus();
+}
+
+}  // namespace provider
+}  // namespace understudy
