@@ -5,6 +5,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/env.h"
 #include "base/status_macros.h"
 #include "grpcpp/client_context.h"
 #include "replayer/engine.h"
@@ -42,7 +43,7 @@ absl::Status FromGrpc(const grpc::Status& status, absl::string_view what) {
 }
 
 void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
-  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  context->set_deadline(absl::ToChronoTime(Env::Default()->Now() + timeout));
 }
 
 }  // namespace
