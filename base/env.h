@@ -34,7 +34,9 @@ class Env {
   virtual void ScheduleAt(absl::Time when, std::function<void()> f) = 0;
 
   // ScheduleAt(Now() + d, f).
-  void ScheduleAfter(absl::Duration d, std::function<void()> f) { ScheduleAt(Now() + d, std::move(f)); }
+  void ScheduleAfter(absl::Duration d, std::function<void()> f) {
+    ScheduleAt(Now() + d, std::move(f));
+  }
 
   // The process-wide Env on real time, its timers on one background thread
   // started on first use. Never deleted.

@@ -230,8 +230,8 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
         }
       }
       US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, &exchange->response(),
-                                                     absl::OkStatus(), AnswerSource::kPlaybook, 0, streamed,
-                                                     attrs)));
+                                                     absl::OkStatus(), AnswerSource::kPlaybook, 0,
+                                                     streamed, attrs)));
       run->ObserveAnswer(call.agent, exchange->response());
       const v1::Exchange* answer = exchange.get();
       decision.what = ReplyFromExchange{std::move(exchange), answer};
@@ -278,13 +278,17 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
   if (mode != v1::RUN_MODE_REPLAY && decision.disconnect_after >= 0) {
     // Nothing is forwarded: the connection drops before the upstream is asked.
     US_RETURN_IF_ERROR(run->Answered(
-        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), AnswerSource::kRule, 0, streamed, attrs)));
+        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), AnswerSource::kRule, 0,
+                      streamed, attrs)));
     decision.what = DropConnection{};
     decision.source = AnswerSource::kRule;
     return decision;
   }
   if (mode != v1::RUN_MODE_REPLAY) {
-    if (debug) Log(LogLevel::kDebug, "answer", {{"run", run->id()}, {"source", std::string(SourceName(AnswerSource::kUpstream))}});
+    if (debug) {
+      Log(LogLevel::kDebug, "answer",
+          {{"run", run->id()}, {"source", std::string(SourceName(AnswerSource::kUpstream))}});
+    }
     US_ASSIGN_OR_RETURN(std::unique_ptr<ForwardTicket> ticket,
                         NewTicket(run, call, request, streamed));
     ticket->extra_ = std::move(attrs);
@@ -295,7 +299,10 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
 
   // 4. The scenario's default.
   if (fallback.has_value()) {
-    if (debug) Log(LogLevel::kDebug, "answer", {{"run", run->id()}, {"source", std::string(SourceName(AnswerSource::kDefault))}});
+    if (debug) {
+      Log(LogLevel::kDebug, "answer",
+          {{"run", run->id()}, {"source", std::string(SourceName(AnswerSource::kDefault))}});
+    }
     const Step step = ResolveStep(*fallback, run->NextDefaultUse());
     US_ASSIGN_OR_RETURN(bool answered,
                         Perform(run, call, request, streamed, step, AnswerSource::kDefault,
@@ -307,7 +314,8 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
   // scripted delay comes first.
   if (decision.disconnect_after >= 0) {
     US_RETURN_IF_ERROR(run->Answered(
-        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), AnswerSource::kRule, 0, streamed, attrs)));
+        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), AnswerSource::kRule, 0,
+                      streamed, attrs)));
     decision.what = DropConnection{};
     decision.source = AnswerSource::kRule;
     return decision;

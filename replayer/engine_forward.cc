@@ -77,8 +77,8 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
   if (!record) {
     v1::TraceEvent event =
         ExchangeEvent(exchange.agent(), exchange.request(),
-                      exchange.has_response() ? &exchange.response() : nullptr, traced, AnswerSource::kUpstream,
-                      0, exchange.streamed(), ticket->extra_);
+                      exchange.has_response() ? &exchange.response() : nullptr, traced,
+                      AnswerSource::kUpstream, 0, exchange.streamed(), ticket->extra_);
     run->EndForward(nullptr, status.ok(), &event);
     done(status);
     return;

@@ -91,7 +91,9 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
     if (const ScriptedError* error = decision->As<ScriptedError>()) {
       return sink->OnFinish(error->status);
     }
-    if (const MissAfterDelay* miss = decision->As<MissAfterDelay>()) return sink->OnFinish(miss->status);
+    if (const MissAfterDelay* miss = decision->As<MissAfterDelay>()) {
+      return sink->OnFinish(miss->status);
+    }
     if (const HangUntilReleased* hang = decision->As<HangUntilReleased>()) {
       return hang->hang->Wait([sink](absl::Status s) { sink->OnFinish(s); });
     }

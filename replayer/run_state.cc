@@ -195,8 +195,8 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
         Attributes with_latency = extra;
         with_latency.emplace_back("understudy.recorded_latency_ms",
                                   absl::StrFormat("%.3f", ex.latency_micros() / 1000.0));
-        EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status, AnswerSource::kRecording,
-                                 ex.seq(), streamed, with_latency));
+        EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status,
+                                 AnswerSource::kRecording, ex.seq(), streamed, with_latency));
         return &ex;
       }
       EmitReplayedLocked(call.agent, request, exact_bytes != nullptr &&
@@ -253,8 +253,8 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
   run_.set_served(run_.served() + 1);
   absl::Status status =
       fallback->has_error() ? StatusFromRecorded(fallback->error()) : absl::OkStatus();
-  EmitReplayedLocked(call.agent, request, /*exact=*/false, *fallback, status, AnswerSource::kClosestRecording,
-                     streamed, extra);
+  EmitReplayedLocked(call.agent, request, /*exact=*/false, *fallback, status,
+                     AnswerSource::kClosestRecording, streamed, extra);
   return fallback;
 }
 

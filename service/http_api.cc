@@ -446,7 +446,8 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   pending->request = std::move(request);
   if (pending->decision.delay <= absl::ZeroDuration()) return Answer(std::move(pending), out);
   // A scripted delay: the answer (or the forwarding) starts afterwards.
-  options_.env->ScheduleAfter(pending->decision.delay, [this, pending, out] { Answer(pending, out); });
+  options_.env->ScheduleAfter(pending->decision.delay,
+                              [this, pending, out] { Answer(pending, out); });
 }
 
 void HttpApi::Remember(const Pending& pending, const v1::Exchange& ex, std::string id,
@@ -567,8 +568,8 @@ void HttpApi::Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpIn
   }
   auto relay = std::make_shared<Relay>(api, pending->parsed.stream,
                                        pending->parsed.json_array_stream, options_.engine,
-                                       std::move(pending->decision.As<replayer::ForwardUpstream>()->ticket), out, options_.env,
-                                       std::move(on_recorded));
+                                       std::move(pending->decision.As<replayer::ForwardUpstream>()->ticket),
+                                       out, options_.env, std::move(on_recorded));
   v1::NativeExchange* native = relay->native();
   native->set_provider(std::string(NativeProvider(api)));
   // The path as recorded: no query, but for Gemini's stream form (never its

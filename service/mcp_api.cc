@@ -394,7 +394,8 @@ void McpApi::Handle(replayer::CallInfo call, std::string name, HttpRequest reque
   pending->event_stream = AcceptsEventStream(request);
   pending->request = std::move(request);
   if (pending->decision.delay <= absl::ZeroDuration()) return Answer(std::move(pending), out);
-  options_.env->ScheduleAfter(pending->decision.delay, [this, pending, out] { Answer(pending, out); });
+  options_.env->ScheduleAfter(pending->decision.delay,
+                              [this, pending, out] { Answer(pending, out); });
 }
 
 void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpResponder> out) {
