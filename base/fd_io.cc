@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/env.h"
 
 namespace understudy {
 
@@ -114,7 +115,7 @@ absl::Status WaitUntilRead(int fd, absl::Time deadline, int wake) {
   for (;;) {
     const absl::StatusOr<size_t> unread = UnreadBytes(fd);
     if (!unread.ok() || *unread == 0) return absl::OkStatus();
-    const absl::Duration left = deadline - absl::Now();
+    const absl::Duration left = deadline - Env::Default()->Now();
     if (left <= absl::ZeroDuration()) {
       return absl::DeadlineExceededError(
           absl::StrCat(*unread, " bytes written were not read in time"));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/env.h"
 #include "nlohmann/json.hpp"
 
 namespace understudy {
@@ -69,7 +70,7 @@ bool ParseLogFormat(absl::string_view text, LogFormat* format) {
 
 void Log(LogLevel level, absl::string_view event, std::initializer_list<LogField> fields) {
   if (static_cast<int>(level) < g_level.load()) return;
-  std::string time = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
+  std::string time = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", Env::Default()->Now(), absl::UTCTimeZone());
   std::string line;
   if (static_cast<LogFormat>(g_format.load()) == LogFormat::kJson) {
     nlohmann::ordered_json j;

@@ -23,6 +23,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "base/env.h"
 #include "base/fd_io.h"
 #include "base/text.h"
 
@@ -166,7 +167,7 @@ void ChildProcess::CloseStdin() {
 
 std::optional<int> ChildProcess::WaitFor(absl::Duration timeout) {
   const absl::Time deadline =
-      timeout == absl::InfiniteDuration() ? absl::InfiniteFuture() : absl::Now() + timeout;
+      timeout == absl::InfiniteDuration() ? absl::InfiniteFuture() : Env::Default()->Now() + timeout;
   absl::Duration backoff = absl::Milliseconds(1);
   for (;;) {
     {
@@ -183,13 +184,13 @@ std::optional<int> ChildProcess::WaitFor(absl::Duration timeout) {
         return wait_status_;
       }
     }
-    const absl::Duration left = deadline - absl::Now();
+    const absl::Duration left = deadline - Env::Default()->Now();
     if (left <= absl::ZeroDuration()) return std::nullopt;
     if (pidfd_ >= 0) {
       pollfd p = {pidfd_, POLLIN, 0};
       ::poll(&p, 1, PollMs(left));
     } else {
-      absl::SleepFor(std::min(backoff, left));
+      Env::Default()->SleepFor(std::min(backoff, left));
       backoff = std::min(backoff * 2, absl::Milliseconds(50));
     }
   }
@@ -252,7 +253,7 @@ std::string CommandResult::Describe() const {
 
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          const RunOptions& options) {
-  const absl::Time start = absl::Now();
+  const absl::Time start = Env::Default()->Now();
   const absl::Time deadline = options.timeout == absl::InfiniteDuration()
                                   ? absl::InfiniteFuture()
                                   : start + options.timeout;
@@ -282,7 +283,7 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
       status = child.WaitFor(absl::ZeroDuration());
       if (status.has_value()) break;
     }
-    const absl::Duration left = deadline - absl::Now();
+    const absl::Duration left = deadline - Env::Default()->Now();
     if (left <= absl::ZeroDuration()) {
       result.timed_out = true;
       break;
@@ -366,12 +367,12 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
     }
   } else {
     // (poll failing is the only other way out of the loop.)
-    if (!status.has_value()) status = child.WaitFor(std::max(deadline - absl::Now(), absl::ZeroDuration()));
+    if (!status.has_value()) status = child.WaitFor(std::max(deadline - Env::Default()->Now(), absl::ZeroDuration()));
     // The leader is gone; nothing it left behind outlives the run.
     child.Signal(SIGKILL);
   }
   result.wait_status = status.value_or(kUnknownExit);
-  result.elapsed = absl::Now() - start;
+  result.elapsed = Env::Default()->Now() - start;
   return result;
 }
 

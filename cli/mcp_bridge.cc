@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "base/env.h"
 #include "base/log.h"
 #include "base/subprocess.h"
 #include "base/fd_io.h"
@@ -87,7 +88,7 @@ class StdioBridge::Impl {
     Log(LogLevel::kInfo, "mcp_server_stopped",
         {{"command", command_},
          {"how", status.has_value() ? ChildProcess::DescribeExit(*status) : "did not end"}});
-    if (server_ != nullptr) server_->Shutdown(absl::Now() + absl::Seconds(1));
+    if (server_ != nullptr) server_->Shutdown(Env::Default()->Now() + absl::Seconds(1));
   }
 
  private:

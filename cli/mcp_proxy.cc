@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "base/env.h"
 #include "base/log.h"
 #include "base/fd_io.h"
 #include "cli/mcp_bridge.h"
@@ -284,7 +285,7 @@ class McpProxy::Impl {
     }
     Answer answer = Post(m, upstream, /*first=*/true);
     if (answer.transport.ok() && answer.status == 409 &&
-        absl::StrContains(answer.body, "start_upstream") && upstream == "lazy") {
+        mcp::ProxySignalOf(answer.body) == mcp::ProxySignal::kStartUpstream && upstream == "lazy") {
       absl::StatusOr<std::string> url = EnsureBridge();
       if (!url.ok()) {
         Fail(m, absl::StrCat("understudy mcp-proxy: cannot start the MCP server: ",
@@ -600,7 +601,7 @@ class McpProxy::Impl {
   // The end: drain, end the session, end the real server.
   void Finish() {
     pool_.Interrupt();
-    if (!pool_.WaitIdle(absl::Now() + options_.drain_timeout)) {
+    if (!pool_.WaitIdle(Env::Default()->Now() + options_.drain_timeout)) {
       Log(LogLevel::kWarning, "mcp_proxy_drain_cut",
           {{"in_flight", absl::StrCat(pool_.in_flight())}});
       {
@@ -608,7 +609,7 @@ class McpProxy::Impl {
         cancelling_ = true;
         for (auto& [key, call] : calls_) call->Cancel();
       }
-      if (!pool_.WaitIdle(absl::Now() + absl::Seconds(2))) {
+      if (!pool_.WaitIdle(Env::Default()->Now() + absl::Seconds(2))) {
         // Writers stuck on an agent that does not read stdout any more.
         abandon_output_.Wake();
       }
@@ -623,7 +624,7 @@ class McpProxy::Impl {
       request.method = "DELETE";
       request.path = path_;
       request.headers = Headers();
-      request.deadline = absl::Now() + absl::Seconds(2);
+      request.deadline = Env::Default()->Now() + absl::Seconds(2);
       const Answer answer = Send(std::move(request), nullptr, /*first=*/false);
       if (!answer.transport.ok() || answer.status >= 300) {
         Log(LogLevel::kWarning, "mcp_proxy_session_end_failed",
@@ -667,7 +668,7 @@ class McpProxy::Impl {
   // under out_mu_: other answers' lines go on meanwhile.
   void AwaitRead() {
     const absl::Status read =
-        WaitUntilRead(options_.output_fd, absl::Now() + options_.read_wait,
+        WaitUntilRead(options_.output_fd, Env::Default()->Now() + options_.read_wait,
                       abandon_output_.read_fd());
     if (absl::IsDeadlineExceeded(read)) {
       Log(LogLevel::kDebug, "mcp_proxy_agent_slow", {{"waited", std::string(read.message())}});

@@ -11,6 +11,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "base/duration.h"
+#include "base/env.h"
 #include "nlohmann/json.hpp"
 #include "replayer/engine.h"
 #include "store/retention.h"
@@ -216,7 +217,7 @@ int RunsPrune(const DbFlags& db, const PruneFlags& flags) {
   if (!store.ok()) return Fail(store.status());  // UNAVAILABLE: exit 3
   absl::StatusOr<std::vector<v1::Run>> runs = (*store)->ListRuns();
   if (!runs.ok()) return Fail(absl::UnavailableError(runs.status().message()));
-  const std::vector<std::string> ids = store::SelectRuns(*runs, rule, absl::Now());
+  const std::vector<std::string> ids = store::SelectRuns(*runs, rule, Env::Default()->Now());
   const std::set<std::string> chosen(ids.begin(), ids.end());
   std::vector<v1::Run> doomed;
   for (v1::Run& run : *runs) {

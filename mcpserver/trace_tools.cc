@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/env.h"
 #include "base/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "mcpserver/tool_impl.h"
@@ -35,7 +36,7 @@ absl::Status NeedServer(const ToolsOptions& options) {
 }
 
 void SetDeadline(grpc::ClientContext* context, const ToolsOptions& options) {
-  context->set_deadline(absl::ToChronoTime(absl::Now() + options.call_timeout));
+  context->set_deadline(absl::ToChronoTime(Env::Default()->Now() + options.call_timeout));
 }
 
 absl::Status FromGrpc(const grpc::Status& s, absl::string_view what) {

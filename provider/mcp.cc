@@ -2,8 +2,8 @@
 
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "validation/json_bounds.h"
 
 namespace understudy {
 namespace provider {
@@ -96,8 +96,8 @@ absl::StatusOr<Message> ParseMessage(absl::string_view text, absl::string_view w
 }
 
 int ErrorCodeFor(const absl::Status& parse_error) {
-  return absl::StrContains(parse_error.message(), "invalid JSON") ||
-                 absl::StrContains(parse_error.message(), "invalid UTF-8")
+  const validation::JsonError json = validation::JsonErrorOf(parse_error);
+  return json == validation::JsonError::kSyntax || json == validation::JsonError::kUtf8
              ? kParseError
              : kInvalidRequest;
 }
@@ -185,6 +185,28 @@ std::string WithIds(absl::string_view message_json, const Json& id, const Json& 
     }
   }
   return changed ? DumpJson(value) : std::string(message_json);
+}
+
+namespace {
+constexpr absl::string_view kSignalField = "understudy";
+constexpr absl::string_view kStartUpstream = "start_upstream";
+}  // namespace
+
+std::string ProxySignalBody(ProxySignal signal) {
+  Json body = Json::object();
+  if (signal == ProxySignal::kStartUpstream) body[std::string(kSignalField)] = kStartUpstream;
+  return DumpJson(body);
+}
+
+ProxySignal ProxySignalOf(absl::string_view body) {
+  absl::StatusOr<Json> parsed = ParseJson(body, "body");
+  if (!parsed.ok() || !parsed->is_object()) return ProxySignal::kNone;
+  const Json* field = FindMember(*parsed, kSignalField);
+  if (field != nullptr && field->is_string() &&
+      field->get_ref<const std::string&>() == kStartUpstream) {
+    return ProxySignal::kStartUpstream;
+  }
+  return ProxySignal::kNone;
 }
 
 }  // namespace mcp

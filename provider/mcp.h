@@ -109,6 +109,22 @@ Outcome OutcomeOf(const Message& response);
 // Text that is not a JSON object is returned as is.
 std::string WithIds(absl::string_view message_json, const Json& id, const Json& progress_token);
 
+// What understudy's MCP route asks of mcp-proxy, outside JSON-RPC: an HTTP
+// 409 whose JSON body's "understudy" field names the request.
+enum class ProxySignal {
+  kNone,
+  // Start the lazily started MCP server and send the message again to it
+  // ({"understudy":"start_upstream"}).
+  kStartUpstream,
+};
+
+// The body that carries `signal` (not kNone).
+std::string ProxySignalBody(ProxySignal signal);
+
+// The signal `body` carries: kNone for any body that is not a JSON object
+// naming a known one.
+ProxySignal ProxySignalOf(absl::string_view body);
+
 }  // namespace mcp
 }  // namespace provider
 }  // namespace understudy

@@ -140,6 +140,17 @@ TEST(McpRender, WithIdsRewritesOnlyIds) {
   EXPECT_EQ(WithIds("not json", Json(1), Json()), "not json");
 }
 
+TEST(McpProxySignal, StartUpstreamIsAFieldOfTheBody) {
+  EXPECT_EQ(ProxySignalBody(ProxySignal::kStartUpstream), R"({"understudy":"start_upstream"})");
+  EXPECT_EQ(ProxySignalOf(R"({"understudy":"start_upstream"})"), ProxySignal::kStartUpstream);
+  EXPECT_EQ(ProxySignalOf(R"({ "understudy" : "start_upstream", "x": 1 })"),
+            ProxySignal::kStartUpstream);
+  // The words elsewhere are no signal.
+  EXPECT_EQ(ProxySignalOf(R"({"error":"start_upstream"})"), ProxySignal::kNone);
+  EXPECT_EQ(ProxySignalOf("start_upstream"), ProxySignal::kNone);
+  EXPECT_EQ(ProxySignalOf(R"({"understudy":"other"})"), ProxySignal::kNone);
+}
+
 }  // namespace
 }  // namespace mcp
 }  // namespace provider

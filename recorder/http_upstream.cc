@@ -377,7 +377,7 @@ class Worker {
       return;
     }
     const HttpUpstream::Options& options = core_->options;
-    absl::Duration timeout = std::min(t->request.deadline - absl::Now(), options.total_timeout);
+    absl::Duration timeout = std::min(t->request.deadline - options.env->Now(), options.total_timeout);
     if (timeout <= absl::ZeroDuration()) {
       Finish(t, Failure(absl::StatusCode::kDeadlineExceeded, *t, "deadline passed before sending"));
       return;

@@ -15,7 +15,7 @@
 //   request.headers = {{"authorization", "Bearer …"},
 //                      {"content-type", "application/json"}};
 //   request.body = R"({"model":"gpt-4o","stream":true,…})";
-//   request.deadline = absl::Now() + absl::Minutes(10);
+//   request.deadline = Env::Default()->Now() + absl::Minutes(10);
 //   std::shared_ptr<UpstreamHttpCall> call =
 //       upstream->Send(std::move(request), observer);
 //   …
@@ -41,6 +41,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/env.h"
 
 namespace understudy {
 namespace recorder {
@@ -165,6 +166,9 @@ class HttpUpstream final : public UpstreamHttpInterface {
     size_t max_response_bytes = size_t{64} << 20;
     // PEM file of CA certificates for https; empty for the system's.
     std::string ca_file;
+    // What a request's deadline is read against. Not owned. curl's own
+    // timeouts run on real time, so this stays the real Env outside tests.
+    Env* env = Env::Default();
   };
 
   // INVALID_ARGUMENT, naming the flag and its value, for a base URL that is

@@ -20,6 +20,26 @@
 namespace understudy {
 namespace replayer {
 
+absl::string_view SourceName(AnswerSource source) {
+  switch (source) {
+    case AnswerSource::kRecording:
+      return "recording";
+    case AnswerSource::kClosestRecording:
+      return "closest_recording";
+    case AnswerSource::kPlaybook:
+      return "playbook";
+    case AnswerSource::kMock:
+      return "mock_tools";
+    case AnswerSource::kRule:
+      return "rule";
+    case AnswerSource::kDefault:
+      return "default";
+    case AnswerSource::kUpstream:
+      return "upstream";
+  }
+  return "";
+}
+
 namespace {
 
 constexpr absl::string_view kRunIdChars =
@@ -95,7 +115,7 @@ absl::StatusOr<std::pair<std::string, int64_t>> ParseSessionRef(absl::string_vie
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(EngineOptions options) {
   if (options.store == nullptr) return absl::InvalidArgumentError("engine: store is required");
-  if (options.clock == nullptr) options.clock = Clock::Real();
+  if (options.env == nullptr) options.env = Env::Default();
   if (options.upstream != nullptr) options.has_upstream = true;
   return std::unique_ptr<Engine>(new Engine(std::move(options)));
 }
@@ -280,7 +300,7 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
                           ? request.trace_level()
                           : options_.default_trace_level);
   run.set_state(v1::RUN_STATE_ACTIVE);
-  run.set_started_at_micros(options_.clock->NowMicros());
+  run.set_started_at_micros(options_.env->NowMicros());
   std::shared_ptr<const SessionIndex> index;
   if (!request.session().empty()) {
     US_ASSIGN_OR_RETURN(auto ref, ParseSessionRef(request.session()));
@@ -328,7 +348,7 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
   US_RETURN_IF_ERROR(options_.store->SaveRun(run));
 
   auto state = std::make_shared<RunState>(run, std::move(index), std::move(script),
-                                          std::move(sources), options_.store, options_.clock,
+                                          std::move(sources), options_.store, options_.env,
                                           options_.max_miss_reports_per_run);
   v1::TraceEvent started;
   started.set_kind("run_started");

@@ -49,6 +49,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -57,7 +58,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "base/clock.h"
+#include "base/env.h"
 #include "recorder/upstream.h"
 #include "replayer/normalize.h"
 #include "replayer/response_chain.h"
@@ -83,7 +84,7 @@ struct EngineOptions {
   // chunk's offset divided by s (1 = the recorded pace).
   double speed = 0;
   // Not owned; must outlive the engine.
-  Clock* clock = Clock::Real();
+  Env* env = Env::Default();
   // What matching ignores or rewrites (null: nothing). See normalize.h.
   std::shared_ptr<const MatchNormalizer> normalizer;
   // Makes ids for runs started without one. Default: "run-" + 16 random hex
@@ -252,37 +253,80 @@ class EventSubscription {
   int64_t first_seq_ = 0;
 };
 
-// How to answer a request. Adapters apply, in order: `delay` (wait first);
-// then exactly one of `error`, `hang`, `recorded` (render it), `forward`
-// (send upstream); `disconnect_after` >= 0 cuts the answer after that many
-// stream chunks (0, or any unary answer: before anything is sent).
-struct Decision {
-  // A recording, or a scripted answer built as an exchange: what answers,
-  // alive while `keepalive` is held.
+// Where an answer comes from. The trace names it by SourceName (the
+// attribute understudy.answer.source).
+enum class AnswerSource {
+  kRecording,         // the replayed session's exchange that matched
+  kClosestRecording,  // its closest exchange, answering a miss
+  kPlaybook,          // the scenario's playbook
+  kMock,              // an MCP server's mock_tools entry
+  kRule,              // a scenario rule (respond, error, hang, disconnect, ...)
+  kDefault,           // the scenario's default action
+  kUpstream,          // the real upstream, forwarded to
+};
+
+// "recording", "closest_recording", "playbook", "mock_tools", "rule",
+// "default", "upstream": the strings the trace has always carried.
+absl::string_view SourceName(AnswerSource source);
+
+// The cases of a Decision (what answers the request).
+//
+// An answer built from an exchange: a recording, or a scripted, playbook
+// or mock answer built as one. `exchange` is alive while `keepalive` is held.
+struct ReplyFromExchange {
   std::shared_ptr<const void> keepalive;
-  const v1::Exchange* recorded = nullptr;
+  const v1::Exchange* exchange = nullptr;
   // For a streaming caller answered from a recording that was not streamed:
   // its answer as one chunk, shared (alive while `keepalive` is held).
   const v1::CompletionChunk* answer_chunk = nullptr;
-  // Otherwise: forward the request, then call FinishForward with this.
-  std::unique_ptr<ForwardTicket> forward;
-  // Replay pace (EngineOptions::speed).
-  double speed = 0;
-
-  // Scripted effects (scenario rules and default).
-  absl::Duration delay = absl::ZeroDuration();
-  // An `error` action: the status for gRPC callers, and for HTTP callers
-  // the HTTP status and the Retry-After delay (negative: none).
-  std::optional<absl::Status> error;
+};
+// Forward the request upstream, then call Engine::FinishForward with this.
+struct ForwardUpstream {
+  std::unique_ptr<ForwardTicket> ticket;
+};
+// An `error` action: the status for gRPC and MCP callers, and for HTTP
+// callers the HTTP status and the Retry-After delay (negative: none).
+struct ScriptedError {
+  absl::Status status;
   int http_status = 0;
   double retry_after_seconds = -1;
-  // A `hang` action: answer through hang->Wait.
+};
+// A `hang` action: answer through hang->Wait.
+struct HangUntilReleased {
   std::shared_ptr<Hang> hang;
-  // A `disconnect` action: chunks to send before the connection drops.
+};
+// A `disconnect` with nothing to answer: the connection drops before
+// anything is sent.
+struct DropConnection {};
+// A miss, answered (as the error it is) after a scripted delay.
+struct MissAfterDelay {
+  absl::Status status;
+};
+
+// How to answer a request. Adapters apply, in order: `delay` (wait first);
+// then the case in `what`; `disconnect_after` >= 0 cuts the answer after
+// that many stream chunks (0, or any unary answer: before anything is sent).
+struct Decision {
+  std::variant<DropConnection, ReplyFromExchange, ForwardUpstream, ScriptedError, HangUntilReleased,
+               MissAfterDelay>
+      what;
+  // Scripted effects (scenario rules and default), shared by every case.
+  absl::Duration delay = absl::ZeroDuration();
   int64_t disconnect_after = -1;
-  // What answers: "rule", "playbook", "recording", "closest_recording",
-  // "default", "upstream".
-  std::string source;
+  // Replay pace (EngineOptions::speed).
+  double speed = 0;
+  // What answers.
+  AnswerSource source = AnswerSource::kRule;
+
+  // The case, or null when `what` holds another.
+  template <typename Case>
+  Case* As() {
+    return std::get_if<Case>(&what);
+  }
+  template <typename Case>
+  const Case* As() const {
+    return std::get_if<Case>(&what);
+  }
 };
 
 class Engine {
@@ -292,6 +336,10 @@ class Engine {
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
+
+  // The time and timers the engine runs on (EngineOptions::env); adapters
+  // that pace or delay its answers use the same one.
+  Env* env() const { return options_.env; }
 
   // Starts a run. Errors: INVALID_ARGUMENT (no mode, bad run id or session
   // name, no session for record/replay), NOT_FOUND (replayed session or
@@ -418,7 +466,7 @@ class Engine {
                                      const v1::CompletionRequest& request);
   absl::StatusOr<bool> Perform(const std::shared_ptr<RunState>& run, const CallInfo& call,
                                const v1::CompletionRequest& request, bool streamed,
-                               const Step& step, const char* origin, int overall_iteration,
+                               const Step& step, AnswerSource origin, int overall_iteration,
                                TraceAttributes* attrs, Decision* decision);
 
   EngineOptions options_;

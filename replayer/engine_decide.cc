@@ -66,12 +66,12 @@ std::string FirstLine(absl::string_view text) {
 
 }  // namespace
 
-// Performs one scripted step from `origin` ("rule" or "default"). True when
+// Performs one scripted step from `origin` (a rule or the default). True when
 // the step answers; false when it only adds an effect (delay, disconnect)
 // and the next source is to answer.
 absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const CallInfo& call,
                                      const v1::CompletionRequest& request, bool streamed,
-                                     const Step& step, const char* origin, int overall_iteration,
+                                     const Step& step, AnswerSource origin, int overall_iteration,
                                      TraceAttributes* attrs, Decision* decision) {
   // Effects (delay, disconnect) let the next source answer: they are named
   // apart from the action that answers.
@@ -104,8 +104,8 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
                                                      absl::OkStatus(), origin, 0, streamed,
                                                      *attrs)));
       run->ObserveAnswer(call.agent, exchange->response());
-      decision->recorded = exchange.get();
-      decision->keepalive = std::move(exchange);
+      const v1::Exchange* answer = exchange.get();
+      decision->what = ReplyFromExchange{std::move(exchange), answer};
       decision->source = origin;
       return true;
     }
@@ -113,9 +113,8 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
       absl::Status status = ErrorStatusFor(*step.error);
       US_RETURN_IF_ERROR(run->Answered(
           ExchangeEvent(call.agent, request, nullptr, status, origin, 0, streamed, *attrs)));
-      decision->error = std::move(status);
-      decision->http_status = HttpStatusFor(*step.error);
-      decision->retry_after_seconds = step.error->retry_after_seconds.value_or(-1);
+      decision->what = ScriptedError{std::move(status), HttpStatusFor(*step.error),
+                                     step.error->retry_after_seconds.value_or(-1)};
       decision->source = origin;
       return true;
     }
@@ -124,7 +123,7 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
       US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, nullptr,
                                                      absl::OkStatus(), origin, 0, streamed,
                                                      *attrs)));
-      decision->hang = run->NewHang(call.deadline);
+      decision->what = HangUntilReleased{run->NewHang(call.deadline)};
       decision->source = origin;
       return true;
     }
@@ -141,8 +140,7 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
       US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, &ex->response(), status,
                                                      origin, ex->seq(), streamed, *attrs)));
       run->ObserveAnswer(call.agent, ex->response(), ex);
-      decision->recorded = ex;
-      decision->keepalive = std::move(keepalive);
+      decision->what = ReplyFromExchange{std::move(keepalive), ex};
       decision->source = origin;
       return true;
     }
@@ -208,7 +206,7 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
     attrs.emplace_back("understudy.rule.use", absl::StrCat(selection.rule_use));
     const Step step = ResolveStep(selection.rule->action, selection.rule_use);
     US_ASSIGN_OR_RETURN(bool answered,
-                        Perform(run, call, request, streamed, step, "rule",
+                        Perform(run, call, request, streamed, step, AnswerSource::kRule,
                                 selection.overall_iteration, &attrs, &decision));
     if (answered) return decision;
   }
@@ -232,12 +230,12 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
         }
       }
       US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, &exchange->response(),
-                                                     absl::OkStatus(), "playbook", 0, streamed,
-                                                     attrs)));
+                                                     absl::OkStatus(), AnswerSource::kPlaybook, 0,
+                                                     streamed, attrs)));
       run->ObserveAnswer(call.agent, exchange->response());
-      decision.recorded = exchange.get();
-      decision.keepalive = std::move(exchange);
-      decision.source = "playbook";
+      const v1::Exchange* answer = exchange.get();
+      decision.what = ReplyFromExchange{std::move(exchange), answer};
+      decision.source = AnswerSource::kPlaybook;
       return decision;
     }
     playbook_failure = next.status();
@@ -258,7 +256,7 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
       } else if (*matched != nullptr) {
         Log(LogLevel::kDebug, "answer",
             {{"run", run->id()},
-             {"source", "recording"},
+             {"source", std::string(SourceName(AnswerSource::kRecording))},
              {"exchange", absl::StrCat((*matched)->seq())}});
       } else {
         Log(LogLevel::kDebug, "no_recording", {{"run", run->id()}});
@@ -268,36 +266,46 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
     const v1::Exchange* ex = *matched;
     if (ex != nullptr) {
       run->ObserveAnswer(call.agent, ex->response(), ex);
-      decision.keepalive = run->index_;
-      decision.recorded = ex;
+      ReplyFromExchange reply{run->index_, ex};
       if (streamed && ex->chunks_size() == 0 && !ex->has_error()) {
-        decision.answer_chunk = &run->index_->AnswerAsChunk(static_cast<size_t>(ex->seq() - 1));
+        reply.answer_chunk = &run->index_->AnswerAsChunk(static_cast<size_t>(ex->seq() - 1));
       }
-      decision.source = "recording";
+      decision.what = std::move(reply);
+      decision.source = AnswerSource::kRecording;
       return decision;
     }
   }
   if (mode != v1::RUN_MODE_REPLAY && decision.disconnect_after >= 0) {
     // Nothing is forwarded: the connection drops before the upstream is asked.
     US_RETURN_IF_ERROR(run->Answered(
-        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), "rule", 0, streamed, attrs)));
-    decision.source = "rule";
+        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), AnswerSource::kRule, 0,
+                      streamed, attrs)));
+    decision.what = DropConnection{};
+    decision.source = AnswerSource::kRule;
     return decision;
   }
   if (mode != v1::RUN_MODE_REPLAY) {
-    if (debug) Log(LogLevel::kDebug, "answer", {{"run", run->id()}, {"source", "upstream"}});
-    US_ASSIGN_OR_RETURN(decision.forward, NewTicket(run, call, request, streamed));
-    decision.forward->extra_ = std::move(attrs);
-    decision.source = "upstream";
+    if (debug) {
+      Log(LogLevel::kDebug, "answer",
+          {{"run", run->id()}, {"source", std::string(SourceName(AnswerSource::kUpstream))}});
+    }
+    US_ASSIGN_OR_RETURN(std::unique_ptr<ForwardTicket> ticket,
+                        NewTicket(run, call, request, streamed));
+    ticket->extra_ = std::move(attrs);
+    decision.what = ForwardUpstream{std::move(ticket)};
+    decision.source = AnswerSource::kUpstream;
     return decision;
   }
 
   // 4. The scenario's default.
   if (fallback.has_value()) {
-    if (debug) Log(LogLevel::kDebug, "answer", {{"run", run->id()}, {"source", "default"}});
+    if (debug) {
+      Log(LogLevel::kDebug, "answer",
+          {{"run", run->id()}, {"source", std::string(SourceName(AnswerSource::kDefault))}});
+    }
     const Step step = ResolveStep(*fallback, run->NextDefaultUse());
     US_ASSIGN_OR_RETURN(bool answered,
-                        Perform(run, call, request, streamed, step, "default",
+                        Perform(run, call, request, streamed, step, AnswerSource::kDefault,
                                 selection.overall_iteration, &attrs, &decision));
     if (answered) return decision;
   }
@@ -306,8 +314,10 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
   // scripted delay comes first.
   if (decision.disconnect_after >= 0) {
     US_RETURN_IF_ERROR(run->Answered(
-        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), "rule", 0, streamed, attrs)));
-    decision.source = "rule";
+        ExchangeEvent(call.agent, request, nullptr, DisconnectStatus(), AnswerSource::kRule, 0,
+                      streamed, attrs)));
+    decision.what = DropConnection{};
+    decision.source = AnswerSource::kRule;
     return decision;
   }
   absl::Status miss =
@@ -323,7 +333,7 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
     Log(LogLevel::kDebug, "miss", {{"run", run->id()}, {"report", FirstLine(miss.message())}});
   }
   if (decision.delay <= absl::ZeroDuration() || absl::IsFailedPrecondition(miss)) return miss;
-  decision.error = std::move(miss);
+  decision.what = MissAfterDelay{std::move(miss)};
   return decision;
 }
 

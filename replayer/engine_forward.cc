@@ -31,7 +31,7 @@ absl::StatusOr<std::unique_ptr<ForwardTicket>> Engine::NewTicket(
   std::unique_ptr<ForwardTicket> ticket(new ForwardTicket());
   ticket->agent_ = call.agent;
   ticket->request_ = provider::WithoutRouting(request);
-  ticket->start_ = options_.clock->Now();
+  ticket->start_ = options_.env->Now();
   ticket->streamed_ = streamed;
   if (run->mode() == v1::RUN_MODE_RECORD) {
     ticket->record_session_ = run->session();
@@ -50,11 +50,11 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
                            absl::Status status, std::function<void(absl::Status)> done) {
   ticket->finished_ = true;
   std::shared_ptr<RunState> run = std::move(ticket->run_);
-  Clock* clock = options_.clock;
+  Env* env = options_.env;
   exchange.set_agent(ticket->agent_);
   *exchange.mutable_request() = std::move(ticket->request_);
   exchange.set_streamed(ticket->streamed_);
-  exchange.set_latency_micros(absl::ToInt64Microseconds(clock->Now() - ticket->start_));
+  exchange.set_latency_micros(absl::ToInt64Microseconds(env->Now() - ticket->start_));
   exchange.set_recorded_at_micros(absl::ToUnixMicros(ticket->start_));
   // An adapter may set the error itself (an MCP server's JSON-RPC error,
   // a recorded answer with status OK).
@@ -77,8 +77,8 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
   if (!record) {
     v1::TraceEvent event =
         ExchangeEvent(exchange.agent(), exchange.request(),
-                      exchange.has_response() ? &exchange.response() : nullptr, traced, "upstream",
-                      0, exchange.streamed(), ticket->extra_);
+                      exchange.has_response() ? &exchange.response() : nullptr, traced,
+                      AnswerSource::kUpstream, 0, exchange.streamed(), ticket->extra_);
     run->EndForward(nullptr, status.ok(), &event);
     done(status);
     return;

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "base/log.h"
-#include "base/scheduler.h"
+#include "base/env.h"
 #include "provider/chunks.h"
 #include "recorder/upstream.h"
 #include "replayer/engine.h"
@@ -32,9 +32,9 @@ absl::Status NoGrpcUpstream() {
       "no gRPC upstream to forward to: start the server with --upstream grpc://HOST:PORT");
 }
 
-void RunAfter(absl::Duration delay, std::function<void()> f) {
+void RunAfter(Env* env, absl::Duration delay, std::function<void()> f) {
   if (delay <= absl::ZeroDuration()) return f();
-  Scheduler::Shared()->RunAt(absl::Now() + delay, std::move(f));
+  env->ScheduleAfter(delay, std::move(f));
 }
 
 }  // namespace
@@ -44,20 +44,23 @@ void Engine::Complete(const CallInfo& call, const v1::CompletionRequest& request
   absl::StatusOr<Decision> decided = Decide(call, request, /*streamed=*/false);
   if (!decided.ok()) return done(decided.status());
   auto decision = std::make_shared<Decision>(*std::move(decided));
-  RunAfter(decision->delay, [this, call, decision, done = std::move(done)]() mutable {
-    if (decision->error.has_value()) return done(*decision->error);
-    if (decision->hang != nullptr) {
-      return decision->hang->Wait([done = std::move(done)](absl::Status s) { done(s); });
+  RunAfter(options_.env, decision->delay, [this, call, decision, done = std::move(done)]() mutable {
+    if (const ScriptedError* error = decision->As<ScriptedError>()) return done(error->status);
+    if (const MissAfterDelay* miss = decision->As<MissAfterDelay>()) return done(miss->status);
+    if (const HangUntilReleased* hang = decision->As<HangUntilReleased>()) {
+      return hang->hang->Wait([done = std::move(done)](absl::Status s) { done(s); });
     }
     if (decision->disconnect_after >= 0) return done(DisconnectStatus());
-    if (const v1::Exchange* ex = decision->recorded) {
+    if (const ReplyFromExchange* reply = decision->As<ReplyFromExchange>()) {
+      const v1::Exchange* ex = reply->exchange;
       if (ex->has_error()) return done(StatusFromRecorded(ex->error()));
       // Alias into the immutable recording, which the keepalive holds.
-      return done(ResponsePtr(decision->keepalive, &ex->response()));
+      return done(ResponsePtr(reply->keepalive, &ex->response()));
     }
     if (options_.upstream == nullptr) return done(NoGrpcUpstream());
     // std::function needs a copyable callable: share the ticket's holder.
-    auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(std::move(decision->forward));
+    auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(
+        std::move(decision->As<ForwardUpstream>()->ticket));
     const v1::CompletionRequest& forwarded = (*ticket)->request();
     options_.upstream->Complete(
         UpstreamCallFor(call), forwarded,
@@ -84,14 +87,20 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
   absl::StatusOr<Decision> decided = Decide(call, request, /*streamed=*/true);
   if (!decided.ok()) return sink->OnFinish(decided.status());
   auto decision = std::make_shared<Decision>(*std::move(decided));
-  RunAfter(decision->delay, [this, call, decision, sink] {
-    if (decision->error.has_value()) return sink->OnFinish(*decision->error);
-    if (decision->hang != nullptr) {
-      return decision->hang->Wait([sink](absl::Status s) { sink->OnFinish(s); });
+  RunAfter(options_.env, decision->delay, [this, call, decision, sink] {
+    if (const ScriptedError* error = decision->As<ScriptedError>()) {
+      return sink->OnFinish(error->status);
+    }
+    if (const MissAfterDelay* miss = decision->As<MissAfterDelay>()) {
+      return sink->OnFinish(miss->status);
+    }
+    if (const HangUntilReleased* hang = decision->As<HangUntilReleased>()) {
+      return hang->hang->Wait([sink](absl::Status s) { sink->OnFinish(s); });
     }
     const int64_t limit = decision->disconnect_after;
-    if (const v1::Exchange* ex = decision->recorded) {
-      const absl::Time start = options_.clock->Now();
+    if (const ReplyFromExchange* reply = decision->As<ReplyFromExchange>()) {
+      const v1::Exchange* ex = reply->exchange;
+      const absl::Time start = options_.env->Now();
       const double speed = decision->speed;
       int64_t sent = 0;
       if (ex->chunks_size() > 0) {
@@ -101,12 +110,12 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
               speed > 0 ? start + absl::Microseconds(static_cast<int64_t>(
                                       static_cast<double>(chunk.offset_micros()) / speed))
                         : absl::InfinitePast();
-          sink->OnChunk(ChunkPtr(decision->keepalive, &chunk), when);
+          sink->OnChunk(ChunkPtr(reply->keepalive, &chunk), when);
           ++sent;
         }
       } else if (!ex->has_error() && limit != 0) {
-        sink->OnChunk(decision->answer_chunk != nullptr
-                          ? ChunkPtr(decision->keepalive, decision->answer_chunk)
+        sink->OnChunk(reply->answer_chunk != nullptr
+                          ? ChunkPtr(reply->keepalive, reply->answer_chunk)
                           : std::make_shared<const v1::CompletionChunk>(
                                 provider::ChunkFromResponse(ex->response())),
                       absl::InfinitePast());
@@ -116,7 +125,8 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
     }
     if (limit >= 0) return sink->OnFinish(DisconnectStatus());
     if (options_.upstream == nullptr) return sink->OnFinish(NoGrpcUpstream());
-    auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(std::move(decision->forward));
+    auto ticket = std::make_shared<std::unique_ptr<ForwardTicket>>(
+        std::move(decision->As<ForwardUpstream>()->ticket));
     // Chunks as they arrive, with their offsets: what the caller gets is what
     // is stored, so a replay gives the same bytes. The latest chunk is held
     // back until the next one comes, and the last one until the exchange is
@@ -131,17 +141,17 @@ void Engine::StreamComplete(const CallInfo& call, const v1::CompletionRequest& r
     upstream_call.cancel = std::make_shared<recorder::UpstreamCancel>();
     auto cut = std::make_shared<absl::Status>();  // why the relay was cut
     const absl::Time start = (*ticket)->start();
-    Clock* clock = options_.clock;
+    Env* env = options_.env;
     const size_t max_backlog = options_.max_relay_backlog_bytes;
     std::shared_ptr<recorder::UpstreamCancel> cancel = upstream_call.cancel;
     options_.upstream->StreamComplete(
         upstream_call, (*ticket)->request(),
-        [exchange, held, sink, start, clock, cancel, cut, max_backlog,
+        [exchange, held, sink, start, env, cancel, cut, max_backlog,
          run = (*ticket)->run_](const v1::CompletionChunk& chunk) {
           if (!cut->ok()) return;
           v1::CompletionChunk* kept = exchange->add_chunks();
           *kept = chunk;
-          kept->set_offset_micros(absl::ToInt64Microseconds(clock->Now() - start));
+          kept->set_offset_micros(absl::ToInt64Microseconds(env->Now() - start));
           if (*held != nullptr) sink->OnChunk(std::move(*held), absl::InfinitePast());
           *held = std::make_shared<const v1::CompletionChunk>(*kept);
           if (sink->cancelled()) {

@@ -138,7 +138,7 @@ v1::ExchangeRef ExchangeRefTo(const v1::Exchange& exchange) {
 
 v1::TraceEvent McpExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
                                 const v1::CompletionResponse* response, const absl::Status& status,
-                                absl::string_view source, int64_t exchange_seq,
+                                AnswerSource source, int64_t exchange_seq,
                                 const TraceAttributes& extra) {
   const absl::string_view method = McpMethod(request);
   v1::TraceEvent event;
@@ -147,7 +147,7 @@ v1::TraceEvent McpExchangeEvent(const std::string& agent, const v1::CompletionRe
   if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
   attrs["understudy.mcp.server"] = request.model();
   attrs["understudy.mcp.method"] = std::string(method);
-  attrs["understudy.answer.source"] = std::string(source);
+  attrs["understudy.answer.source"] = std::string(SourceName(source));
   if (exchange_seq > 0) attrs["understudy.exchange.seq"] = absl::StrCat(exchange_seq);
   if (!status.ok()) {
     attrs["error.type"] = absl::StatusCodeToString(status.code());
@@ -269,9 +269,9 @@ absl::StatusOr<Decision> Engine::DecideMcp(const std::shared_ptr<RunState>& run,
           attrs.emplace_back("understudy.action", "hang");
           attrs.emplace_back("error.type", "DEADLINE_EXCEEDED");
           US_RETURN_IF_ERROR(run->Answered(McpExchangeEvent(call.agent, request, nullptr,
-                                                            absl::OkStatus(), "rule", 0, attrs)));
-          decision.hang = run->NewHang(call.deadline);
-          decision.source = "rule";
+                                                            absl::OkStatus(), AnswerSource::kRule, 0, attrs)));
+          decision.what = HangUntilReleased{run->NewHang(call.deadline)};
+          decision.source = AnswerSource::kRule;
           return decision;
         }
         default:
@@ -284,10 +284,10 @@ absl::StatusOr<Decision> Engine::DecideMcp(const std::shared_ptr<RunState>& run,
             answer->has_error() ? StatusFromRecorded(answer->error()) : absl::OkStatus();
         US_RETURN_IF_ERROR(run->Answered(McpExchangeEvent(
             call.agent, request, answer->has_error() ? nullptr : &answer->response(), status,
-            "rule", 0, attrs)));
-        decision.recorded = answer.get();
-        decision.keepalive = std::move(answer);
-        decision.source = "rule";
+            AnswerSource::kRule, 0, attrs)));
+        const v1::Exchange* reply = answer.get();
+        decision.what = ReplyFromExchange{std::move(answer), reply};
+        decision.source = AnswerSource::kRule;
         return decision;
       }
     }
@@ -302,16 +302,17 @@ absl::StatusOr<Decision> Engine::DecideMcp(const std::shared_ptr<RunState>& run,
                         run->Match(call, request, /*streamed=*/false, forward_misses,
                                    /*quiet=*/!forward_misses && mock != nullptr, attrs));
     if (ex != nullptr) {
-      decision.keepalive = run->index_;
-      decision.recorded = ex;
-      decision.source = "recording";
+      decision.what = ReplyFromExchange{run->index_, ex};
+      decision.source = AnswerSource::kRecording;
       return decision;
     }
   }
   if (mode != v1::RUN_MODE_REPLAY) {
-    US_ASSIGN_OR_RETURN(decision.forward, NewTicket(run, call, request, /*streamed=*/false));
-    decision.forward->extra_ = std::move(attrs);
-    decision.source = "upstream";
+    US_ASSIGN_OR_RETURN(std::unique_ptr<ForwardTicket> ticket,
+                        NewTicket(run, call, request, /*streamed=*/false));
+    ticket->extra_ = std::move(attrs);
+    decision.what = ForwardUpstream{std::move(ticket)};
+    decision.source = AnswerSource::kUpstream;
     return decision;
   }
 
@@ -320,10 +321,10 @@ absl::StatusOr<Decision> Engine::DecideMcp(const std::shared_ptr<RunState>& run,
     const absl::Status status =
         mock->has_error() ? StatusFromRecorded(mock->error()) : absl::OkStatus();
     US_RETURN_IF_ERROR(run->Answered(McpExchangeEvent(call.agent, request, &mock->response(),
-                                                      status, "mock_tools", 0, attrs)));
-    decision.recorded = mock.get();
-    decision.keepalive = std::move(mock);
-    decision.source = "mock_tools";
+                                                      status, AnswerSource::kMock, 0, attrs)));
+    const v1::Exchange* reply = mock.get();
+    decision.what = ReplyFromExchange{std::move(mock), reply};
+    decision.source = AnswerSource::kMock;
     return decision;
   }
 
@@ -334,7 +335,7 @@ absl::StatusOr<Decision> Engine::DecideMcp(const std::shared_ptr<RunState>& run,
                    " or mock_tools entry answers MCP ", method, " on server \"", request.model(),
                    "\"", run->has_index() ? "" : "; the run replays no session"));
   if (decision.delay <= absl::ZeroDuration() || absl::IsFailedPrecondition(miss)) return miss;
-  decision.error = std::move(miss);
+  decision.what = MissAfterDelay{std::move(miss)};
   return decision;
 }
 

@@ -19,6 +19,9 @@ namespace {
 using ::testing::HasSubstr;
 using store::IsOkAndHolds;
 
+// The exchange a decision answers from (the decision must be one).
+const v1::Exchange* Reply(const Decision& d) { return d.As<ReplyFromExchange>()->exchange; }
+
 v1::CompletionRequest ToolCall(const std::string& tool, const std::string& arguments,
                                const std::string& server = "fs") {
   v1::CompletionRequest r;
@@ -78,7 +81,7 @@ class EngineMcpTest : public ::testing::Test {
                const std::string& result, int error_code = 0) {
     auto decided = engine_->Decide(Call(run), request, false);
     ASSERT_TRUE(decided.ok()) << decided.status();
-    ASSERT_NE(decided->forward, nullptr);
+    ASSERT_NE(decided->As<ForwardUpstream>(), nullptr);
     v1::Exchange ex;
     if (error_code != 0) {
       ex.mutable_error()->set_code(error_code);
@@ -88,8 +91,8 @@ class EngineMcpTest : public ::testing::Test {
       ex.mutable_response()->mutable_message()->set_content(result);
     }
     std::promise<absl::Status> done;
-    engine_->FinishForward(std::move(decided->forward), std::move(ex), absl::OkStatus(),
-                           [&done](absl::Status s) { done.set_value(s); });
+    engine_->FinishForward(std::move(decided->As<ForwardUpstream>()->ticket), std::move(ex),
+                           absl::OkStatus(), [&done](absl::Status s) { done.set_value(s); });
     ASSERT_THAT(done.get_future().get(), IsOk());
   }
 
@@ -124,9 +127,9 @@ TEST_F(EngineMcpTest, RecordsAndReplaysToolCallsInOrder) {
   auto answer = [&](const v1::CompletionRequest& r) -> absl::StatusOr<std::string> {
     auto d = engine_->Decide(Call(rep), r, false);
     if (!d.ok()) return d.status();
-    if (d->recorded == nullptr) return absl::InternalError("no recording");
-    if (d->recorded->has_error()) return absl::StrCat("error ", d->recorded->error().code());
-    return d->recorded->response().message().content();
+    if (d->As<ReplyFromExchange>() == nullptr) return absl::InternalError("no recording");
+    if (Reply(*d)->has_error()) return absl::StrCat("error ", Reply(*d)->error().code());
+    return Reply(*d)->response().message().content();
   };
   // Identical calls answer in recorded order; key order does not matter.
   EXPECT_THAT(answer(ToolCall("counter", "{}")), IsOkAndHolds(HasSubstr("\"1\"")));
@@ -203,17 +206,17 @@ rules:
 
   auto denied = decide(ToolCall("write_file", R"({"path":"/etc/passwd","text":"x"})"));
   ASSERT_THAT(denied.status(), IsOk());
-  ASSERT_NE(denied->recorded, nullptr);
-  EXPECT_THAT(denied->recorded->response().message().content(), HasSubstr("\"isError\":true"));
-  EXPECT_THAT(denied->recorded->response().message().content(), HasSubstr("permission denied"));
+  ASSERT_NE(denied->As<ReplyFromExchange>(), nullptr);
+  EXPECT_THAT(Reply(*denied)->response().message().content(), HasSubstr("\"isError\":true"));
+  EXPECT_THAT(Reply(*denied)->response().message().content(), HasSubstr("permission denied"));
 
   auto first = decide(ToolCall("fetch", "{}"));
   ASSERT_THAT(first.status(), IsOk());
-  ASSERT_TRUE(first->recorded->has_error());
-  EXPECT_EQ(first->recorded->error().code(), -32000);
+  ASSERT_TRUE(Reply(*first)->has_error());
+  EXPECT_EQ(Reply(*first)->error().code(), -32000);
   auto second = decide(ToolCall("fetch", "{}"));
   ASSERT_THAT(second.status(), IsOk());
-  EXPECT_THAT(second->recorded->response().message().content(),
+  EXPECT_THAT(Reply(*second)->response().message().content(),
               HasSubstr(R"("structuredContent":{"status":200})"));
 
   // A tool with no rule, recording or mock: a miss, not the model rule.
@@ -225,7 +228,7 @@ rules:
   model.mutable_messages(0)->set_content("hi");
   auto answered = decide(model);
   ASSERT_THAT(answered.status(), IsOk());
-  EXPECT_EQ(answered->recorded->response().message().content(), "model answer");
+  EXPECT_EQ(Reply(*answered)->response().message().content(), "model answer");
 }
 
 TEST_F(EngineMcpTest, MockToolsStandInForAServerNeverRecorded) {
@@ -238,17 +241,17 @@ mock_tools:
   auto decide = [&](const v1::CompletionRequest& r) { return engine_->Decide(Call(run), r, false); };
   auto init = decide(Method("initialize"));
   ASSERT_THAT(init.status(), IsOk());
-  EXPECT_THAT(init->recorded->response().message().content(), HasSubstr("\"serverInfo\""));
+  EXPECT_THAT(Reply(*init)->response().message().content(), HasSubstr("\"serverInfo\""));
   auto list = decide(Method("tools/list"));
   ASSERT_THAT(list.status(), IsOk());
-  EXPECT_THAT(list->recorded->response().message().content(), HasSubstr("\"name\":\"search\""));
-  EXPECT_THAT(list->recorded->response().message().content(), HasSubstr("\"name\":\"weather\""));
+  EXPECT_THAT(Reply(*list)->response().message().content(), HasSubstr("\"name\":\"search\""));
+  EXPECT_THAT(Reply(*list)->response().message().content(), HasSubstr("\"name\":\"weather\""));
   auto search = decide(ToolCall("search", R"({"query":"cats"})"));
   ASSERT_THAT(search.status(), IsOk());
-  EXPECT_THAT(search->recorded->response().message().content(), HasSubstr("found cats"));
+  EXPECT_THAT(Reply(*search)->response().message().content(), HasSubstr("found cats"));
   auto weather = decide(ToolCall("weather", "{}"));
   ASSERT_THAT(weather.status(), IsOk());
-  EXPECT_THAT(weather->recorded->response().message().content(),
+  EXPECT_THAT(Reply(*weather)->response().message().content(),
               HasSubstr(R"("structuredContent":{"temp":21})"));
   EXPECT_THAT(decide(ToolCall("unmocked", "{}")).status(), StatusIs(absl::StatusCode::kNotFound));
 }
@@ -270,12 +273,12 @@ rules:
   model.mutable_messages(0)->set_content("read a");
   auto asked = engine_->Decide(Call(run), model, false);
   ASSERT_THAT(asked.status(), IsOk());
-  const std::string call_id = asked->recorded->response().message().tool_calls(0).id();
+  const std::string call_id = Reply(*asked)->response().message().tool_calls(0).id();
   ASSERT_THAT(engine_->Decide(Call(run), ToolCall("read", R"({"path":"a"})"), false).status(),
               IsOk());
   // The next model request carries the result: not traced again.
   v1::Message* assistant = model.add_messages();
-  *assistant = asked->recorded->response().message();
+  *assistant = Reply(*asked)->response().message();
   v1::Message* result = model.add_messages();
   result->set_role("tool");
   result->set_tool_call_id(call_id);

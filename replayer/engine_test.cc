@@ -192,7 +192,7 @@ class EngineTest : public ::testing::Test {
     EngineOptions eo;
     eo.store = store_.get();
     eo.upstream = &upstream_;
-    eo.clock = &clock_;
+    eo.env = EngineEnv();
     int next = 0;
     eo.new_run_id = [next]() mutable { return absl::StrCat("run-", ++next); };
     auto e = Engine::Create(std::move(eo));
@@ -251,6 +251,9 @@ class EngineTest : public ::testing::Test {
     EXPECT_EQ(summary->run().recorded(), 4);
   }
 
+  // The Env the engine runs on: the fake one, unless a fixture says.
+  virtual Env* EngineEnv() { return &clock_; }
+
   std::vector<v1::TraceEvent> Events(const std::string& run) {
     EXPECT_THAT(store_->Flush(), IsOk());
     store::EventQuery q;
@@ -261,7 +264,7 @@ class EngineTest : public ::testing::Test {
   }
 
   store::ScopedTempDir dir_;
-  FakeClock clock_;
+  FakeEnv clock_;
   FakeUpstream upstream_;
   std::unique_ptr<store::Store> store_;
   std::unique_ptr<Engine> engine_;
@@ -875,8 +878,8 @@ TEST_F(EngineTest, ForwardedNativeExchangeIsStoredAsGiven) {
   v1::Run run = Start(v1::RUN_MODE_RECORD, "native");
   auto decision = engine_->Decide(Call(run.id(), "a"), Ask("hi"), /*streamed=*/true);
   ASSERT_TRUE(decision.ok()) << decision.status();
-  ASSERT_NE(decision->forward, nullptr);
-  EXPECT_EQ(decision->recorded, nullptr);
+  ASSERT_NE(decision->As<ForwardUpstream>(), nullptr);
+  EXPECT_EQ(decision->As<ReplyFromExchange>(), nullptr);
   v1::Exchange ex;
   ex.mutable_native()->set_provider("openai");
   ex.mutable_native()->set_status(200);
@@ -885,7 +888,7 @@ TEST_F(EngineTest, ForwardedNativeExchangeIsStoredAsGiven) {
   chunk->set_offset_micros(1500);
   ex.mutable_response()->mutable_message()->set_content("hello");
   std::promise<absl::Status> committed;
-  engine_->FinishForward(std::move(decision->forward), ex, absl::OkStatus(),
+  engine_->FinishForward(std::move(decision->As<ForwardUpstream>()->ticket), ex, absl::OkStatus(),
                          [&](absl::Status s) { committed.set_value(s); });
   ASSERT_THAT(committed.get_future().get(), IsOk());
   ASSERT_TRUE(engine_->EndRun(run.id()).ok());
@@ -904,7 +907,7 @@ TEST_F(EngineTest, ADroppedTicketReleasesTheRunWithoutRecording) {
   {
     auto decision = engine_->Decide(Call(run.id(), "a"), Ask("hi"), false);
     ASSERT_TRUE(decision.ok());
-    ASSERT_NE(decision->forward, nullptr);
+    ASSERT_NE(decision->As<ForwardUpstream>(), nullptr);
   }  // the caller went away
   const absl::Time start = absl::Now();
   auto summary = engine_->EndRun(run.id());  // would wait 30 s for a leaked call
@@ -930,7 +933,7 @@ TEST_F(EngineTest, PacedReplayDueTimesAreTheRecordedOffsetsDividedBySpeed) {
 
   EngineOptions eo;
   eo.store = store_.get();
-  eo.clock = &clock_;
+  eo.env = &clock_;
   eo.speed = 2;
   auto paced = Engine::Create(std::move(eo));
   ASSERT_TRUE(paced.ok());
@@ -1060,6 +1063,60 @@ TEST_F(ScriptedEngineTest, InvalidScenarioIsRefusedWithTheWholeReport) {
   EXPECT_THAT(engine_->StartRun(r).status(), StatusIs(absl::StatusCode::kNotFound));
 }
 
+// A whole scenario on the fake Env: a delay before the default's answer,
+// then a hang released at the call's deadline. Time moves only when the test
+// advances it, and nothing waits on the real clock.
+TEST_F(ScriptedEngineTest, DelayAndHangRunOnTheFakeEnvWithoutRealWaiting) {
+  const absl::Time real_start = absl::Now();
+  v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", R"(
+rules:
+  - name: slow-first-token
+    when: {iteration: 1}
+    delay: {ms: 1500}
+  - name: stall
+    when: {iteration: 2}
+    hang: {}
+default:
+  respond: {content: "Slow but fine."}
+)");
+  auto answer = [this](const CallInfo& call, const std::string& text) {
+    auto promise = std::make_shared<std::promise<absl::StatusOr<std::string>>>();
+    std::future<absl::StatusOr<std::string>> future = promise->get_future();
+    engine_->Complete(call, Ask(text), [promise](absl::StatusOr<ResponsePtr> r) {
+      if (r.ok()) {
+        promise->set_value((*r)->message().content());
+      } else {
+        promise->set_value(r.status());
+      }
+    });
+    return future;
+  };
+  auto ready = [](const std::future<absl::StatusOr<std::string>>& f) {
+    return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  };
+
+  std::future<absl::StatusOr<std::string>> slow = answer(Call(run.id(), "a"), "first");
+  EXPECT_FALSE(ready(slow));
+  clock_.Advance(absl::Milliseconds(1499));
+  EXPECT_FALSE(ready(slow));
+  clock_.Advance(absl::Milliseconds(1));
+  ASSERT_TRUE(ready(slow));
+  EXPECT_THAT(slow.get(), store::IsOkAndHolds("Slow but fine."));
+
+  CallInfo held = Call(run.id(), "a");
+  held.deadline = clock_.Now() + absl::Seconds(30);
+  std::future<absl::StatusOr<std::string>> stalled = answer(held, "second");
+  clock_.Advance(absl::Seconds(29));
+  EXPECT_FALSE(ready(stalled));
+  clock_.Advance(absl::Seconds(1));
+  ASSERT_TRUE(ready(stalled));
+  EXPECT_THAT(stalled.get().status(), StatusIs(absl::StatusCode::kDeadlineExceeded));
+
+  EXPECT_THAT(Complete(Call(run.id(), "a"), Ask("third")), IsOk());
+  // 31.5 s of scripted time passed; far less real time did.
+  EXPECT_LT(absl::Now() - real_start, absl::Seconds(30));
+}
+
 TEST_F(ScriptedEngineTest, ErrorActionAnswersBothShapes) {
   v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", R"(
 rules:
@@ -1075,8 +1132,9 @@ rules:
 
   auto decision = engine_->Decide(Call(run.id(), "a"), Ask("x"), false);
   ASSERT_TRUE(decision.ok());
-  EXPECT_EQ(decision->http_status, 429);
-  EXPECT_DOUBLE_EQ(decision->retry_after_seconds, 1.5);
+  ASSERT_NE(decision->As<ScriptedError>(), nullptr);
+  EXPECT_EQ(decision->As<ScriptedError>()->http_status, 429);
+  EXPECT_DOUBLE_EQ(decision->As<ScriptedError>()->retry_after_seconds, 1.5);
 }
 
 TEST_F(ScriptedEngineTest, FailThenSucceedThenRecording) {
@@ -1141,7 +1199,13 @@ default:
   EXPECT_EQ(Complete(Call(run.id(), "a"), Ask("x"))->message().content(), "fine");
 }
 
-TEST_F(ScriptedEngineTest, DelayThenTheNextSourceAnswers) {
+// Scenarios whose delays and deadlines run on the real Env's timers.
+class RealTimeScriptedEngineTest : public ScriptedEngineTest {
+ protected:
+  Env* EngineEnv() override { return Env::Default(); }
+};
+
+TEST_F(RealTimeScriptedEngineTest, DelayThenTheNextSourceAnswers) {
   RecordGolden();
   v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "golden", R"(
 rules:
@@ -1159,7 +1223,7 @@ rules:
   EXPECT_EQ(Attr(exchanges[0], "understudy.delay_ms"), "30");
 }
 
-TEST_F(ScriptedEngineTest, HangEndsAtTheDeadlineOrWhenTheRunEnds) {
+TEST_F(RealTimeScriptedEngineTest, HangEndsAtTheDeadlineOrWhenTheRunEnds) {
   v1::Run run = StartScripted(v1::RUN_MODE_REPLAY, "", "rules:\n  - {name: stall, hang: {}}\n");
   CallInfo call = Call(run.id(), "a");
   call.deadline = absl::Now() + absl::Milliseconds(50);

@@ -15,7 +15,6 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/match.h"
 #include "base/log.h"
-#include "base/scheduler.h"
 #include "base/status_macros.h"
 #include "provider/canonical.h"
 #include "provider/chunks.h"
@@ -76,7 +75,7 @@ absl::Status StatusFromRecorded(const v1::ErrorStatus& error) {
 // The trace event for one answered request.
 v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
                              const v1::CompletionResponse* response, const absl::Status& status,
-                             absl::string_view source, int64_t exchange_seq, bool streamed,
+                             AnswerSource source, int64_t exchange_seq, bool streamed,
                              const TraceAttributes& extra) {
   if (IsMcpRequest(request)) {
     return McpExchangeEvent(agent, request, response, status, source, exchange_seq, extra);
@@ -87,7 +86,7 @@ v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionReque
   auto& attrs = *event.mutable_attributes();
   store::AddRequestAttributes(request, &attrs);
   if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-  attrs["understudy.answer.source"] = std::string(source);
+  attrs["understudy.answer.source"] = std::string(SourceName(source));
   attrs["understudy.streamed"] = streamed ? "true" : "false";
   store::AddAnswerAttributes(response,
                              status.ok() ? "" : absl::StatusCodeToString(status.code()),
@@ -116,7 +115,7 @@ bool MayBeDerived(absl::string_view name) {
 store::TraceRecord RunState::ReplayedRecord(const std::string& agent,
                                             const v1::CompletionRequest& request, bool exact,
                                             const v1::Exchange& exchange,
-                                            absl::string_view source, bool streamed,
+                                            AnswerSource source, bool streamed,
                                             const TraceAttributes& extra) const {
   bool compact = !IsMcpRequest(request);
   for (const auto& [name, value] : extra) compact &= !MayBeDerived(name);
@@ -136,10 +135,10 @@ store::TraceRecord RunState::ReplayedRecord(const std::string& agent,
   event.set_agent(agent);
   auto& attrs = *event.mutable_attributes();
   if (!agent.empty()) derive |= store::kDeriveAgentName;
-  if (source == "recording") {
+  if (source == AnswerSource::kRecording) {
     derive |= store::kDeriveSourceRecording;
   } else {
-    attrs["understudy.answer.source"] = std::string(source);
+    attrs["understudy.answer.source"] = std::string(SourceName(source));
   }
   if (exact) {
     derive |= store::kDeriveRequest | store::kDeriveRequestAttributes;
@@ -196,13 +195,13 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
         Attributes with_latency = extra;
         with_latency.emplace_back("understudy.recorded_latency_ms",
                                   absl::StrFormat("%.3f", ex.latency_micros() / 1000.0));
-        EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status, "recording",
-                                 ex.seq(), streamed, with_latency));
+        EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status,
+                                 AnswerSource::kRecording, ex.seq(), streamed, with_latency));
         return &ex;
       }
       EmitReplayedLocked(call.agent, request, exact_bytes != nullptr &&
                                                   index_->ExactBytes(i) == exact_bytes,
-                         ex, status, "recording", streamed, extra);
+                         ex, status, AnswerSource::kRecording, streamed, extra);
       return &ex;
     }
     if (repeat != nullptr) {
@@ -215,7 +214,7 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
                          exact_bytes != nullptr &&
                              index_->ExactBytes(static_cast<size_t>(repeat->seq()) - 1) ==
                                  exact_bytes,
-                         *repeat, status, "recording", streamed, with_repeat);
+                         *repeat, status, AnswerSource::kRecording, streamed, with_repeat);
       return repeat;
     }
   }
@@ -254,8 +253,8 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
   run_.set_served(run_.served() + 1);
   absl::Status status =
       fallback->has_error() ? StatusFromRecorded(fallback->error()) : absl::OkStatus();
-  EmitReplayedLocked(call.agent, request, /*exact=*/false, *fallback, status, "closest_recording",
-                     streamed, extra);
+  EmitReplayedLocked(call.agent, request, /*exact=*/false, *fallback, status,
+                     AnswerSource::kClosestRecording, streamed, extra);
   return fallback;
 }
 
@@ -286,7 +285,7 @@ void Hang::Release(absl::Status status) {
 
 void RunState::EmitReplayedLocked(const std::string& agent, const v1::CompletionRequest& request,
                                   bool exact, const v1::Exchange& exchange,
-                                  const absl::Status& status, absl::string_view source,
+                                  const absl::Status& status, AnswerSource source,
                                   bool streamed, const Attributes& extra) {
   if (Referable(&exchange)) {
     EmitLocked(ReplayedRecord(agent, request, exact, exchange, source, streamed, extra), &exchange);
@@ -311,14 +310,15 @@ void RunState::EndRecorded(const v1::Exchange& exchange, int64_t version, bool s
     v1::TraceEvent event =
         ExchangeEvent(exchange.agent(), exchange.request(),
                       exchange.has_response() ? &exchange.response() : nullptr, traced,
-                      "upstream", exchange.seq(), exchange.streamed(), extra);
+                      AnswerSource::kUpstream, exchange.seq(), exchange.streamed(), extra);
     EndForward(&exchange, served, &event);
     return;
   }
   store::TraceRecord record;
   record.event.set_kind("exchange");
   record.event.set_agent(exchange.agent());
-  (*record.event.mutable_attributes())["understudy.answer.source"] = "upstream";
+  (*record.event.mutable_attributes())["understudy.answer.source"] =
+      std::string(SourceName(AnswerSource::kUpstream));
   for (const auto& [name, value] : extra) (*record.event.mutable_attributes())[name] = value;
   record.ref.session_id = row_id;
   record.ref.seq = exchange.seq();
@@ -462,7 +462,7 @@ std::shared_ptr<Hang> RunState::NewHang(absl::Time deadline) {
   }
   if (deadline != absl::InfiniteFuture()) {
     std::weak_ptr<Hang> weak = hang;
-    Scheduler::Shared()->RunAt(deadline, [weak] {
+    env_->ScheduleAt(deadline, [weak] {
       if (std::shared_ptr<Hang> h = weak.lock()) {
         h->Release(absl::DeadlineExceededError(
             "the deadline passed while the scenario held the call (hang)"));
@@ -553,7 +553,7 @@ v1::RunSummary RunState::BeginEnd(absl::Duration timeout) {
 v1::RunSummary RunState::Finish(v1::RunSummary summary) {
   absl::MutexLock lock(&mu_);
   run_.set_state(summary.failures_size() > 0 ? v1::RUN_STATE_FAILED : v1::RUN_STATE_ENDED);
-  run_.set_ended_at_micros(clock_->NowMicros());
+  run_.set_ended_at_micros(env_->NowMicros());
   v1::TraceEvent event;
   event.set_kind("run_ended");
   auto& attrs = *event.mutable_attributes();

@@ -37,7 +37,7 @@ class RunState {
   RunState(v1::Run run, std::shared_ptr<const SessionIndex> index,
            std::shared_ptr<const Script> script,
            absl::flat_hash_map<std::string, SourceSession> sources, store::Store* store,
-           Clock* clock, int max_miss_reports)
+           Env* env, int max_miss_reports)
       : id_(run.id()),
         script_(std::move(script)),
         mode_(run.mode()),
@@ -48,7 +48,7 @@ class RunState {
         session_version_(run.session_version()),
         index_(std::move(index)),
         store_(store),
-        clock_(clock),
+        env_(env),
         max_miss_reports_(max_miss_reports),
         run_(std::move(run)),
         sources_(std::move(sources)) {
@@ -142,7 +142,7 @@ class RunState {
     if (event.kind() == "tool_result") NoteToolResultLocked(event);
     event.set_run(id_);
     event.set_seq(next_event_seq_);
-    event.set_time_micros(clock_->NowMicros());
+    event.set_time_micros(env_->NowMicros());
     v1::TraceEvent copy = event;
     EmitLocked(std::move(event));
     return copy;
@@ -259,7 +259,7 @@ class RunState {
     if (!KeepsLocked(event.kind())) return;
     event.set_run(id_);
     event.set_seq(next_event_seq_++);
-    if (event.time_micros() == 0) event.set_time_micros(clock_->NowMicros());
+    if (event.time_micros() == 0) event.set_time_micros(env_->NowMicros());
     if (!subscribers_.empty()) {
       v1::TraceEvent full;
       if (record.ref.derive == 0) {
@@ -279,13 +279,13 @@ class RunState {
   // copying them. The same event as ExchangeEvent would build.
   store::TraceRecord ReplayedRecord(const std::string& agent,
                                     const v1::CompletionRequest& request, bool exact,
-                                    const v1::Exchange& exchange, absl::string_view source,
+                                    const v1::Exchange& exchange, AnswerSource source,
                                     bool streamed, const TraceAttributes& extra) const;
   // Emits the exchange event of a replayed answer: ReplayedRecord when the
   // exchange is Referable, else ExchangeEvent.
   void EmitReplayedLocked(const std::string& agent, const v1::CompletionRequest& request,
                           bool exact, const v1::Exchange& exchange, const absl::Status& status,
-                          absl::string_view source, bool streamed, const TraceAttributes& extra)
+                          AnswerSource source, bool streamed, const TraceAttributes& extra)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `exchange` is one of index_'s, which trace records may refer to.
   bool Referable(const v1::Exchange* exchange) const {
@@ -342,7 +342,7 @@ class RunState {
   std::atomic<int64_t> record_version_{0};
   std::atomic<int64_t> record_row_id_{0};
   store::Store* const store_;
-  Clock* const clock_;
+  Env* const env_;
   const int max_miss_reports_;
 
   // Taken before mu_ when both are needed; held across the disk I/O that
@@ -406,14 +406,14 @@ absl::Status StatusFromRecorded(const v1::ErrorStatus& error);
 // traced the call itself; for other methods, an `exchange` event.
 v1::TraceEvent McpExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
                                 const v1::CompletionResponse* response, const absl::Status& status,
-                                absl::string_view source, int64_t exchange_seq,
+                                AnswerSource source, int64_t exchange_seq,
                                 const TraceAttributes& extra);
 
 // The trace event for one answered request: `exchange`, or for an MCP
 // request McpExchangeEvent's.
 v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
                              const v1::CompletionResponse* response, const absl::Status& status,
-                             absl::string_view source, int64_t exchange_seq, bool streamed,
+                             AnswerSource source, int64_t exchange_seq, bool streamed,
                              const TraceAttributes& extra);
 
 }  // namespace replayer

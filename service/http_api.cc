@@ -14,7 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "base/http_status.h"
 #include "base/log.h"
-#include "base/scheduler.h"
+#include "base/env.h"
 #include "provider/codec.h"
 #include "service/http_relay.h"
 #include "service/http_render.h"
@@ -138,7 +138,7 @@ struct HttpApi::Pending {
 };
 
 HttpApi::HttpApi(HttpApiOptions options) : options_(std::move(options)) {
-  if (options_.clock == nullptr) options_.clock = Clock::Real();
+  if (options_.env == nullptr) options_.env = Env::Default();
   if (options_.redactor == nullptr) options_.redactor = &default_redactor_;
 }
 
@@ -315,8 +315,8 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   pending->request = std::move(request);
   if (pending->decision.delay <= absl::ZeroDuration()) return Answer(std::move(pending), out);
   // A scripted delay: the answer (or the forwarding) starts afterwards.
-  Scheduler::Shared()->RunAt(absl::Now() + pending->decision.delay,
-                             [this, pending, out] { Answer(pending, out); });
+  options_.env->ScheduleAfter(pending->decision.delay,
+                              [this, pending, out] { Answer(pending, out); });
 }
 
 absl::Status HttpApi::JoinStored(const provider::StoredResponses& stored,
@@ -378,33 +378,31 @@ void HttpApi::Remember(const Pending& pending, const v1::Exchange& ex, std::stri
 void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpResponder> out) {
   const provider::Codec& api = *pending->codec;
   replayer::Decision& decision = pending->decision;
-  if (decision.error.has_value() && decision.http_status == 0) {
-    // A miss after a scripted delay.
-    return RespondError(api, *decision.error, *out);
+  if (const auto* miss = decision.As<replayer::MissAfterDelay>()) {
+    return RespondError(api, miss->status, *out);
   }
-  if (decision.error.has_value()) {
+  if (const auto* error = decision.As<replayer::ScriptedError>()) {
     // A scripted error: the HTTP status and body a provider would send.
-    const absl::Status shown(StatusCodeForHttp(decision.http_status),
-                             decision.error->message());
+    const absl::Status shown(StatusCodeForHttp(error->http_status), error->status.message());
     HttpHeaders headers = {{"content-type", kJsonContentType}};
-    if (decision.retry_after_seconds >= 0) {
+    if (error->retry_after_seconds >= 0) {
       headers.emplace_back("retry-after", absl::StrCat(static_cast<int64_t>(
-                                              std::ceil(decision.retry_after_seconds))));
+                                              std::ceil(error->retry_after_seconds))));
       headers.emplace_back("retry-after-ms", absl::StrCat(static_cast<int64_t>(std::llround(
-                                                 decision.retry_after_seconds * 1000))));
+                                                 error->retry_after_seconds * 1000))));
     }
     return out->Respond(
-        decision.http_status, std::move(headers),
+        error->http_status, std::move(headers),
         api.ErrorBody(shown.ok() ? absl::UnknownError(shown.message()) : shown, /*code=*/""));
   }
-  if (decision.hang != nullptr) {
-    std::shared_ptr<replayer::Hang> hang = decision.hang;
+  if (const auto* held = decision.As<replayer::HangUntilReleased>()) {
+    std::shared_ptr<replayer::Hang> hang = held->hang;
     out->OnCancel([hang] { hang->Release(absl::CancelledError("the client went away")); });
     hang->Wait([codec = &api, out](absl::Status status) { RespondError(*codec, status, *out); });
     return;
   }
-  if (decision.recorded != nullptr) {
-    const v1::Exchange& ex = *decision.recorded;
+  if (const auto* reply = decision.As<replayer::ReplyFromExchange>()) {
+    const v1::Exchange& ex = *reply->exchange;
     provider::RenderContext context;
     context.parsed = &pending->parsed;
     context.call = &pending->wire;
@@ -418,7 +416,7 @@ void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
       // for an answer recorded another way or scripted. Kept before the
       // caller can continue from it; the object GET returns is made only
       // when asked, from what the run holds anyway.
-      std::shared_ptr<const void> keep = decision.keepalive;
+      std::shared_ptr<const void> keep = reply->keepalive;
       std::function<std::string()> body;
       if (ex.has_native() && ex.native().provider() == api.name()) {
         const v1::NativeExchange* native = &ex.native();
@@ -442,11 +440,11 @@ void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
     }
     // The answer is sent from `ex` as the client reads it: the keepalive
     // keeps it alive until then.
-    return RenderRecorded(api, ex, decision.keepalive, context, pending->parsed.stream,
-                          decision.speed, options_.clock->Now(), decision.disconnect_after,
+    return RenderRecorded(api, ex, reply->keepalive, context, pending->parsed.stream,
+                          decision.speed, options_.env->Now(), decision.disconnect_after,
                           *out);
   }
-  if (decision.disconnect_after >= 0) return out->Abort();
+  if (decision.As<replayer::DropConnection>() != nullptr) return out->Abort();
 
   const std::string name(api.upstream());
   const auto found = options_.upstreams.find(name);
@@ -477,8 +475,8 @@ void HttpApi::Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpIn
   }
   auto relay = std::make_shared<Relay>(api, pending->parsed.stream,
                                        pending->parsed.json_array_stream, options_.engine,
-                                       std::move(pending->decision.forward), out, options_.clock,
-                                       std::move(on_recorded));
+                                       std::move(pending->decision.As<replayer::ForwardUpstream>()->ticket),
+                                       out, options_.env, std::move(on_recorded));
   v1::NativeExchange* native = relay->native();
   native->set_provider(std::string(api.name()));
   // The path as recorded: never a credential the query may carry.

@@ -35,7 +35,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "base/clock.h"
+#include "base/env.h"
 #include "provider/codec.h"
 #include "provider/parsed_request.h"
 #include "recorder/http_upstream.h"
@@ -73,7 +73,7 @@ struct HttpApiOptions {
   std::map<std::string, recorder::UpstreamHttpInterface*> upstreams;
   // What never reaches the store. Not owned; null means the defaults.
   const recorder::Redactor* redactor = nullptr;
-  Clock* clock = Clock::Real();
+  Env* env = Env::Default();
   // The token callers must present (service/access.h); none by default.
   AccessToken access;
   // MCP servers under /mcp/{name} (service/mcp_api.h), or null. Not owned.

@@ -19,15 +19,16 @@ namespace service {
 
 Relay::Relay(const provider::Codec& codec, bool stream, bool json_array_stream, replayer::Engine* engine,
              std::unique_ptr<replayer::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
-             Clock* clock, std::function<void(const v1::Exchange&)> on_recorded)
+             Env* env, std::function<void(const v1::Exchange&)> on_recorded)
     : codec_(codec),
       stream_(stream),
       json_array_stream_(json_array_stream),
       engine_(engine),
       ticket_(std::move(ticket)),
       out_(std::move(out)),
-      clock_(clock),
+      env_(env),
       on_recorded_(std::move(on_recorded)),
+      start_(env->Now()),
       decoder_(codec.NewDecoder()) {}
 
 void Relay::OnHead(int status, recorder::UpstreamHttpHeaders headers) {
@@ -85,7 +86,7 @@ void Relay::OnData(absl::string_view bytes) {
 void Relay::Event(
     std::string raw,
     const std::function<absl::StatusOr<std::optional<v1::CompletionChunk>>()>& decode) {
-  const int64_t offset = absl::ToInt64Microseconds(clock_->Now() - ticket_start());
+  const int64_t offset = absl::ToInt64Microseconds(env_->Now() - ticket_start());
   v1::NativeChunk* chunk = native()->add_chunks();
   chunk->set_data(raw);
   chunk->set_offset_micros(offset);

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "base/clock.h"
+#include "base/env.h"
 #include "provider/codec.h"
 #include "provider/json_array_stream.h"
 #include "provider/sse.h"
@@ -39,7 +39,7 @@ class Relay final : public recorder::UpstreamHttpObserver {
   // the end of the answer.
   Relay(const provider::Codec& codec, bool stream, bool json_array_stream, replayer::Engine* engine,
         std::unique_ptr<replayer::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
-        Clock* clock, std::function<void(const v1::Exchange&)> on_recorded);
+        Env* env, std::function<void(const v1::Exchange&)> on_recorded);
 
   // The native record to fill in before the request is sent.
   v1::NativeExchange* native() { return exchange_.mutable_native(); }
@@ -64,9 +64,9 @@ class Relay final : public recorder::UpstreamHttpObserver {
   replayer::Engine* const engine_;
   std::unique_ptr<replayer::ForwardTicket> ticket_;
   std::shared_ptr<HttpResponder> out_;
-  Clock* const clock_;
+  Env* const env_;
   std::function<void(const v1::Exchange&)> on_recorded_;
-  absl::Time start_ = absl::Now();
+  absl::Time start_;
 
   int status_ = 0;
   std::string content_type_;

@@ -78,6 +78,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/env.h"
 #include "base/log.h"
 
 namespace understudy {
@@ -166,7 +167,7 @@ bool IsFramingHeader(absl::string_view name) {
 // overflow.
 SteadyClock::time_point ToSteady(absl::Time t) {
   if (t == absl::InfinitePast()) return SteadyClock::time_point::min();
-  absl::Duration wait = t - absl::Now();
+  absl::Duration wait = t - Env::Default()->Now();
   if (wait <= absl::ZeroDuration()) return SteadyClock::time_point::min();
   wait = std::min(wait, absl::Hours(24 * 365));
   return SteadyClock::now() + absl::ToChronoNanoseconds(wait);
@@ -434,7 +435,7 @@ class ServerImpl final : public HttpServer {
   }
   ServerImpl(const ServerImpl&) = delete;
   ServerImpl& operator=(const ServerImpl&) = delete;
-  ~ServerImpl() override { Shutdown(absl::Now()); }
+  ~ServerImpl() override { Shutdown(Env::Default()->Now()); }
 
   // Binds `endpoint` and starts `threads` threads.
   absl::Status Listen(const tcp::endpoint& endpoint, int threads);
@@ -1390,7 +1391,7 @@ void ServerImpl::Shutdown(absl::Time deadline) {
                                 return c->empty();
                               },
                               &connections_),
-                          absl::Now() + kCloseGrace);
+                          Env::Default()->Now() + kCloseGrace);
   }
   work_.reset();
   ioc_->stop();

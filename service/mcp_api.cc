@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "base/http_status.h"
 #include "base/log.h"
-#include "base/scheduler.h"
 #include "base/status_macros.h"
 #include "provider/mcp.h"
 #include "provider/derived_id.h"
@@ -175,7 +174,7 @@ struct McpApi::Pending {
 };
 
 McpApi::McpApi(McpApiOptions options) : options_(std::move(options)) {
-  if (options_.clock == nullptr) options_.clock = Clock::Real();
+  if (options_.env == nullptr) options_.env = Env::Default();
   if (options_.redactor == nullptr) options_.redactor = &default_redactor_;
 }
 
@@ -342,7 +341,7 @@ void McpApi::Handle(replayer::CallInfo call, std::string name, HttpRequest reque
   const bool may_forward = mode->first != v1::RUN_MODE_REPLAY;
   if (may_forward && request.Header("x-understudy-mcp-upstream") == "lazy") {
     // The proxy starts the real server now, and sends the message again.
-    return RespondJson(*out, 409, R"({"understudy":"start_upstream"})");
+    return RespondJson(*out, 409, mcp::ProxySignalBody(mcp::ProxySignal::kStartUpstream));
   }
 
   if (message.kind != mcp::Message::Kind::kRequest) {
@@ -395,27 +394,30 @@ void McpApi::Handle(replayer::CallInfo call, std::string name, HttpRequest reque
   pending->event_stream = AcceptsEventStream(request);
   pending->request = std::move(request);
   if (pending->decision.delay <= absl::ZeroDuration()) return Answer(std::move(pending), out);
-  Scheduler::Shared()->RunAt(options_.clock->Now() + pending->decision.delay,
-                             [this, pending, out] { Answer(pending, out); });
+  options_.env->ScheduleAfter(pending->decision.delay,
+                              [this, pending, out] { Answer(pending, out); });
 }
 
 void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpResponder> out) {
   replayer::Decision& decision = pending->decision;
   const Json& id = pending->message.id;
   const std::string& session_id = pending->session_id;
-  if (decision.error.has_value()) {
-    return RespondJson(*out, 200, ErrorFor(id, *decision.error), session_id);
+  if (const auto* error = decision.As<replayer::ScriptedError>()) {
+    return RespondJson(*out, 200, ErrorFor(id, error->status), session_id);
   }
-  if (decision.hang != nullptr) {
-    std::shared_ptr<replayer::Hang> hang = decision.hang;
+  if (const auto* miss = decision.As<replayer::MissAfterDelay>()) {
+    return RespondJson(*out, 200, ErrorFor(id, miss->status), session_id);
+  }
+  if (const auto* held = decision.As<replayer::HangUntilReleased>()) {
+    std::shared_ptr<replayer::Hang> hang = held->hang;
     out->OnCancel([hang] { hang->Release(absl::CancelledError("the client went away")); });
     hang->Wait([out, id, session_id](absl::Status status) {
       RespondJson(*out, 200, ErrorFor(id, status), session_id);
     });
     return;
   }
-  if (decision.recorded != nullptr) {
-    const v1::Exchange& ex = *decision.recorded;
+  if (const auto* reply = decision.As<replayer::ReplyFromExchange>()) {
+    const v1::Exchange& ex = *reply->exchange;
     if (ex.has_native() && ex.native().provider() == "mcp") {
       const v1::NativeExchange& native = ex.native();
       const Json& token = pending->message.progress_token;
@@ -431,8 +433,8 @@ void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespon
       HttpHeaders headers = {{"content-type", kEventStream}, {"cache-control", "no-cache"}};
       if (!session_id.empty()) headers.emplace_back("mcp-session-id", session_id);
       out->StartStream(200, std::move(headers));
-      out->WriteFrom(std::make_shared<RecordedMessages>(decision.keepalive, native, id, token,
-                                                        options_.clock->Now(), decision.speed));
+      out->WriteFrom(std::make_shared<RecordedMessages>(reply->keepalive, native, id, token,
+                                                        options_.env->Now(), decision.speed));
       return out->End();
     }
     if (ex.has_error()) {
@@ -442,7 +444,8 @@ void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespon
     return RespondJson(*out, 200, mcp::ResultResponse(id, ex.response().message().content()),
                        session_id);
   }
-  if (decision.forward == nullptr) {
+  auto* forward = decision.As<replayer::ForwardUpstream>();
+  if (forward == nullptr) {
     return RespondJson(*out, 200,
                        ErrorFor(id, absl::InternalError("nothing answers this request")),
                        session_id);
@@ -450,7 +453,7 @@ void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespon
   absl::StatusOr<McpUpstream> upstream = UpstreamFor(pending->name, pending->request);
   if (!upstream.ok()) {
     // Dropping the ticket records nothing.
-    decision.forward.reset();
+    forward->ticket.reset();
     return RespondJson(*out, 200, ErrorFor(id, upstream.status()), session_id);
   }
   Forward(std::move(pending), *upstream, std::move(out));
@@ -464,14 +467,14 @@ class McpRelay : public recorder::UpstreamHttpObserver,
                  public std::enable_shared_from_this<McpRelay> {
  public:
   McpRelay(std::shared_ptr<McpApi::Pending> pending, replayer::Engine* engine,
-           std::shared_ptr<HttpResponder> out, Clock* clock,
+           std::shared_ptr<HttpResponder> out, Env* env,
            std::shared_ptr<McpApi::Session> session)
       : pending_(std::move(pending)),
         engine_(engine),
         out_(std::move(out)),
-        clock_(clock),
+        env_(env),
         session_(std::move(session)),
-        start_(clock_->Now()) {
+        start_(env_->Now()) {
     native_.set_provider("mcp");
     native_.set_path(absl::StrCat("/mcp/", pending_->name));
     native_.set_request_body(pending_->stored_body);
@@ -547,7 +550,8 @@ class McpRelay : public recorder::UpstreamHttpObserver,
                                                    "\" ended its answer without a response"));
     }
     const Json& id = pending_->message.id;
-    std::unique_ptr<replayer::ForwardTicket> ticket = std::move(pending_->decision.forward);
+    std::unique_ptr<replayer::ForwardTicket> ticket =
+        std::move(pending_->decision.As<replayer::ForwardUpstream>()->ticket);
     if (!status.ok()) {
       // Nothing partial is stored (a transport failure is never recorded).
       engine_->FinishForward(std::move(ticket), v1::Exchange(), status, [](absl::Status) {});
@@ -586,7 +590,7 @@ class McpRelay : public recorder::UpstreamHttpObserver,
   // One message of the upstream's stream.
   void OnMessage(std::string data) {
     v1::NativeChunk chunk;
-    chunk.set_offset_micros(absl::ToInt64Microseconds(clock_->Now() - start_));
+    chunk.set_offset_micros(absl::ToInt64Microseconds(env_->Now() - start_));
     absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(data, "upstream event");
     const bool is_response = parsed.ok() && parsed->kind == mcp::Message::Kind::kResponse &&
                              parsed->id == pending_->message.id;
@@ -616,7 +620,7 @@ class McpRelay : public recorder::UpstreamHttpObserver,
   std::shared_ptr<McpApi::Pending> pending_;
   replayer::Engine* engine_;
   std::shared_ptr<HttpResponder> out_;
-  Clock* clock_;
+  Env* env_;
   std::shared_ptr<McpApi::Session> session_;
   const absl::Time start_;
   v1::NativeExchange native_;
@@ -701,12 +705,12 @@ void McpApi::Forward(std::shared_ptr<Pending> pending, McpUpstream upstream,
     }
   }
   recorder::UpstreamHttpHeaders headers = ForwardHeaders(pending->request);
-  auto send = [pending, upstream, headers, out, clock = options_.clock,
+  auto send = [pending, upstream, headers, out, env = options_.env,
                engine = options_.engine](absl::Status opened) {
     const Json& id = pending->message.id;
     if (!opened.ok()) {
-      engine->FinishForward(std::move(pending->decision.forward), v1::Exchange(), opened,
-                            [](absl::Status) {});
+      engine->FinishForward(std::move(pending->decision.As<replayer::ForwardUpstream>()->ticket),
+                            v1::Exchange(), opened, [](absl::Status) {});
       return RespondJson(*out, 200, ErrorFor(id, opened), pending->session_id);
     }
     recorder::UpstreamHttpRequest forward;
@@ -719,7 +723,7 @@ void McpApi::Forward(std::shared_ptr<Pending> pending, McpUpstream upstream,
       }
     }
     forward.body = pending->request.body;
-    auto relay = std::make_shared<McpRelay>(pending, engine, out, clock, pending->session);
+    auto relay = std::make_shared<McpRelay>(pending, engine, out, env, pending->session);
     std::shared_ptr<recorder::UpstreamHttpCall> transfer =
         upstream.http->Send(std::move(forward), relay);
     out->OnCancel([transfer] { transfer->Cancel(); });

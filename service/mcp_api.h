@@ -31,7 +31,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
-#include "base/clock.h"
+#include "base/env.h"
 #include "recorder/http_upstream.h"
 #include "recorder/redact.h"
 #include "replayer/engine.h"
@@ -54,7 +54,7 @@ struct McpApiOptions {
   std::map<std::string, McpUpstream> upstreams;
   // What never reaches the store. Not owned; null means the defaults.
   const recorder::Redactor* redactor = nullptr;
-  Clock* clock = Clock::Real();
+  Env* env = Env::Default();
 };
 
 // Splits an upstream URL into the base HttpUpstream takes (scheme, host,

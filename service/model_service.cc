@@ -5,7 +5,7 @@
 #include <utility>
 
 #include "absl/synchronization/mutex.h"
-#include "base/scheduler.h"
+#include "base/env.h"
 #include "service/call_info.h"
 #include "service/grpc_status.h"
 
@@ -22,7 +22,7 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
  public:
   class Sink final : public replayer::ChunkSink, public std::enable_shared_from_this<Sink> {
    public:
-    explicit Sink(ChunkWriter* writer) : writer_(writer) {}
+    Sink(ChunkWriter* writer, Env* env) : writer_(writer), env_(env) {}
 
     void OnChunk(replayer::ChunkPtr chunk, absl::Time not_before) override {
       const size_t size = chunk->ByteSizeLong();
@@ -94,12 +94,12 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
       {
         absl::MutexLock lock(&mu_);
         if (writing_ || finish_sent_) return;
-        if (!queue_.empty() && queue_.front().not_before > absl::Now()) {
+        if (!queue_.empty() && queue_.front().not_before > env_->Now()) {
           // Paced replay: come back when the next chunk is due.
           if (!timer_armed_) {
             timer_armed_ = true;
             std::weak_ptr<Sink> self = weak_from_this();
-            Scheduler::Shared()->RunAt(queue_.front().not_before, [self] {
+            env_->ScheduleAt(queue_.front().not_before, [self] {
               if (std::shared_ptr<Sink> sink = self.lock()) {
                 {
                   absl::MutexLock lock(&sink->mu_);
@@ -128,6 +128,7 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
     }
 
     ChunkWriter* const writer_;
+    Env* const env_;
     mutable absl::Mutex mu_;
     struct Pending {
       replayer::ChunkPtr chunk;
@@ -148,8 +149,9 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
   };
 
   // `tracker` (not owned) has admitted this call; OnDone ends it.
-  explicit ChunkWriter(CallTracker* tracker)
-      : sink_(std::make_shared<Sink>(this)), tracker_(tracker) {}
+  // Paces on `env` (not owned).
+  ChunkWriter(CallTracker* tracker, Env* env)
+      : sink_(std::make_shared<Sink>(this, env)), tracker_(tracker) {}
 
   std::shared_ptr<Sink> sink() { return sink_; }
 
@@ -200,7 +202,7 @@ grpc::ServerWriteReactor<v1::CompletionChunk>* ModelService::StreamComplete(
     };
     return new Refusal();
   }
-  auto* writer = new ChunkWriter(tracker_);
+  auto* writer = new ChunkWriter(tracker_, engine_->env());
   engine_->StreamComplete(CallInfoFrom(*context, *request), *request, writer->sink());
   return writer;
 }

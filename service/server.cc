@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
+#include "base/env.h"
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "grpc/health/v1/health.pb.h"
@@ -558,14 +559,14 @@ absl::Status Server::Shutdown() {
   }
   // Calls held by `hang` actions would otherwise hold the drain open.
   parts_->engine->ReleaseHangs();
-  const absl::Time deadline = absl::Now() + parts_->options.drain_timeout;
+  const absl::Time deadline = Env::Default()->Now() + parts_->options.drain_timeout;
   // Its watches would otherwise hold the listener's drain open until the
   // deadline.
   if (parts_->ui_api != nullptr) parts_->ui_api->Shutdown();
   if (parts_->http_server != nullptr) parts_->http_server->Shutdown(deadline);
   const bool drained = parts_->tracker.Drain(deadline);
   if (!drained) Log(LogLevel::kWarning, "drain_timeout", {{"action", "cancelling calls still in flight"}});
-  parts_->grpc_server->Shutdown(absl::ToChronoTime(absl::Now()));
+  parts_->grpc_server->Shutdown(absl::ToChronoTime(Env::Default()->Now()));
   parts_->grpc_server->Wait();
   absl::Status status = parts_->engine->EndAllRuns();
   absl::Status flushed = parts_->store->Flush();

@@ -115,7 +115,7 @@ grpc::Status TracesService::WaitFor(grpc::ServerContext* context,
   if (!filter.ok()) return ToGrpcStatus(filter.status());
   absl::Time deadline = absl::FromChrono(context->deadline());
   if (request->timeout_ms() > 0) {
-    deadline = std::min(deadline, absl::Now() + absl::Milliseconds(request->timeout_ms()));
+    deadline = std::min(deadline, Env::Default()->Now() + absl::Milliseconds(request->timeout_ms()));
   }
 
   // Subscribe first, then read the past up to where the feed starts: no
@@ -162,7 +162,7 @@ grpc::Status TracesService::WaitFor(grpc::ServerContext* context,
       auto ready = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(feed->mu) {
         return !feed->events.empty() || feed->ended;
       };
-      feed->mu.AwaitWithDeadline(absl::Condition(&ready), std::min(deadline, absl::Now() + kTick));
+      feed->mu.AwaitWithDeadline(absl::Condition(&ready), std::min(deadline, Env::Default()->Now() + kTick));
       if (!feed->events.empty()) {
         *response = std::move(feed->events.front());
         return grpc::Status::OK;
@@ -176,7 +176,7 @@ grpc::Status TracesService::WaitFor(grpc::ServerContext* context,
     }
     if (context->IsCancelled()) return ToGrpcStatus(absl::CancelledError("the client went away"));
     if (tracker_->draining()) return ShuttingDown();
-    if (absl::Now() >= deadline) {
+    if (Env::Default()->Now() >= deadline) {
       (void)store_->Flush();
       return ToGrpcStatus(absl::DeadlineExceededError(
           absl::StrCat("no event matching ", filter->Describe(), " came in time; ",

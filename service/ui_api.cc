@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/env.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "query/assert.h"
@@ -487,7 +488,7 @@ void UiApi::Shutdown() {
   // New watches are refused from now on (503), open ones end.
   watches_.Shutdown();
   // New service calls are refused from now on; new requests get 503.
-  tracker_.Drain(absl::Now());
+  tracker_.Drain(Env::Default()->Now());
   pool_.Interrupt();
   pool_.Close();
 }

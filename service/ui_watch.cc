@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
-#include "base/scheduler.h"
+#include "base/env.h"
 #include "base/status_macros.h"
 #include "query/events.h"
 #include "service/event_feed.h"
@@ -72,7 +72,7 @@ absl::Status UiWatches::CheckRoom() {
 }
 
 void UiWatches::ScheduleKeepalive(std::weak_ptr<Watch> weak, absl::Duration period) {
-  Scheduler::Shared()->RunAt(absl::Now() + period, [weak, period] {
+  Env::Default()->ScheduleAfter(period, [weak, period] {
     std::shared_ptr<Watch> watch = weak.lock();
     if (watch == nullptr) return;
     {

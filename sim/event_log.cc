@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/env.h"
 #include "base/fd_io.h"
 
 namespace understudy {
@@ -71,7 +72,7 @@ void EventLog::Write(absl::string_view event, const Fields& fields, LogLevel lev
   if (level < level_) return;
   if (format_ == LogFormat::kJson) {
     nlohmann::ordered_json line;
-    line["ts"] = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(), absl::UTCTimeZone());
+    line["ts"] = absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", Env::Default()->Now(), absl::UTCTimeZone());
     line["event"] = std::string(event);
     for (const auto& [name, value] : fields) line[name] = value;
     WriteLine(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));

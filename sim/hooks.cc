@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "base/env.h"
 #include "base/files.h"
 #include "base/subprocess.h"
 #include "validation/json_bounds.h"
@@ -334,10 +335,10 @@ HookResult RunHook(HookEvent event, const HookCommand& command, const nlohmann::
       payload.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace), "\n");
   options.watch_fds = watch.fds;
   options.on_ready = watch.on_ready;
-  const absl::Time start = absl::Now();
+  const absl::Time start = Env::Default()->Now();  // a real child process: real time
   absl::StatusOr<CommandResult> run =
       RunCommand({"/bin/sh", "-c", command.command}, options);
-  r.duration = absl::Now() - start;
+  r.duration = Env::Default()->Now() - start;
   if (!run.ok()) {
     r.outcome = "not started";
     r.reason = std::string(run.status().message());

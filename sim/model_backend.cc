@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/env.h"
 #include "base/fd_io.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
@@ -124,7 +125,7 @@ struct GrpcCall {
 // On the call's thread.
 absl::StatusOr<ModelAnswer> CompleteOnce(const GrpcCall& call, ModelCancellation& cancellation) {
   grpc::ClientContext context;
-  context.set_deadline(absl::ToChronoTime(absl::Now() + call.options.deadline));
+  context.set_deadline(absl::ToChronoTime(Env::Default()->Now() + call.options.deadline));
   if (!call.options.run.empty()) context.AddMetadata("understudy-run", call.options.run);
   if (!call.agent.empty()) context.AddMetadata("understudy-agent", call.agent);
   // TryCancel is thread-safe, and gRPC honours it even before the call

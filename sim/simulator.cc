@@ -187,11 +187,11 @@ void Simulator::PollOnce() {
   const int output = child_ != nullptr && child_output_open_ ? add(child_->stdout_fd()) : -1;
   const int answered = model_call_ != nullptr ? add(model_call_->ready_fd()) : -1;
   if (child_ != nullptr && child_->exit_fd() < 0) {
-    next = std::min(next, absl::Now() + absl::Milliseconds(5));  // no pidfd: look now and then
+    next = std::min(next, options_.env->Now() + absl::Milliseconds(5));  // no pidfd: look now and then
   }
   const absl::Duration wait = next == absl::InfiniteFuture()
                                   ? absl::InfiniteDuration()
-                                  : std::max(absl::ZeroDuration(), next - absl::Now());
+                                  : std::max(absl::ZeroDuration(), next - options_.env->Now());
   const int ready = poll(fds, count, PollMs(wait));
   if (ready < 0 && errno != EINTR) {
     Done(absl::StrCat("poll failed: ", ErrnoText(errno)), 1);
@@ -210,7 +210,7 @@ void Simulator::PollOnce() {
     }
   }
   if (child_ != nullptr && child_->exit_fd() < 0 && !done_) PollChild();
-  absl::Time now = absl::Now();
+  absl::Time now = options_.env->Now();
   if (!done_ && escape_deadline_ <= now) {
     escape_deadline_ = absl::InfiniteFuture();
     decoder_->Flush([this](InputEvent event) { HandleInput(event); });
@@ -236,7 +236,7 @@ void Simulator::ReadInput() {
     InputClosed();
     return;
   }
-  FeedInput(absl::string_view(buffer, static_cast<size_t>(n)), absl::Now());
+  FeedInput(absl::string_view(buffer, static_cast<size_t>(n)), options_.env->Now());
 }
 
 void Simulator::FeedInput(absl::string_view bytes, absl::Time at) {
@@ -269,7 +269,7 @@ WatchResult Simulator::HoldInput() {
     return input_tty_ ? WatchResult::kAbandon : WatchResult::kStopWatching;
   }
   held_input_.append(buffer, static_cast<size_t>(n));
-  last_input_at_ = absl::Now();
+  last_input_at_ = options_.env->Now();
   LogEvent("input_during_hook", {{"bytes", n}, {"held", held_input_.size()}}, LogLevel::kDebug);
   return WatchResult::kKeepWatching;
 }
@@ -305,7 +305,7 @@ void Simulator::AfterHook() {
     // A lone ESC is the Escape key once kEscapeTimeout passes without more
     // bytes (the rest of an arrow key's sequence may still be on its way).
     if (!decoder_->escape_pending()) break;
-    const absl::Duration left = last_input_at_ + InputDecoder::kEscapeTimeout - absl::Now();
+    const absl::Duration left = last_input_at_ + InputDecoder::kEscapeTimeout - options_.env->Now();
     if (left <= absl::ZeroDuration()) {
       decoder_->Flush([this](InputEvent event) { HandleInput(event); });
       break;
@@ -422,7 +422,7 @@ void Simulator::RunPromptOrCommand(const std::string& prompt) {
 }
 
 void Simulator::OnInterrupt(InputEvent::Key key) {
-  const absl::Time now = absl::Now();
+  const absl::Time now = options_.env->Now();
   if (state_ == SimState::kWorking || state_ == SimState::kAsking) {
     StopWork();
     asking_ = nullptr;
@@ -515,7 +515,7 @@ void Simulator::Done(absl::string_view reason, int exit_code) {
 }
 
 void Simulator::Schedule(absl::Duration after, std::function<void()> fn) {
-  timers_.emplace(std::make_pair(absl::Now() + after, timer_seq_++), std::move(fn));
+  timers_.emplace(std::make_pair(options_.env->Now() + after, timer_seq_++), std::move(fn));
 }
 
 absl::Duration Simulator::Delay(absl::Duration configured) {

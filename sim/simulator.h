@@ -55,6 +55,7 @@
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "base/env.h"
 #include "base/subprocess.h"
 #include "nlohmann/json.hpp"
 #include "sim/config.h"
@@ -111,6 +112,10 @@ struct SimOptions {
   // The crash behaviour's exit; default: restore, then _exit / raise. Tests
   // record it instead, and Run returns its code.
   std::function<void(int exit_code, int signal)> on_crash;
+  // The time the session's timers and input timeouts run on. Not owned. The
+  // run loop still waits on its descriptors in real time (poll), so a fake
+  // Env only moves what the simulator reads as now.
+  Env* env = Env::Default();
 };
 
 class Simulator {

@@ -276,7 +276,7 @@ void Simulator::StartCompletion() {
   child_->CloseStdin();
   child_output_open_ = true;
   child_output_.clear();
-  child_deadline_ = absl::Now() + completion_.timeout;
+  child_deadline_ = options_.env->Now() + completion_.timeout;
   LogEvent("completion_started",
            {{"attempt", attempt_}, {"pid", child_->pid()}, {"command", ShellQuoted(completion_argv_)}});
 }

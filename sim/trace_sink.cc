@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/env.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -101,7 +102,7 @@ void TraceSink::SendLoop() {
       in_flight_ = &context;
       stub = stub_.get();
     }
-    context.set_deadline(absl::ToChronoTime(absl::Now() + options_.call_deadline));
+    context.set_deadline(absl::ToChronoTime(Env::Default()->Now() + options_.call_deadline));
     v1::TraceEvent event;
     grpc::Status status = stub->Emit(&context, request, &event);
     bool report = false;

@@ -8,7 +8,7 @@
 //   RetentionRule rule;
 //   rule.keep_per_session = 1;
 //   rule.older_than = absl::Hours(24 * 7);
-//   std::vector<std::string> ids = SelectRuns(runs, rule, absl::Now());
+//   std::vector<std::string> ids = SelectRuns(runs, rule, Env::Default()->Now());
 //
 // A server applies its bounds with a Pruner: at start-up, then every
 // interval, on a thread of its own (never on the request path); each pass
@@ -28,7 +28,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "base/clock.h"
+#include "base/env.h"
 #include "store/store.h"
 #include "understudy/v1/understudy.pb.h"
 
@@ -99,7 +99,7 @@ struct PrunerOptions {
   int64_t reclaim_step_pages = 1024;
   // The time runs' ages are measured against. Not owned; must outlive the
   // Pruner.
-  Clock* clock = Clock::Real();
+  Env* clock = Env::Default();
 };
 
 // Applies a server's RetentionOptions in the background: a pass at once,

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "base/clock.h"
+#include "base/env.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -159,7 +159,7 @@ class PruneTest : public ::testing::Test {
   std::vector<std::string> StoredIds() { return RunIds(store_->ListRuns()); }
 
   ScopedTempDir dir_;
-  FakeClock clock_;
+  FakeEnv clock_;
   std::unique_ptr<Store> store_;
 };
 

@@ -10,7 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
-#include "base/clock.h"
+#include "base/env.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -69,7 +69,7 @@ class RunsTest : public ::testing::Test {
 
   ScopedTempDir dir_;
   const std::string path_ = dir_.File("runs.db");
-  FakeClock clock_;
+  FakeEnv clock_;
   std::unique_ptr<Store> store_;
 };
 

@@ -360,7 +360,7 @@ class Store::Impl {
     EnqueueEventDrain();
   }
 
-  Clock& clock() { return *clock_; }
+  Env& clock() { return *clock_; }
   const std::string& path() const { return path_; }
   TraceTable& trace() { return trace_; }
   ReaderPool& readers() { return readers_; }
@@ -441,7 +441,7 @@ class Store::Impl {
  public:
 
  private:
-  Clock* const clock_;  // Not owned.
+  Env* const clock_;  // Not owned.
   const std::string path_;
   const size_t max_pending_events_;
   absl::Mutex events_mu_;

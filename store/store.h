@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "base/clock.h"
+#include "base/env.h"
 #include "store/trace_codec.h"
 #include "understudy/v1/understudy.pb.h"
 
@@ -54,7 +54,7 @@ struct StoreOptions {
   // events, a loaded machine's server grew past 600 MB).
   size_t max_pending_events = 8192;
   // Not owned; must outlive the Store.
-  Clock* clock = Clock::Real();
+  Env* clock = Env::Default();
   // When not empty: the store at `path` starts as a copy of the store at
   // `snapshot_of` (its sessions, runs and traces as they are at Open, one
   // consistent snapshot even while another process writes it), and every

@@ -21,7 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "base/clock.h"
+#include "base/env.h"
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -127,7 +127,7 @@ class StoreTest : public ::testing::Test {
   }
 
   ScopedTempDir dir_;
-  FakeClock clock_;
+  FakeEnv clock_;
   std::unique_ptr<Store> store_;
 };
 

@@ -6,6 +6,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/env.h"
 #include "base/status_macros.h"
 #include "grpcpp/client_context.h"
 #include "query/events.h"
@@ -33,7 +34,7 @@ absl::Status FromGrpc(const grpc::Status& status, absl::string_view what) {
 }
 
 void SetDeadline(grpc::ClientContext* context, absl::Duration timeout) {
-  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  context->set_deadline(absl::ToChronoTime(Env::Default()->Now() + timeout));
 }
 
 // Every page the server answers `request` with, in order, to `fn` (which

@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "base/env.h"
 #include "base/subprocess.h"
 #include "re2/re2.h"
 #include "base/files.h"
@@ -147,7 +148,7 @@ class TestServer {
     }
     auto server = std::unique_ptr<TestServer>(new TestServer(*std::move(child)));
     server->reader_ = std::thread([s = server.get()] { s->Read(); });
-    const absl::Time deadline = absl::Now() + timeout;
+    const absl::Time deadline = Env::Default()->Now() + timeout;
     std::string failure;
     {
       absl::MutexLock lock(&server->mu_);
@@ -244,7 +245,7 @@ void Run(const std::vector<std::string>& argv, const std::string& dir,
   for (const std::string& entry : set) options.spawn.env->push_back(entry);
   options.spawn.cwd = dir;
   options.spawn.merge_stderr = true;
-  options.timeout = std::max(deadline - absl::Now(), absl::Seconds(1));
+  options.timeout = std::max(deadline - Env::Default()->Now(), absl::Seconds(1));
   absl::StatusOr<CommandResult> result = RunCommand(argv, options);
   if (!result.ok()) {
     run->exit = std::string(result.status().message());
@@ -297,7 +298,7 @@ absl::StatusOr<TestRun> RunTests(const std::string& path, Framework framework, c
   }
   const std::string file = std::filesystem::absolute(path, error).lexically_normal().string();
   const std::string dir = std::filesystem::path(file).parent_path().string();
-  const absl::Time start = absl::Now();
+  const absl::Time start = Env::Default()->Now();
   const absl::Time deadline = start + env.timeout;
   absl::StatusOr<std::unique_ptr<ScratchDir>> scratch = ScratchDir::Create("understudy-testgen");
   if (!scratch.ok()) return scratch.status();
@@ -391,7 +392,7 @@ absl::StatusOr<TestRun> RunTests(const std::string& path, Framework framework, c
       break;
     }
   }
-  run.seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  run.seconds = absl::ToDoubleSeconds(Env::Default()->Now() - start);
   return run;
 }
 

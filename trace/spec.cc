@@ -370,7 +370,7 @@ class Checker : public validation::YamlChecker {
     } else if (args.IsScalar()) {
       absl::StatusOr<nlohmann::json> parsed =
           validation::ParseJson<nlohmann::json>(args.Scalar(), "text");
-      if (!parsed.ok() && !absl::StrContains(parsed.status().message(), "invalid JSON")) {
+      if (!parsed.ok() && validation::JsonErrorOf(parsed.status()) != validation::JsonError::kSyntax) {
         Error(args, args_path, std::string(parsed.status().message()));  // too deep
         return;
       }

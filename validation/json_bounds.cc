@@ -1,5 +1,6 @@
 #include "validation/json_bounds.h"
 
+#include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "validation/utf8.h"
@@ -23,6 +24,13 @@ absl::string_view Reason(absl::string_view what) {
   return what;
 }
 
+// `status` marked as a JsonError of `kind`.
+absl::Status Marked(absl::Status status, JsonError kind) {
+  const char* name = kind == JsonError::kUtf8 ? "utf8" : kind == JsonError::kSyntax ? "syntax" : "depth";
+  status.SetPayload(kJsonErrorPayload, absl::Cord(name));
+  return status;
+}
+
 // Scans `text` once. Stops at the first invalid UTF-8 byte when `utf8` is
 // set, or at the first bracket past kMaxJsonDepth.
 absl::Status Scan(absl::string_view text, absl::string_view where, bool utf8) {
@@ -37,7 +45,8 @@ absl::Status Scan(absl::string_view text, absl::string_view where, bool utf8) {
       if (utf8) {
         n = Utf8SequenceLength(text, i);
         if (n == 0) {
-          return absl::InvalidArgumentError(absl::StrCat(where, ": invalid UTF-8 at byte ", i));
+          return Marked(absl::InvalidArgumentError(absl::StrCat(where, ": invalid UTF-8 at byte ", i)),
+                        JsonError::kUtf8);
         }
       }
       escaped = false;
@@ -56,8 +65,9 @@ absl::Status Scan(absl::string_view text, absl::string_view where, bool utf8) {
       in_string = true;
     } else if (c == '[' || c == '{') {
       if (++depth > kMaxJsonDepth) {
-        return absl::InvalidArgumentError(absl::StrCat(where, ": JSON nested deeper than ",
-                                                       kMaxJsonDepth, " levels at byte ", i));
+        return Marked(absl::InvalidArgumentError(absl::StrCat(where, ": JSON nested deeper than ",
+                                                              kMaxJsonDepth, " levels at byte ", i)),
+                      JsonError::kDepth);
       }
     } else if ((c == ']' || c == '}') && depth > 0) {
       --depth;
@@ -69,6 +79,15 @@ absl::Status Scan(absl::string_view text, absl::string_view where, bool utf8) {
 
 }  // namespace
 
+JsonError JsonErrorOf(const absl::Status& status) {
+  const auto kind = status.GetPayload(kJsonErrorPayload);
+  if (!kind.has_value()) return JsonError::kNone;
+  if (*kind == "utf8") return JsonError::kUtf8;
+  if (*kind == "syntax") return JsonError::kSyntax;
+  if (*kind == "depth") return JsonError::kDepth;
+  return JsonError::kNone;
+}
+
 absl::Status CheckJsonText(absl::string_view text, absl::string_view where) {
   return Scan(text, where, /*utf8=*/true);
 }
@@ -79,11 +98,14 @@ namespace internal {
 
 absl::Status ParseError(absl::string_view where, const std::exception& e, long long byte) {
   if (byte < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": invalid JSON: ", Shorten(Reason(e.what()), kMaxReasonBytes)));
+    return Marked(absl::InvalidArgumentError(absl::StrCat(
+                      where, ": invalid JSON: ", Shorten(Reason(e.what()), kMaxReasonBytes))),
+                  JsonError::kSyntax);
   }
-  return absl::InvalidArgumentError(absl::StrCat(where, ": invalid JSON at byte ", byte > 0 ? byte - 1 : 0, ": ",
-                                                 Shorten(Reason(e.what()), kMaxReasonBytes)));
+  return Marked(absl::InvalidArgumentError(absl::StrCat(where, ": invalid JSON at byte ",
+                                                        byte > 0 ? byte - 1 : 0, ": ",
+                                                        Shorten(Reason(e.what()), kMaxReasonBytes))),
+                JsonError::kSyntax);
 }
 
 }  // namespace internal

@@ -31,8 +31,23 @@ namespace validation {
 // holds a walk of this depth many times over.
 inline constexpr int kMaxJsonDepth = 256;
 
+// What a CheckJsonText or ParseJson error is about. The error carries it as
+// its payload under kJsonErrorPayload, so that callers tell a text that is
+// not JSON from one that is too deep without reading the message.
+enum class JsonError {
+  kNone,    // not such an error (or OK)
+  kUtf8,    // invalid UTF-8
+  kSyntax,  // not JSON: a syntax error or a number out of range
+  kDepth,   // nested deeper than kMaxJsonDepth
+};
+inline constexpr absl::string_view kJsonErrorPayload = "type.understudy/validation.JsonError";
+
+// The JsonError `status` carries; kNone for OK and for any other error.
+JsonError JsonErrorOf(const absl::Status& status);
+
 // One pass over `text` (JSON or not): UTF-8 validity everywhere, and the
-// nesting of brackets outside strings. OK, or INVALID_ARGUMENT:
+// nesting of brackets outside strings. OK, or INVALID_ARGUMENT (carrying
+// JsonError kUtf8 or kDepth):
 //   "<where>: invalid UTF-8 at byte N"
 //   "<where>: JSON nested deeper than 256 levels at byte N"
 absl::Status CheckJsonText(absl::string_view text, absl::string_view where);
@@ -50,7 +65,8 @@ absl::Status ParseError(absl::string_view where, const std::exception& e, long l
 
 // Parses `text` as exactly one JSON value (RFC 8259: UTF-8, no comments, no
 // trailing bytes) into J (nlohmann::json or nlohmann::ordered_json). Checks
-// CheckJsonText first. INVALID_ARGUMENT, offsets counting from 0:
+// CheckJsonText first. INVALID_ARGUMENT (carrying a JsonError: kUtf8,
+// kDepth, or kSyntax for the last two forms), offsets counting from 0:
 //   "<where>: invalid UTF-8 at byte N"
 //   "<where>: JSON nested deeper than 256 levels at byte N"
 //   "<where>: invalid JSON at byte N: <reason>"   (syntax errors)

@@ -59,6 +59,17 @@ TEST(JsonBoundsTest, SyntaxErrorsAndOverflowsSayWhere) {
   EXPECT_TRUE(ParseJsonOrDiscarded<nlohmann::json>("not json").is_discarded());
 }
 
+TEST(JsonBoundsTest, ErrorsSayWhatFailedInTheirPayload) {
+  EXPECT_EQ(JsonErrorOf(ParseJson<nlohmann::json>("{", "body").status()), JsonError::kSyntax);
+  EXPECT_EQ(JsonErrorOf(ParseJson<nlohmann::json>("1e400", "body").status()), JsonError::kSyntax);
+  EXPECT_EQ(JsonErrorOf(ParseJson<nlohmann::json>("\"\xff\"", "body").status()), JsonError::kUtf8);
+  EXPECT_EQ(JsonErrorOf(ParseJson<nlohmann::json>(std::string(300, '['), "body").status()),
+            JsonError::kDepth);
+  EXPECT_EQ(JsonErrorOf(CheckJsonText("\xff", "text")), JsonError::kUtf8);
+  EXPECT_EQ(JsonErrorOf(absl::InvalidArgumentError("body: invalid JSON at byte 0")), JsonError::kNone);
+  EXPECT_EQ(JsonErrorOf(absl::OkStatus()), JsonError::kNone);
+}
+
 }  // namespace
 }  // namespace validation
 }  // namespace understudy
