@@ -15,6 +15,9 @@ namespace {
 class MessagesCodec final : public Codec {
  public:
   absl::string_view name() const override { return "anthropic"; }
+  absl::Span<const absl::string_view> IgnoredRequestFields() const override {
+    return kIgnoredRequestFields;
+  }
   absl::string_view upstream() const override { return "anthropic"; }
   std::vector<std::string> routes() const override {
     return {"POST /v1/messages (also /messages)"};

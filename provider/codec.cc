@@ -111,6 +111,12 @@ std::vector<std::string> CodecRegistry::UpstreamNames() const {
   return names;
 }
 
+std::vector<const Codec*> CodecRegistry::All() const {
+  std::vector<const Codec*> all;
+  for (const auto& codec : codecs_) all.push_back(codec.get());
+  return all;
+}
+
 std::vector<std::string> CodecRegistry::Routes() const {
   std::vector<std::string> routes;
   for (const auto& codec : codecs_) {

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "google/protobuf/repeated_field.h"
 #include "provider/chunk_decoder.h"
 #include "provider/parsed_request.h"
@@ -123,6 +124,9 @@ class Codec {
   // The trace attributes of a call over this API (replayer::CallInfo::
   // attributes), none by default.
   virtual std::vector<std::pair<std::string, std::string>> CallAttributes() const;
+  // The request fields this API's matching never looks at (they never
+  // change the answer); serve's help lists them.
+  virtual absl::Span<const absl::string_view> IgnoredRequestFields() const = 0;
 
   // --- Routes ---
   // The routes it serves as a 404 lists them ("POST /v1/messages", ...).
@@ -220,6 +224,8 @@ class CodecRegistry {
   std::vector<std::string> UpstreamNames() const;
   // Every route of every codec, in registration order.
   std::vector<std::string> Routes() const;
+  // Every codec, in registration order.
+  std::vector<const Codec*> All() const;
 
  private:
   std::vector<std::unique_ptr<Codec>> codecs_;

@@ -24,6 +24,9 @@ class NoStreamDecoder final : public ChunkDecoder {
 class EmbeddingsCodec final : public OpenAiFamilyCodec {
  public:
   absl::string_view name() const override { return "openai-embeddings"; }
+  absl::Span<const absl::string_view> IgnoredRequestFields() const override {
+    return kIgnoredRequestFields;
+  }
   std::vector<std::string> routes() const override { return {"POST /v1/embeddings"}; }
   bool Serves(absl::string_view path) const override { return path == "/v1/embeddings"; }
 

@@ -49,6 +49,9 @@ absl::string_view QueryParam(absl::string_view query, absl::string_view name) {
 class GeminiCodec final : public Codec {
  public:
   absl::string_view name() const override { return "gemini"; }
+  absl::Span<const absl::string_view> IgnoredRequestFields() const override {
+    return kIgnoredRequestFields;
+  }
   absl::string_view upstream() const override { return "gemini"; }
   std::vector<std::string> routes() const override {
     return {"POST /v1beta/models/{model}:generateContent",

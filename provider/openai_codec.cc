@@ -35,6 +35,9 @@ namespace {
 class ChatCompletionsCodec final : public OpenAiFamilyCodec {
  public:
   absl::string_view name() const override { return "openai"; }
+  absl::Span<const absl::string_view> IgnoredRequestFields() const override {
+    return kIgnoredRequestFields;
+  }
   std::vector<std::pair<std::string, std::string>> CallAttributes() const override {
     return {{std::string(kOpenAiApiType), "chat_completions"}};
   }

@@ -60,6 +60,9 @@ class Stored final : public StoredResponses {
 class ResponsesCodec final : public OpenAiFamilyCodec {
  public:
   absl::string_view name() const override { return "openai-responses"; }
+  absl::Span<const absl::string_view> IgnoredRequestFields() const override {
+    return kIgnoredRequestFields;
+  }
   std::vector<std::pair<std::string, std::string>> CallAttributes() const override {
     return {{std::string(kOpenAiApiType), "responses"}};
   }
