@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "cli/commands.h"
+#include "cli/command_base.h"
 
 namespace understudy {
 namespace cli {

@@ -9,7 +9,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli/cmd_common.h"
-#include "cli/commands.h"
+#include "cli/command_base.h"
 #include "testgen/test_gen.h"
 
 namespace understudy {

@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "cli/wrap.h"
+
 namespace understudy {
 namespace cli {
 namespace {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "cli/commands.h"
+#include "cli/serve.h"
 
 namespace understudy {
 namespace cli {

@@ -1,6 +1,7 @@
 #include "cli/cmd_sessions.h"
 
 #include "cli/cmd_common.h"
+#include "cli/sessions.h"
 
 namespace understudy {
 namespace cli {

@@ -1,6 +1,6 @@
 // `understudy sessions ls|show|rm`, `export`, `import` and `runs
 // ls|rm|prune`: the commands that list, move and delete what the database
-// holds (bodies in cli/commands.h and cli/runs.h).
+// holds (bodies in cli/sessions.h and cli/runs.h).
 #ifndef UNDERSTUDY_CLI_CMD_SESSIONS_H_
 #define UNDERSTUDY_CLI_CMD_SESSIONS_H_
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "cli/commands.h"
+#include "cli/command_base.h"
 #include "cli/runs.h"
 
 namespace understudy {

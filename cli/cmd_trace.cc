@@ -1,6 +1,7 @@
 #include "cli/cmd_trace.h"
 
 #include "cli/cmd_common.h"
+#include "cli/inspect.h"
 
 namespace understudy {
 namespace cli {

@@ -1,6 +1,6 @@
 // `understudy trace`, `show`, `assert` and `validate`: the commands that read
 // a run's trace or check what a run or a scenario must be (bodies in
-// cli/commands.h).
+// cli/inspect.h).
 #ifndef UNDERSTUDY_CLI_CMD_TRACE_H_
 #define UNDERSTUDY_CLI_CMD_TRACE_H_
 
@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
-#include "cli/commands.h"
+#include "cli/command_base.h"
 
 namespace understudy {
 namespace cli {

@@ -17,7 +17,7 @@
 #include "cli/cmd_serve.h"
 #include "cli/cmd_sessions.h"
 #include "cli/cmd_trace.h"
-#include "cli/commands.h"
+#include "cli/command_base.h"
 
 namespace understudy {
 namespace cli {

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "cli/commands.h"
+#include "cli/command_base.h"
 #include "testgen/spec_gen.h"
 
 namespace understudy {

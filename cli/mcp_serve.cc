@@ -18,7 +18,7 @@
 #include "base/files.h"
 #include "base/log.h"
 #include "base/worker_pool.h"
-#include "cli/commands.h"
+#include "cli/command_base.h"
 #include "base/fd_io.h"
 #include "cli/mcp_stdio.h"
 #include "grpcpp/grpcpp.h"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "cli/commands.h"
+#include "cli/command_base.h"
 #include "understudy/v1/understudy.pb.h"
 
 namespace understudy {

@@ -15,7 +15,7 @@ namespace cli {
 // Writes the schema of `kind` to `out` exactly as embedded (it ends in a
 // newline) and returns 0. For an unknown kind writes one line to `err`,
 // "understudy: unknown schema kind \"x\"; kinds: scenario, session, sim, sim-meow, spec",
-// and returns 2 (a usage error, cli/commands.h); 3 when `out` fails.
+// and returns 2 (a usage error, cli/command_base.h); 3 when `out` fails.
 int Schema(const std::string& kind, std::ostream& out, std::ostream& err);
 
 // The same on stdout and stderr.

@@ -32,7 +32,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "cli/commands.h"
+#include "cli/inspect.h"
+#include "cli/serve.h"
+#include "cli/wrap.h"
 
 namespace understudy {
 namespace cli {
