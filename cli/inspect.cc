@@ -26,6 +26,7 @@
 #include "trace/assertions.h"
 #include "trace/proto_json.h"
 #include "trace/spec.h"
+#include "trace/vocabulary.h"
 #include "understudy/v1/understudy.grpc.pb.h"
 
 namespace understudy {
@@ -63,11 +64,11 @@ int Trace(const DbFlags& db, const std::string& run, const std::vector<std::stri
     if (!e.agent().empty()) std::cout << " " << e.agent();
     std::map<std::string, std::string> attrs(e.attributes().begin(), e.attributes().end());
     for (const auto& [k, v] : attrs) {
-      if (k == "gen_ai.agent.name" || k == "understudy.miss.report") continue;
+      if (k == trace::attr::kGenAiAgentName || k == trace::attr::kMissReport) continue;
       std::cout << " " << k << "=" << (v.find(' ') == std::string::npos ? v : Quote(v, 200));
     }
     std::cout << "\n";
-    auto report = attrs.find("understudy.miss.report");
+    auto report = attrs.find(trace::attr::kMissReport);
     if (report != attrs.end()) std::cout << "    " << report->second << "\n";
     return true;
   });

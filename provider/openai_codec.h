@@ -8,6 +8,7 @@
 
 #include "absl/strings/string_view.h"
 #include "provider/codec.h"
+#include "trace/vocabulary.h"
 
 namespace understudy {
 namespace provider {
@@ -15,7 +16,7 @@ namespace provider {
 // OpenTelemetry's attribute telling the OpenAI APIs apart. The GenAI
 // conventions name both APIs' operation `chat` (gen_ai.operation.name) and
 // give no other operation name to Responses; this says which one it was.
-inline constexpr absl::string_view kOpenAiApiType = "openai.api.type";
+inline constexpr absl::string_view kOpenAiApiType = trace::attr::kOpenAiApiType;
 
 // The base of the OpenAI APIs' codecs: upstream "openai", OpenAI's error
 // shape ({"error": {...}} with understudy's code), the listener's own

@@ -11,7 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
-#include "trace/sim_vocabulary.h"
+#include "trace/vocabulary.h"
 #include "validation/json_bounds.h"
 
 namespace understudy {
@@ -198,7 +198,7 @@ const std::string& Attr(const v1::TraceEvent& e, const std::string& key) {
 }
 
 std::string AgentOf(const v1::TraceEvent& e) {
-  return e.agent().empty() ? Attr(e, "gen_ai.agent.name") : e.agent();
+  return e.agent().empty() ? Attr(e, trace::attr::kGenAiAgentName) : e.agent();
 }
 
 // " (phase: X)" when `phase` is set.
@@ -281,19 +281,19 @@ std::string Content(absl::string_view content, int width) {
 
 std::string RunStarted(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
   std::vector<std::string> parts;
-  std::string first = Name(Attr(e, "understudy.run.mode"));
-  const std::string& session = Attr(e, "understudy.session.name");
+  std::string first = Name(Attr(e, trace::attr::kRunMode));
+  const std::string& session = Attr(e, trace::attr::kSessionName);
   if (!session.empty()) {
-    const std::string& version = Attr(e, "understudy.session.version");
+    const std::string& version = Attr(e, trace::attr::kSessionVersion);
     absl::StrAppend(&first, first.empty() ? "" : " ", Name(session), version.empty() ? "" : "@",
                     Name(version));
   }
   if (!first.empty()) parts.push_back(first);
-  const std::string& requested = Attr(e, "understudy.run.requested_mode");
+  const std::string& requested = Attr(e, trace::attr::kRunRequestedMode);
   if (!requested.empty()) parts.push_back(absl::StrCat("requested ", Name(requested)));
-  const std::string& scenario = Attr(e, "understudy.scenario.name");
+  const std::string& scenario = Attr(e, trace::attr::kScenarioName);
   if (!scenario.empty()) parts.push_back(absl::StrCat("scenario ", Clean(scenario, o.width)));
-  if (Attr(e, "understudy.run.strict") == "false" && Attr(e, "understudy.run.mode") == "replay") {
+  if (Attr(e, trace::attr::kRunStrict) == "false" && Attr(e, trace::attr::kRunMode) == "replay") {
     parts.push_back("not strict");
   }
   std::string line = p.Bold("run started");
@@ -307,16 +307,16 @@ std::string RunEnded(const v1::TraceEvent& e, const Painter& p) {
     const std::string& text = Attr(e, key);
     return absl::SimpleAtoi(text, &n) ? n : int64_t{0};
   };
-  std::vector<std::string> parts = {absl::StrCat("served ", count("understudy.run.served"))};
-  if (count("understudy.run.recorded") > 0) {
-    parts.push_back(absl::StrCat("recorded ", count("understudy.run.recorded")));
+  std::vector<std::string> parts = {absl::StrCat("served ", count(trace::attr::kRunServed))};
+  if (count(trace::attr::kRunRecorded) > 0) {
+    parts.push_back(absl::StrCat("recorded ", count(trace::attr::kRunRecorded)));
   }
-  const int64_t misses = count("understudy.run.misses");
+  const int64_t misses = count(trace::attr::kRunMisses);
   const std::string missed = absl::StrCat("misses ", misses);
   parts.push_back(misses > 0 ? p.Red(missed) : missed);
-  parts.push_back(absl::StrCat("unconsumed ", count("understudy.run.unconsumed")));
+  parts.push_back(absl::StrCat("unconsumed ", count(trace::attr::kRunUnconsumed)));
   std::string line = absl::StrCat(p.Bold("run ended"), ": ", absl::StrJoin(parts, ", "));
-  const std::string& failures = Attr(e, "understudy.run.failures");
+  const std::string& failures = Attr(e, trace::attr::kRunFailures);
   if (!failures.empty()) {
     std::vector<std::string> each;
     for (absl::string_view f : absl::StrSplit(failures, '\n', absl::SkipWhitespace())) {
@@ -330,10 +330,10 @@ std::string RunEnded(const v1::TraceEvent& e, const Painter& p) {
 // "[source rule #seq]", dim; "" when the event names no source.
 std::string Source(const v1::TraceEvent& e, const Painter& p) {
   std::vector<std::string> parts;
-  for (const char* key : {"understudy.answer.source", "understudy.rule.name"}) {
+  for (const char* key : {trace::attr::kAnswerSource, trace::attr::kRuleName}) {
     if (!Attr(e, key).empty()) parts.push_back(Name(Attr(e, key)));
   }
-  const std::string& seq = Attr(e, "understudy.exchange.seq");
+  const std::string& seq = Attr(e, trace::attr::kExchangeSeq);
   if (!seq.empty()) parts.push_back(absl::StrCat("#", Name(seq)));
   if (parts.empty()) return "";
   return p.Dim(absl::StrCat("[", absl::StrJoin(parts, " "), "]"));
@@ -341,26 +341,26 @@ std::string Source(const v1::TraceEvent& e, const Painter& p) {
 
 std::string Exchange(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
   std::string line =
-      absl::StrCat(p.Agent(AgentOf(e)), PhaseNote(Attr(e, "understudy.phase"), p), " ← ");
+      absl::StrCat(p.Agent(AgentOf(e)), PhaseNote(Attr(e, trace::attr::kPhase), p), " ← ");
   const std::string source = Source(e, p);
   const std::string after_source = source.empty() ? "" : absl::StrCat(" ", source);
-  const std::string& error = Attr(e, "error.type");
+  const std::string& error = Attr(e, trace::attr::kErrorType);
   if (!error.empty()) {
     absl::StrAppend(&line, p.Red(absl::StrCat("✗ ", Name(error))), after_source);
-    const std::string& message = Attr(e, "understudy.error");
+    const std::string& message = Attr(e, trace::attr::kError);
     if (!message.empty()) absl::StrAppend(&line, ": ", p.Red(Clean(message, o.width)));
     return line;
   }
   if (!e.has_response()) {
-    const std::string& action = Attr(e, "understudy.action");
+    const std::string& action = Attr(e, trace::attr::kAction);
     absl::StrAppend(&line, action.empty() ? "no answer" : Name(action), after_source);
     return line;
   }
   const v1::Message& answer = e.response().message();
   // An MCP request's answer names the server and the method.
-  const std::string& method = Attr(e, "understudy.mcp.method");
+  const std::string& method = Attr(e, trace::attr::kMcpMethod);
   if (!method.empty()) {
-    absl::StrAppend(&line, Attr(e, "understudy.mcp.server"), " ", method, after_source, ": ",
+    absl::StrAppend(&line, Attr(e, trace::attr::kMcpServer), " ", method, after_source, ": ",
                     Content(answer.content(), o.width));
     return line;
   }
@@ -376,61 +376,61 @@ std::string Exchange(const v1::TraceEvent& e, const TimelineOptions& o, const Pa
 
 // A tool's name, after its MCP server's when it has one (`search.query`).
 std::string ToolName(const v1::TraceEvent& e) {
-  const std::string& tool = Attr(e, "gen_ai.tool.name");
-  const std::string& server = Attr(e, "understudy.mcp.server");
+  const std::string& tool = Attr(e, trace::attr::kGenAiToolName);
+  const std::string& server = Attr(e, trace::attr::kMcpServer);
   const std::string name = tool.empty() ? "?" : Name(tool);
   return server.empty() ? name : absl::StrCat(Name(server), ".", name);
 }
 
 std::string ToolCall(const v1::TraceEvent& e, const TimelineOptions& o) {
   std::string line = absl::StrCat("   → tool ", ToolName(e));
-  const std::string args = Arguments(Attr(e, "gen_ai.tool.call.arguments"), o.width);
+  const std::string args = Arguments(Attr(e, trace::attr::kGenAiToolCallArguments), o.width);
   if (!args.empty()) absl::StrAppend(&line, " ", args);
   return line;
 }
 
 std::string ToolResult(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
   std::string line = absl::StrCat("   ← result ", ToolName(e));
-  const std::string args = Arguments(Attr(e, "gen_ai.tool.call.arguments"), o.width);
+  const std::string args = Arguments(Attr(e, trace::attr::kGenAiToolCallArguments), o.width);
   if (!args.empty()) absl::StrAppend(&line, " ", args);
-  const std::string& error = Attr(e, "error.type");
+  const std::string& error = Attr(e, trace::attr::kErrorType);
   if (!error.empty()) {
-    absl::StrAppend(&line, " ", ErrorText(error, Attr(e, "understudy.error"), o.width, p));
+    absl::StrAppend(&line, " ", ErrorText(error, Attr(e, trace::attr::kError), o.width, p));
     return line;
   }
-  auto result = e.attributes().find("gen_ai.tool.call.result");
+  auto result = e.attributes().find(trace::attr::kGenAiToolCallResult);
   if (result == e.attributes().end()) return line;
   // An MCP result is JSON: shown as the other JSON answers are.
   absl::StrAppend(&line, ": ",
-                  Attr(e, "understudy.mcp.server").empty() ? Quote(result->second, o.width)
+                  Attr(e, trace::attr::kMcpServer).empty() ? Quote(result->second, o.width)
                                                            : Content(result->second, o.width));
   return line;
 }
 
 std::string Routing(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
-  const std::string& routing_phase = Attr(e, "understudy.routing.phase");
+  const std::string& routing_phase = Attr(e, trace::attr::kRoutingPhase);
   std::vector<std::string> agents;
   for (absl::string_view a :
-       absl::StrSplit(Attr(e, "understudy.routing.agents"), ',', absl::SkipWhitespace())) {
+       absl::StrSplit(Attr(e, trace::attr::kRoutingAgents), ',', absl::SkipWhitespace())) {
     agents.push_back(p.Agent(absl::StripAsciiWhitespace(a)));
   }
   std::string line = absl::StrCat(
       p.Agent(AgentOf(e)),
-      PhaseNote(routing_phase.empty() ? Attr(e, "understudy.phase") : routing_phase, p),
+      PhaseNote(routing_phase.empty() ? Attr(e, trace::attr::kPhase) : routing_phase, p),
       " → route [", absl::StrJoin(agents, ", "), "]");
-  const std::string& reason = Attr(e, "understudy.routing.reason");
+  const std::string& reason = Attr(e, trace::attr::kRoutingReason);
   if (!reason.empty()) absl::StrAppend(&line, ": ", Quote(reason, o.width));
   return line;
 }
 
 std::string PhaseTransition(const v1::TraceEvent& e, const Painter& p) {
-  return absl::StrCat("phase ", p.Phase(Attr(e, "understudy.phase.from")), " → ",
-                      p.Phase(Attr(e, "understudy.phase.to")));
+  return absl::StrCat("phase ", p.Phase(Attr(e, trace::attr::kPhaseFrom)), " → ",
+                      p.Phase(Attr(e, trace::attr::kPhaseTo)));
 }
 
 std::string Miss(const v1::TraceEvent& e, const Painter& p) {
   std::vector<absl::string_view> lines =
-      absl::StrSplit(Attr(e, "understudy.miss.report"), '\n', absl::SkipWhitespace());
+      absl::StrSplit(Attr(e, trace::attr::kMissReport), '\n', absl::SkipWhitespace());
   std::string line = absl::StrCat(p.Red("miss"), " ", p.Agent(AgentOf(e)));
   if (lines.empty()) return line;
   absl::StrAppend(&line, ": ", p.Red(Clean(lines[0], 0)));
@@ -443,30 +443,30 @@ std::string Miss(const v1::TraceEvent& e, const Painter& p) {
 }
 
 std::string UiCall(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
-  const std::string& kind = Attr(e, "understudy.ui.kind");
+  const std::string& kind = Attr(e, trace::attr::kUiKind);
   std::string line = absl::StrCat(p.Agent(AgentOf(e)), " → ui ", kind.empty() ? "?" : Name(kind),
-                                  ": ", Quote(Attr(e, "understudy.ui.prompt"), o.width));
-  const std::string& error = Attr(e, "error.type");
+                                  ": ", Quote(Attr(e, trace::attr::kUiPrompt), o.width));
+  const std::string& error = Attr(e, trace::attr::kErrorType);
   if (!error.empty()) {
-    absl::StrAppend(&line, " ", ErrorText(error, Attr(e, "understudy.error"), o.width, p));
+    absl::StrAppend(&line, " ", ErrorText(error, Attr(e, trace::attr::kError), o.width, p));
     return line;
   }
-  auto answer = e.attributes().find("understudy.ui.answer");
+  auto answer = e.attributes().find(trace::attr::kUiAnswer);
   if (answer != e.attributes().end()) absl::StrAppend(&line, " ← ", Quote(answer->second, o.width));
   return line;
 }
 
 std::string AgentExecution(const v1::TraceEvent& e, const Painter& p) {
   std::string line =
-      absl::StrCat(p.Agent(AgentOf(e)), PhaseNote(Attr(e, "understudy.phase"), p), " ▶ turn");
-  const std::string& iteration = Attr(e, "understudy.agent.iteration");
+      absl::StrCat(p.Agent(AgentOf(e)), PhaseNote(Attr(e, trace::attr::kPhase), p), " ▶ turn");
+  const std::string& iteration = Attr(e, trace::attr::kAgentIteration);
   if (!iteration.empty()) absl::StrAppend(&line, " ", Name(iteration));
-  const std::string& previous = Attr(e, "understudy.previous_agent");
+  const std::string& previous = Attr(e, trace::attr::kPreviousAgent);
   if (!previous.empty()) absl::StrAppend(&line, " (after ", p.Agent(previous), ")");
   return line;
 }
 
-// ---- The simulated terminal agent (trace/sim_vocabulary.h) -------------
+// ---- The simulated terminal agent (trace/vocabulary.h) -------------
 
 namespace sim_attr = trace::sim_attr;
 namespace sim_event = trace::sim_event;
@@ -521,7 +521,7 @@ std::string SimPrompt(const v1::TraceEvent& e, const TimelineOptions& o, const P
 // `coder → tool Bash {command: "ls"}`, as the sim ran it.
 std::string SimToolCall(const v1::TraceEvent& e, const TimelineOptions& o, const Painter& p) {
   std::string line = absl::StrCat(p.Agent(AgentOf(e)), " → tool ", ToolName(e));
-  const std::string args = Arguments(Attr(e, "gen_ai.tool.call.arguments"), o.width);
+  const std::string args = Arguments(Attr(e, trace::attr::kGenAiToolCallArguments), o.width);
   if (!args.empty()) absl::StrAppend(&line, " ", args);
   return line;
 }
@@ -536,7 +536,7 @@ std::string SimToolResult(const v1::TraceEvent& e, const TimelineOptions& o, con
     absl::StrAppend(&line, " ", p.Red(blocked));
     return line;
   }
-  absl::StrAppend(&line, ": ", Quote(Attr(e, "gen_ai.tool.call.result"), o.width));
+  absl::StrAppend(&line, ": ", Quote(Attr(e, trace::attr::kGenAiToolCallResult), o.width));
   return line;
 }
 
@@ -627,7 +627,7 @@ std::string Generic(const v1::TraceEvent& e, const TimelineOptions& o, const Pai
   if (!agent.empty()) absl::StrAppend(&line, " ", p.Agent(agent));
   const std::map<std::string, std::string> sorted(e.attributes().begin(), e.attributes().end());
   for (const auto& [key, value] : sorted) {
-    if (key == "gen_ai.agent.name") continue;
+    if (key == trace::attr::kGenAiAgentName) continue;
     absl::StrAppend(&line, " ", Name(key), "=", Value(value, o.width));
   }
   return line;
@@ -637,26 +637,26 @@ std::string FormatEvent(const v1::TraceEvent& e, const TimelineOptions& o, const
   const std::string& kind = e.kind();
   // Tool calls and results belong to the exchange above them: indented,
   // without a seq of their own.
-  if (kind == "tool_call") return ToolCall(e, o);
-  if (kind == "tool_result") return ToolResult(e, o, p);
+  if (kind == trace::event::kToolCall) return ToolCall(e, o);
+  if (kind == trace::event::kToolResult) return ToolResult(e, o, p);
   std::string body;
-  if (kind == "run_started") {
+  if (kind == trace::event::kRunStarted) {
     body = RunStarted(e, o, p);
-  } else if (kind == "run_ended") {
+  } else if (kind == trace::event::kRunEnded) {
     body = RunEnded(e, p);
-  } else if (kind == "exchange") {
+  } else if (kind == trace::event::kExchange) {
     body = Exchange(e, o, p);
-  } else if (kind == "routing_decision") {
+  } else if (kind == trace::event::kRoutingDecision) {
     body = Routing(e, o, p);
-  } else if (kind == "phase_transition") {
+  } else if (kind == trace::event::kPhaseTransition) {
     body = PhaseTransition(e, p);
-  } else if (kind == "miss") {
+  } else if (kind == trace::event::kMiss) {
     body = Miss(e, p);
-  } else if (kind == "ui_call") {
+  } else if (kind == trace::event::kUiCall) {
     body = UiCall(e, o, p);
-  } else if (kind == "workflow_end") {
+  } else if (kind == trace::event::kWorkflowEnd) {
     body = absl::StrCat(p.Agent(AgentOf(e)), " ■ workflow end");
-  } else if (kind == "agent_execution") {
+  } else if (kind == trace::event::kAgentExecution) {
     body = AgentExecution(e, p);
   } else if (kind == sim_event::kStarted) {
     body = SimStarted(e, p);
@@ -695,7 +695,7 @@ std::string FormatEvent(const v1::TraceEvent& e, const TimelineOptions& o, const
 // end only from tool calls. Other answers go last.
 size_t AnswerPosition(const v1::TraceEvent& e, const std::vector<const v1::TraceEvent*>& shown) {
   size_t at = shown.size();
-  if (Attr(e, "understudy.answer.source") != "upstream" || !e.has_response()) return at;
+  if (Attr(e, trace::attr::kAnswerSource) != "upstream" || !e.has_response()) return at;
   const v1::Message& answer = e.response().message();
   const int calls = answer.tool_calls_size();
   const absl::string_view content = absl::StripLeadingAsciiWhitespace(answer.content());
@@ -704,11 +704,11 @@ size_t AnswerPosition(const v1::TraceEvent& e, const std::vector<const v1::Trace
   auto previous = [&](const char* kind) {
     return at > 0 && shown[at - 1]->kind() == kind && AgentOf(*shown[at - 1]) == agent;
   };
-  if (calls > 0 && previous("workflow_end")) --at;
-  if ((calls > 0 || json) && previous("phase_transition")) --at;
-  if (json && previous("routing_decision")) --at;
-  for (int taken = 0; taken < calls && previous("tool_call"); ++taken) {
-    const std::string& id = Attr(*shown[at - 1], "gen_ai.tool.call.id");
+  if (calls > 0 && previous(trace::event::kWorkflowEnd)) --at;
+  if ((calls > 0 || json) && previous(trace::event::kPhaseTransition)) --at;
+  if (json && previous(trace::event::kRoutingDecision)) --at;
+  for (int taken = 0; taken < calls && previous(trace::event::kToolCall); ++taken) {
+    const std::string& id = Attr(*shown[at - 1], trace::attr::kGenAiToolCallId);
     bool ours = id.empty();
     for (const v1::ToolCall& c : answer.tool_calls()) ours = ours || c.id() == id;
     if (!ours) break;
@@ -791,8 +791,8 @@ std::vector<std::string> FormatTimeline(const std::vector<v1::TraceEvent>& event
 
 bool IsAnswerEffect(const v1::TraceEvent& event) {
   const std::string& kind = event.kind();
-  return kind == "tool_call" || kind == "routing_decision" || kind == "phase_transition" ||
-         kind == "workflow_end";
+  return kind == trace::event::kToolCall || kind == trace::event::kRoutingDecision || kind == trace::event::kPhaseTransition ||
+         kind == trace::event::kWorkflowEnd;
 }
 
 std::vector<std::string> FormatSessionTimeline(const v1::Session& session,

@@ -16,6 +16,7 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "replayer/run_state.h"
+#include "trace/vocabulary.h"
 
 namespace understudy {
 namespace replayer {
@@ -351,16 +352,16 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
                                           std::move(sources), options_.store, options_.env,
                                           options_.max_miss_reports_per_run);
   v1::TraceEvent started;
-  started.set_kind("run_started");
+  started.set_kind(trace::event::kRunStarted);
   auto& attrs = *started.mutable_attributes();
-  attrs["understudy.run.mode"] = ModeName(mode);
-  if (requested != mode) attrs["understudy.run.requested_mode"] = ModeName(requested);
-  attrs["understudy.run.strict"] = run.strict() ? "true" : "false";
-  if (run.repeat()) attrs["understudy.run.repeat"] = "true";
-  if (!run.scenario().empty()) attrs["understudy.scenario.name"] = run.scenario();
+  attrs[trace::attr::kRunMode] = ModeName(mode);
+  if (requested != mode) attrs[trace::attr::kRunRequestedMode] = ModeName(requested);
+  attrs[trace::attr::kRunStrict] = run.strict() ? "true" : "false";
+  if (run.repeat()) attrs[trace::attr::kRunRepeat] = "true";
+  if (!run.scenario().empty()) attrs[trace::attr::kScenarioName] = run.scenario();
   if (!run.session().empty()) {
-    attrs["understudy.session.name"] = run.session();
-    attrs["understudy.session.version"] = absl::StrCat(run.session_version());
+    attrs[trace::attr::kSessionName] = run.session();
+    attrs[trace::attr::kSessionVersion] = absl::StrCat(run.session_version());
   }
   state->Emit(std::move(started));
   {

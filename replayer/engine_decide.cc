@@ -18,6 +18,7 @@
 #include "replayer/engine_internal.h"
 #include "replayer/playbook.h"
 #include "replayer/run_state.h"
+#include "trace/vocabulary.h"
 
 namespace understudy {
 namespace replayer {
@@ -76,20 +77,20 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
   // Effects (delay, disconnect) let the next source answer: they are named
   // apart from the action that answers.
   const bool effect = step.kind == Step::Kind::kDelay || step.kind == Step::Kind::kDisconnect;
-  attrs->emplace_back(effect ? "understudy.effect" : "understudy.action", StepName(step.kind));
+  attrs->emplace_back(effect ? trace::attr::kEffect : trace::attr::kAction, StepName(step.kind));
   if (!step.path.empty()) {
-    attrs->emplace_back(effect ? "understudy.effect.path" : "understudy.action.path", step.path);
+    attrs->emplace_back(effect ? trace::attr::kEffectPath : trace::attr::kActionPath, step.path);
   }
   switch (step.kind) {
     case Step::Kind::kDelay:
       decision->delay += absl::Milliseconds(step.delay->ms);
-      attrs->emplace_back("understudy.delay_ms", absl::StrCat(step.delay->ms));
+      attrs->emplace_back(trace::attr::kDelayMs, absl::StrCat(step.delay->ms));
       return false;
     case Step::Kind::kDisconnect:
       decision->disconnect_after = step.disconnect->after_chunks;
-      attrs->emplace_back("understudy.disconnect.after_chunks",
+      attrs->emplace_back(trace::attr::kDisconnectAfterChunks,
                           absl::StrCat(step.disconnect->after_chunks));
-      attrs->emplace_back("error.type", "UNAVAILABLE");
+      attrs->emplace_back(trace::attr::kErrorType, "UNAVAILABLE");
       return false;
     case Step::Kind::kRespond: {
       auto exchange = std::make_shared<v1::Exchange>();
@@ -119,7 +120,7 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
       return true;
     }
     case Step::Kind::kHang: {
-      attrs->emplace_back("error.type", "DEADLINE_EXCEEDED");
+      attrs->emplace_back(trace::attr::kErrorType, "DEADLINE_EXCEEDED");
       US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, nullptr,
                                                      absl::OkStatus(), origin, 0, streamed,
                                                      *attrs)));
@@ -135,7 +136,7 @@ absl::StatusOr<bool> Engine::Perform(const std::shared_ptr<RunState>& run, const
         return run->BareMiss(call, request, std::string(served.status().message()));
       }
       const v1::Exchange* ex = *served;
-      attrs->emplace_back("understudy.from_session", step.from_session->session);
+      attrs->emplace_back(trace::attr::kFromSession, step.from_session->session);
       absl::Status status = ex->has_error() ? StatusFromRecorded(ex->error()) : absl::OkStatus();
       US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, &ex->response(), status,
                                                      origin, ex->seq(), streamed, *attrs)));
@@ -192,18 +193,18 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
     }
   }
   TraceAttributes attrs;
-  attrs.emplace_back(store::kIterationAttribute, absl::StrCat(selection.overall_iteration));
-  attrs.emplace_back(store::kAgentIterationAttribute, absl::StrCat(selection.agent_iteration));
+  attrs.emplace_back(trace::attr::kIteration, absl::StrCat(selection.overall_iteration));
+  attrs.emplace_back(trace::attr::kAgentIteration, absl::StrCat(selection.agent_iteration));
   if (selection.previous_agent.has_value()) {
-    attrs.emplace_back(store::kPreviousAgentAttribute, *selection.previous_agent);
+    attrs.emplace_back(trace::attr::kPreviousAgent, *selection.previous_agent);
   }
-  if (!selection.phase.empty()) attrs.emplace_back("understudy.phase", selection.phase);
+  if (!selection.phase.empty()) attrs.emplace_back(trace::attr::kPhase, selection.phase);
   attrs.insert(attrs.end(), call.attributes.begin(), call.attributes.end());
 
   // 1. Rules.
   if (selection.rule != nullptr) {
-    attrs.emplace_back("understudy.rule.name", selection.rule->name);
-    attrs.emplace_back("understudy.rule.use", absl::StrCat(selection.rule_use));
+    attrs.emplace_back(trace::attr::kRuleName, selection.rule->name);
+    attrs.emplace_back(trace::attr::kRuleUse, absl::StrCat(selection.rule_use));
     const Step step = ResolveStep(selection.rule->action, selection.rule_use);
     US_ASSIGN_OR_RETURN(bool answered,
                         Perform(run, call, request, streamed, step, AnswerSource::kRule,

@@ -16,6 +16,7 @@
 #include "replayer/engine.h"
 #include "replayer/engine_internal.h"
 #include "replayer/run_state.h"
+#include "trace/vocabulary.h"
 
 namespace understudy {
 namespace replayer {
@@ -68,7 +69,7 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
   if (IsMcpRequest(exchange.request())) {
     // A tool call's latency is part of its trace (the model's is the
     // exchange's own).
-    ticket->extra_.emplace_back("understudy.latency_ms",
+    ticket->extra_.emplace_back(trace::attr::kLatencyMs,
                                 absl::StrFormat("%.3f", exchange.latency_micros() / 1000.0));
   }
   if (status.ok() && !IsMcpRequest(exchange.request())) {

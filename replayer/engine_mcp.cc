@@ -11,6 +11,7 @@
 #include "replayer/engine.h"
 #include "replayer/mocks.h"
 #include "replayer/run_state.h"
+#include "trace/vocabulary.h"
 
 namespace understudy {
 namespace replayer {
@@ -144,33 +145,33 @@ v1::TraceEvent McpExchangeEvent(const std::string& agent, const v1::CompletionRe
   v1::TraceEvent event;
   event.set_agent(agent);
   auto& attrs = *event.mutable_attributes();
-  if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-  attrs["understudy.mcp.server"] = request.model();
-  attrs["understudy.mcp.method"] = std::string(method);
-  attrs["understudy.answer.source"] = std::string(SourceName(source));
-  if (exchange_seq > 0) attrs["understudy.exchange.seq"] = absl::StrCat(exchange_seq);
+  if (!agent.empty()) attrs[trace::attr::kGenAiAgentName] = agent;
+  attrs[trace::attr::kMcpServer] = request.model();
+  attrs[trace::attr::kMcpMethod] = std::string(method);
+  attrs[trace::attr::kAnswerSource] = std::string(SourceName(source));
+  if (exchange_seq > 0) attrs[trace::attr::kExchangeSeq] = absl::StrCat(exchange_seq);
   if (!status.ok()) {
-    attrs["error.type"] = absl::StatusCodeToString(status.code());
-    attrs["understudy.error"] = std::string(status.message().substr(0, kMaxTracedValueBytes));
+    attrs[trace::attr::kErrorType] = absl::StatusCodeToString(status.code());
+    attrs[trace::attr::kError] = std::string(status.message().substr(0, kMaxTracedValueBytes));
   }
   if (method != "tools/call") {
-    event.set_kind("exchange");
-    attrs["gen_ai.operation.name"] = request.operation();
+    event.set_kind(trace::event::kExchange);
+    attrs[trace::attr::kGenAiOperationName] = request.operation();
     if (response != nullptr && status.ok()) *event.mutable_response() = *response;
     for (const auto& [name, value] : extra) attrs[name] = value;
     *event.mutable_request() = provider::WithoutRouting(request);
     return event;
   }
-  event.set_kind("tool_result");
+  event.set_kind(trace::event::kToolResult);
   const McpToolCall call = ReadToolCall(request);
-  attrs["gen_ai.operation.name"] = "execute_tool";
-  attrs["gen_ai.tool.name"] = call.tool;
-  attrs["gen_ai.tool.call.arguments"] = Dump(call.arguments).substr(0, kMaxTracedValueBytes);
+  attrs[trace::attr::kGenAiOperationName] = "execute_tool";
+  attrs[trace::attr::kGenAiToolName] = call.tool;
+  attrs[trace::attr::kGenAiToolCallArguments] = Dump(call.arguments).substr(0, kMaxTracedValueBytes);
   if (response != nullptr && status.ok()) {
-    attrs["gen_ai.tool.call.result"] = response->message().content().substr(0, kMaxTracedValueBytes);
+    attrs[trace::attr::kGenAiToolCallResult] = response->message().content().substr(0, kMaxTracedValueBytes);
     nlohmann::json result =
         nlohmann::json::parse(response->message().content(), nullptr, false);
-    if (result.is_object() && result.value("isError", false)) attrs["understudy.tool.is_error"] = "true";
+    if (result.is_object() && result.value("isError", false)) attrs[trace::attr::kToolIsError] = "true";
   }
   for (const auto& [name, value] : extra) attrs[name] = value;
   // Read by RunState::TraceMcpCallLocked, which clears it.
@@ -201,18 +202,18 @@ void RunState::TraceMcpCallLocked(v1::TraceEvent* result) {
     if (it->name != call.tool && !absl::EndsWith(it->name, absl::StrCat("__", call.tool))) continue;
     if (it->arguments != call.arguments) continue;
     if (!it->id.empty()) {
-      attrs["gen_ai.tool.call.id"] = it->id;
+      attrs[trace::attr::kGenAiToolCallId] = it->id;
       mcp_traced_ids_.insert(it->id);
     }
     pending_tool_calls_.erase(it);
     return;
   }
   v1::TraceEvent call_event;
-  call_event.set_kind("tool_call");
+  call_event.set_kind(trace::event::kToolCall);
   call_event.set_agent(result->agent());
   auto& call_attrs = *call_event.mutable_attributes();
-  for (const char* key : {"gen_ai.agent.name", "gen_ai.operation.name", "gen_ai.tool.name",
-                          "gen_ai.tool.call.arguments", "understudy.mcp.server"}) {
+  for (const char* key : {trace::attr::kGenAiAgentName, trace::attr::kGenAiOperationName, trace::attr::kGenAiToolName,
+                          trace::attr::kGenAiToolCallArguments, trace::attr::kMcpServer}) {
     auto it = attrs.find(key);
     if (it != attrs.end()) call_attrs[key] = it->second;
   }
@@ -234,19 +235,19 @@ absl::StatusOr<Decision> Engine::DecideMcp(const std::shared_ptr<RunState>& run,
     const Selection selection =
         script.rules().SelectTool(run->context(), tool.tool, tool.arguments, call.agent);
     if (selection.rule != nullptr) {
-      attrs.emplace_back("understudy.rule.name", selection.rule->name);
-      attrs.emplace_back("understudy.rule.use", absl::StrCat(selection.rule_use));
+      attrs.emplace_back(trace::attr::kRuleName, selection.rule->name);
+      attrs.emplace_back(trace::attr::kRuleUse, absl::StrCat(selection.rule_use));
       const Step step = ResolveStep(selection.rule->action, selection.rule_use);
-      if (!step.path.empty()) attrs.emplace_back("understudy.action.path", step.path);
+      if (!step.path.empty()) attrs.emplace_back(trace::attr::kActionPath, step.path);
       std::shared_ptr<v1::Exchange> answer;
       switch (step.kind) {
         case Step::Kind::kDelay:
           decision.delay += absl::Milliseconds(step.delay->ms);
-          attrs.emplace_back("understudy.effect", "delay");
-          attrs.emplace_back("understudy.delay_ms", absl::StrCat(step.delay->ms));
+          attrs.emplace_back(trace::attr::kEffect, "delay");
+          attrs.emplace_back(trace::attr::kDelayMs, absl::StrCat(step.delay->ms));
           break;
         case Step::Kind::kRespond: {
-          attrs.emplace_back("understudy.action", "respond");
+          attrs.emplace_back(trace::attr::kAction, "respond");
           if (step.respond->structured.has_value()) {
             nlohmann::json result = TextResult(
                 step.respond->content.empty() ? Dump(*step.respond->structured)
@@ -260,14 +261,14 @@ absl::StatusOr<Decision> Engine::DecideMcp(const std::shared_ptr<RunState>& run,
           break;
         }
         case Step::Kind::kError:
-          attrs.emplace_back("understudy.action", "error");
+          attrs.emplace_back(trace::attr::kAction, "error");
           answer = step.error->jsonrpc_code.has_value()
                        ? JsonRpcErrorExchange(*step.error->jsonrpc_code, step.error->message)
                        : ResultExchange(TextResult(step.error->message, true));
           break;
         case Step::Kind::kHang: {
-          attrs.emplace_back("understudy.action", "hang");
-          attrs.emplace_back("error.type", "DEADLINE_EXCEEDED");
+          attrs.emplace_back(trace::attr::kAction, "hang");
+          attrs.emplace_back(trace::attr::kErrorType, "DEADLINE_EXCEEDED");
           US_RETURN_IF_ERROR(run->Answered(McpExchangeEvent(call.agent, request, nullptr,
                                                             absl::OkStatus(), AnswerSource::kRule, 0, attrs)));
           decision.what = HangUntilReleased{run->NewHang(call.deadline)};

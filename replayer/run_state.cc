@@ -9,11 +9,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/match.h"
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "provider/canonical.h"
@@ -21,6 +21,7 @@
 #include "recorder/validate.h"
 #include "replayer/miss_report.h"
 #include "replayer/playbook.h"
+#include "trace/vocabulary.h"
 
 namespace understudy {
 namespace replayer {
@@ -51,12 +52,12 @@ namespace {
 v1::TraceEvent MissEvent(const CallInfo& call, const v1::CompletionRequest& request,
                          const std::string& text) {
   v1::TraceEvent event;
-  event.set_kind("miss");
+  event.set_kind(trace::event::kMiss);
   event.set_agent(call.agent);
   auto& attrs = *event.mutable_attributes();
-  if (!call.agent.empty()) attrs["gen_ai.agent.name"] = call.agent;
-  if (!request.model().empty()) attrs["gen_ai.request.model"] = request.model();
-  attrs["understudy.miss.report"] = text;
+  if (!call.agent.empty()) attrs[trace::attr::kGenAiAgentName] = call.agent;
+  if (!request.model().empty()) attrs[trace::attr::kGenAiRequestModel] = request.model();
+  attrs[trace::attr::kMissReport] = text;
   *event.mutable_request() = provider::WithoutRouting(request);
   return event;
 }
@@ -81,13 +82,13 @@ v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionReque
     return McpExchangeEvent(agent, request, response, status, source, exchange_seq, extra);
   }
   v1::TraceEvent event;
-  event.set_kind("exchange");
+  event.set_kind(trace::event::kExchange);
   event.set_agent(agent);
   auto& attrs = *event.mutable_attributes();
   store::AddRequestAttributes(request, &attrs);
-  if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-  attrs["understudy.answer.source"] = std::string(SourceName(source));
-  attrs["understudy.streamed"] = streamed ? "true" : "false";
+  if (!agent.empty()) attrs[trace::attr::kGenAiAgentName] = agent;
+  attrs[trace::attr::kAnswerSource] = std::string(SourceName(source));
+  attrs[trace::attr::kStreamed] = streamed ? "true" : "false";
   store::AddAnswerAttributes(response,
                              status.ok() ? "" : absl::StatusCodeToString(status.code()),
                              exchange_seq, &attrs);
@@ -105,9 +106,9 @@ namespace {
 // Whether an attribute of that name could be one a compact exchange event
 // derives (an `extra` attribute must never override a derived one).
 bool MayBeDerived(absl::string_view name) {
-  return absl::StartsWith(name, "gen_ai.") || name == "error.type" ||
-         name == "understudy.answer.source" || name == "understudy.streamed" ||
-         name == "understudy.exchange.seq";
+  return absl::StartsWith(name, "gen_ai.") || name == trace::attr::kErrorType ||
+         name == trace::attr::kAnswerSource || name == trace::attr::kStreamed ||
+         name == trace::attr::kExchangeSeq;
 }
 
 }  // namespace
@@ -131,14 +132,14 @@ store::TraceRecord RunState::ReplayedRecord(const std::string& agent,
   uint32_t derive = store::kDeriveResponse | store::kDeriveAnswerAttributes |
                     (streamed ? store::kDeriveStreamed : store::kDeriveNotStreamed);
   v1::TraceEvent& event = record.event;
-  event.set_kind("exchange");
+  event.set_kind(trace::event::kExchange);
   event.set_agent(agent);
   auto& attrs = *event.mutable_attributes();
   if (!agent.empty()) derive |= store::kDeriveAgentName;
   if (source == AnswerSource::kRecording) {
     derive |= store::kDeriveSourceRecording;
   } else {
-    attrs["understudy.answer.source"] = std::string(SourceName(source));
+    attrs[trace::attr::kAnswerSource] = std::string(SourceName(source));
   }
   if (exact) {
     derive |= store::kDeriveRequest | store::kDeriveRequestAttributes;
@@ -150,7 +151,7 @@ store::TraceRecord RunState::ReplayedRecord(const std::string& agent,
     copy->clear_agent();
   }
   for (const auto& [name, value] : extra) {
-    if (name == "understudy.answer.repeat" && value == "true") {
+    if (name == trace::attr::kAnswerRepeat && value == "true") {
       derive |= store::kDeriveRepeat;
       continue;
     }
@@ -193,7 +194,7 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
         // A replayed tool call is traced with the latency it was recorded
         // with.
         Attributes with_latency = extra;
-        with_latency.emplace_back("understudy.recorded_latency_ms",
+        with_latency.emplace_back(trace::attr::kRecordedLatencyMs,
                                   absl::StrFormat("%.3f", ex.latency_micros() / 1000.0));
         EmitLocked(ExchangeEvent(call.agent, request, &ex.response(), status,
                                  AnswerSource::kRecording, ex.seq(), streamed, with_latency));
@@ -209,7 +210,7 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
       absl::Status status =
           repeat->has_error() ? StatusFromRecorded(repeat->error()) : absl::OkStatus();
       Attributes with_repeat = extra;
-      with_repeat.emplace_back("understudy.answer.repeat", "true");
+      with_repeat.emplace_back(trace::attr::kAnswerRepeat, "true");
       EmitReplayedLocked(call.agent, request,
                          exact_bytes != nullptr &&
                              index_->ExactBytes(static_cast<size_t>(repeat->seq()) - 1) ==
@@ -237,9 +238,9 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
   v1::TraceEvent event = MissEvent(call, request, report.text());
   auto& attrs = *event.mutable_attributes();
   if (report.closest_seq() > 0) {
-    attrs["understudy.miss.closest_seq"] = absl::StrCat(report.closest_seq());
+    attrs[trace::attr::kMissClosestSeq] = absl::StrCat(report.closest_seq());
   }
-  if (fallback != nullptr) attrs["understudy.miss.served_seq"] = absl::StrCat(fallback->seq());
+  if (fallback != nullptr) attrs[trace::attr::kMissServedSeq] = absl::StrCat(fallback->seq());
   report.set_event_seq(next_event_seq_);
   EmitLocked(std::move(event));
   if (static_cast<int>(misses_.size()) < max_miss_reports_) misses_.push_back(report);
@@ -315,9 +316,9 @@ void RunState::EndRecorded(const v1::Exchange& exchange, int64_t version, bool s
     return;
   }
   store::TraceRecord record;
-  record.event.set_kind("exchange");
+  record.event.set_kind(trace::event::kExchange);
   record.event.set_agent(exchange.agent());
-  (*record.event.mutable_attributes())["understudy.answer.source"] =
+  (*record.event.mutable_attributes())[trace::attr::kAnswerSource] =
       std::string(SourceName(AnswerSource::kUpstream));
   for (const auto& [name, value] : extra) (*record.event.mutable_attributes())[name] = value;
   record.ref.session_id = row_id;
@@ -343,7 +344,7 @@ void RunState::ObserveAnswer(const std::string& agent, const v1::CompletionRespo
     v1::TraceEvent event;
     event.set_kind(kind);
     event.set_agent(agent);
-    if (!agent.empty()) (*event.mutable_attributes())["gen_ai.agent.name"] = agent;
+    if (!agent.empty()) (*event.mutable_attributes())[trace::attr::kGenAiAgentName] = agent;
     return event;
   };
   // Tool calls of a recorded answer refer to it (store/trace_codec.h).
@@ -353,7 +354,7 @@ void RunState::ObserveAnswer(const std::string& agent, const v1::CompletionRespo
     const v1::ToolCall& call = response.message().tool_calls(i);
     if (refer) {
       store::TraceRecord record;
-      record.event.set_kind("tool_call");
+      record.event.set_kind(trace::event::kToolCall);
       record.event.set_agent(agent);
       record.ref.session_id = session_row_id_;
       record.ref.seq = recorded->seq();
@@ -365,30 +366,30 @@ void RunState::ObserveAnswer(const std::string& agent, const v1::CompletionRespo
       NoteModelToolCallLocked(agent, call);
       continue;
     }
-    v1::TraceEvent event = base("tool_call");
+    v1::TraceEvent event = base(trace::event::kToolCall);
     auto& attrs = *event.mutable_attributes();
-    attrs["gen_ai.tool.name"] = call.name();
-    if (!call.id().empty()) attrs["gen_ai.tool.call.id"] = call.id();
-    attrs["gen_ai.tool.call.arguments"] = call.arguments();
+    attrs[trace::attr::kGenAiToolName] = call.name();
+    if (!call.id().empty()) attrs[trace::attr::kGenAiToolCallId] = call.id();
+    attrs[trace::attr::kGenAiToolCallArguments] = call.arguments();
     EmitLocked(std::move(event));
     NoteModelToolCallLocked(agent, call);
   }
   if (seen.routing.has_value()) {
-    v1::TraceEvent event = base("routing_decision");
+    v1::TraceEvent event = base(trace::event::kRoutingDecision);
     auto& attrs = *event.mutable_attributes();
-    attrs["understudy.routing.agents"] = absl::StrJoin(seen.routing->agents, ",");
-    if (!seen.routing->phase.empty()) attrs["understudy.routing.phase"] = seen.routing->phase;
-    if (!seen.routing->reason.empty()) attrs["understudy.routing.reason"] = seen.routing->reason;
+    attrs[trace::attr::kRoutingAgents] = absl::StrJoin(seen.routing->agents, ",");
+    if (!seen.routing->phase.empty()) attrs[trace::attr::kRoutingPhase] = seen.routing->phase;
+    if (!seen.routing->reason.empty()) attrs[trace::attr::kRoutingReason] = seen.routing->reason;
     EmitLocked(std::move(event));
   }
   if (seen.phase.has_value() && *seen.phase != seen.previous_phase) {
-    v1::TraceEvent event = base("phase_transition");
+    v1::TraceEvent event = base(trace::event::kPhaseTransition);
     auto& attrs = *event.mutable_attributes();
-    attrs["understudy.phase.from"] = seen.previous_phase;
-    attrs["understudy.phase.to"] = *seen.phase;
+    attrs[trace::attr::kPhaseFrom] = seen.previous_phase;
+    attrs[trace::attr::kPhaseTo] = *seen.phase;
     EmitLocked(std::move(event));
   }
-  if (seen.ended) EmitLocked(base("workflow_end"));
+  if (seen.ended) EmitLocked(base(trace::event::kWorkflowEnd));
 }
 
 void RunState::TraceRequest(const std::string& agent, const v1::CompletionRequest& request,
@@ -403,15 +404,15 @@ void RunState::TraceRequest(const std::string& agent, const v1::CompletionReques
   absl::MutexLock lock(&mu_);
   if (new_execution) {
     v1::TraceEvent event;
-    event.set_kind("agent_execution");
+    event.set_kind(trace::event::kAgentExecution);
     event.set_agent(agent);
     auto& attrs = *event.mutable_attributes();
-    if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-    attrs[store::kAgentIterationAttribute] = absl::StrCat(selection.agent_iteration);
+    if (!agent.empty()) attrs[trace::attr::kGenAiAgentName] = agent;
+    attrs[trace::attr::kAgentIteration] = absl::StrCat(selection.agent_iteration);
     if (selection.previous_agent.has_value()) {
-      attrs[store::kPreviousAgentAttribute] = *selection.previous_agent;
+      attrs[trace::attr::kPreviousAgent] = *selection.previous_agent;
     }
-    if (!selection.phase.empty()) attrs["understudy.phase"] = selection.phase;
+    if (!selection.phase.empty()) attrs[trace::attr::kPhase] = selection.phase;
     EmitLocked(std::move(event));
   }
   if (!has_results) return;
@@ -440,13 +441,13 @@ void RunState::TraceRequest(const std::string& agent, const v1::CompletionReques
       }
     }
     v1::TraceEvent event;
-    event.set_kind("tool_result");
+    event.set_kind(trace::event::kToolResult);
     event.set_agent(agent);
     auto& attrs = *event.mutable_attributes();
-    if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-    if (!tool.empty()) attrs["gen_ai.tool.name"] = std::string(tool);
-    if (!m.tool_call_id().empty()) attrs["gen_ai.tool.call.id"] = m.tool_call_id();
-    attrs["gen_ai.tool.call.result"] = std::string(result);
+    if (!agent.empty()) attrs[trace::attr::kGenAiAgentName] = agent;
+    if (!tool.empty()) attrs[trace::attr::kGenAiToolName] = std::string(tool);
+    if (!m.tool_call_id().empty()) attrs[trace::attr::kGenAiToolCallId] = m.tool_call_id();
+    attrs[trace::attr::kGenAiToolCallResult] = std::string(result);
     EmitLocked(std::move(event));
   }
 }
@@ -555,14 +556,14 @@ v1::RunSummary RunState::Finish(v1::RunSummary summary) {
   run_.set_state(summary.failures_size() > 0 ? v1::RUN_STATE_FAILED : v1::RUN_STATE_ENDED);
   run_.set_ended_at_micros(env_->NowMicros());
   v1::TraceEvent event;
-  event.set_kind("run_ended");
+  event.set_kind(trace::event::kRunEnded);
   auto& attrs = *event.mutable_attributes();
-  attrs["understudy.run.served"] = absl::StrCat(run_.served());
-  attrs["understudy.run.recorded"] = absl::StrCat(run_.recorded());
-  attrs["understudy.run.misses"] = absl::StrCat(run_.misses());
-  attrs["understudy.run.unconsumed"] = absl::StrCat(summary.unconsumed_size());
+  attrs[trace::attr::kRunServed] = absl::StrCat(run_.served());
+  attrs[trace::attr::kRunRecorded] = absl::StrCat(run_.recorded());
+  attrs[trace::attr::kRunMisses] = absl::StrCat(run_.misses());
+  attrs[trace::attr::kRunUnconsumed] = absl::StrCat(summary.unconsumed_size());
   if (summary.failures_size() > 0) {
-    attrs["understudy.run.failures"] = absl::StrJoin(summary.failures(), "\n");
+    attrs[trace::attr::kRunFailures] = absl::StrJoin(summary.failures(), "\n");
   }
   EmitLocked(std::move(event));
   ended_ = true;

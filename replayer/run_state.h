@@ -15,10 +15,11 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
 #include "absl/strings/str_cat.h"
-#include "replayer/engine.h"
 #include "nlohmann/json.hpp"
+#include "replayer/engine.h"
 #include "replayer/playbook.h"
 #include "store/trace_codec.h"
+#include "trace/vocabulary.h"
 
 namespace understudy {
 namespace replayer {
@@ -139,7 +140,7 @@ class RunState {
   }
   v1::TraceEvent EmitAndReturn(v1::TraceEvent event) ABSL_LOCKS_EXCLUDED(mu_) {
     absl::MutexLock lock(&mu_);
-    if (event.kind() == "tool_result") NoteToolResultLocked(event);
+    if (event.kind() == trace::event::kToolResult) NoteToolResultLocked(event);
     event.set_run(id_);
     event.set_seq(next_event_seq_);
     event.set_time_micros(env_->NowMicros());
@@ -238,7 +239,7 @@ class RunState {
       case v1::TRACE_LEVEL_OFF:
         return false;
       case v1::TRACE_LEVEL_SUMMARY:
-        return kind == "run_started" || kind == "miss" || kind == "run_ended";
+        return kind == trace::event::kRunStarted || kind == trace::event::kMiss || kind == trace::event::kRunEnded;
       default:
         return true;
     }
@@ -247,7 +248,7 @@ class RunState {
   void EmitLocked(v1::TraceEvent event) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!KeepsLocked(event.kind())) return;
     // An MCP tool result still holding its request: its call goes first.
-    if (event.kind() == "tool_result" && event.has_request()) TraceMcpCallLocked(&event);
+    if (event.kind() == trace::event::kToolResult && event.has_request()) TraceMcpCallLocked(&event);
     EmitLocked(store::InlineRecord(std::move(event)), nullptr);
   }
   // `record` may refer to `exchange` (an exchange of index_, whose row id is
@@ -312,12 +313,12 @@ class RunState {
       auto it = event.attributes().find(key);
       return it == event.attributes().end() ? absl::string_view() : it->second;
     };
-    const absl::string_view id = attr("gen_ai.tool.call.id");
-    const absl::string_view result = attr("gen_ai.tool.call.result");
+    const absl::string_view id = attr(trace::attr::kGenAiToolCallId);
+    const absl::string_view result = attr(trace::attr::kGenAiToolCallResult);
     if (!id.empty()) {
       seen_tool_results_.insert(ToolResultKey(id, result));
-    } else if (!attr("gen_ai.tool.name").empty()) {
-      ++unkeyed_tool_results_[ToolResultKey(attr("gen_ai.tool.name"), result)];
+    } else if (!attr(trace::attr::kGenAiToolName).empty()) {
+      ++unkeyed_tool_results_[ToolResultKey(attr(trace::attr::kGenAiToolName), result)];
     }
   }
   static std::string ToolResultKey(absl::string_view id_or_name, absl::string_view result) {

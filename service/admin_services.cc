@@ -10,6 +10,7 @@
 #include "replayer/mocks.h"
 #include "service/call_info.h"
 #include "service/grpc_status.h"
+#include "trace/vocabulary.h"
 
 namespace understudy {
 namespace service {
@@ -169,8 +170,8 @@ v1::TraceEvent MockEvent(const char* kind, const std::string& agent) {
   event.set_kind(kind);
   event.set_agent(agent);
   auto& attrs = *event.mutable_attributes();
-  if (!agent.empty()) attrs["gen_ai.agent.name"] = agent;
-  attrs["understudy.mocked"] = "true";
+  if (!agent.empty()) attrs[trace::attr::kGenAiAgentName] = agent;
+  attrs[trace::attr::kMocked] = "true";
   return event;
 }
 
@@ -207,16 +208,16 @@ grpc::Status ToolsService::Invoke(grpc::ServerContext* context,
   }
   absl::StatusOr<v1::InvokeToolResponse> answer =
       replayer::InvokeMockTool(script->first->scenario(), *request);
-  v1::TraceEvent event = MockEvent("tool_result", info.agent);
+  v1::TraceEvent event = MockEvent(trace::event::kToolResult, info.agent);
   auto& attrs = *event.mutable_attributes();
-  attrs["gen_ai.tool.name"] = request->tool().substr(0, 256);
-  if (!request->call_id().empty()) attrs["gen_ai.tool.call.id"] = request->call_id().substr(0, 256);
-  attrs["gen_ai.tool.call.arguments"] = request->arguments().substr(0, 64 << 10);
+  attrs[trace::attr::kGenAiToolName] = request->tool().substr(0, 256);
+  if (!request->call_id().empty()) attrs[trace::attr::kGenAiToolCallId] = request->call_id().substr(0, 256);
+  attrs[trace::attr::kGenAiToolCallArguments] = request->arguments().substr(0, 64 << 10);
   if (answer.ok()) {
-    attrs["gen_ai.tool.call.result"] = answer->content().substr(0, 64 << 10);
+    attrs[trace::attr::kGenAiToolCallResult] = answer->content().substr(0, 64 << 10);
   } else {
-    attrs["error.type"] = absl::StatusCodeToString(answer.status().code());
-    attrs["understudy.error"] = std::string(answer.status().message());
+    attrs[trace::attr::kErrorType] = absl::StatusCodeToString(answer.status().code());
+    attrs[trace::attr::kError] = std::string(answer.status().message());
   }
   engine_->Emit(info, std::move(event)).status().IgnoreError();
   if (!answer.ok()) return ToGrpcStatus(answer.status());
@@ -235,24 +236,24 @@ grpc::Status UiService::Ask(grpc::ServerContext* context, const v1::AskRequest* 
   info.run = script->second;
   absl::StatusOr<v1::AskResponse> answer = replayer::AnswerMockUi(
       script->first != nullptr ? &script->first->scenario() : nullptr, *request);
-  v1::TraceEvent event = MockEvent("ui_call", info.agent);
+  v1::TraceEvent event = MockEvent(trace::event::kUiCall, info.agent);
   auto& attrs = *event.mutable_attributes();
-  attrs["understudy.ui.kind"] = UiKindName(request->kind());
-  attrs["understudy.ui.prompt"] = request->prompt().substr(0, 64 << 10);
+  attrs[trace::attr::kUiKind] = UiKindName(request->kind());
+  attrs[trace::attr::kUiPrompt] = request->prompt().substr(0, 64 << 10);
   if (answer.ok()) {
     switch (answer->kind()) {
       case v1::UI_KIND_CONFIRM:
-        attrs["understudy.ui.answer"] = answer->confirmed() ? "true" : "false";
+        attrs[trace::attr::kUiAnswer] = answer->confirmed() ? "true" : "false";
         break;
       case v1::UI_KIND_SELECT:
-        attrs["understudy.ui.answer"] = answer->selected();
+        attrs[trace::attr::kUiAnswer] = answer->selected();
         break;
       default:
-        attrs["understudy.ui.answer"] = answer->text();
+        attrs[trace::attr::kUiAnswer] = answer->text();
     }
   } else {
-    attrs["error.type"] = absl::StatusCodeToString(answer.status().code());
-    attrs["understudy.error"] = std::string(answer.status().message());
+    attrs[trace::attr::kErrorType] = absl::StatusCodeToString(answer.status().code());
+    attrs[trace::attr::kError] = std::string(answer.status().message());
   }
   engine_->Emit(info, std::move(event)).status().IgnoreError();
   if (!answer.ok()) return ToGrpcStatus(answer.status());

@@ -17,6 +17,7 @@
 #include "service/event_feed.h"
 #include "service/grpc_status.h"
 #include "trace/filter.h"
+#include "trace/vocabulary.h"
 
 namespace understudy {
 namespace service {
@@ -29,11 +30,6 @@ grpc::Status ShuttingDown() {
   return ToGrpcStatus(absl::UnavailableError("the server is shutting down"));
 }
 
-// Kinds understudy emits itself; a custom event may not pose as one.
-constexpr absl::string_view kReservedKinds[] = {
-    "run_started",    "run_ended", "exchange",         "miss",          "agent_execution",
-    "tool_call",      "tool_result", "routing_decision", "phase_transition", "workflow_end",
-    "ui_call"};
 
 absl::Status ValidateCustomKind(absl::string_view kind) {
   if (kind.empty() || kind.size() > 64) {
@@ -48,7 +44,7 @@ absl::Status ValidateCustomKind(absl::string_view kind) {
         "kind: \"", absl::CHexEscape(kind), "\" is not [a-z][a-z0-9_.]* (e.g. checkpoint, "
         "custom.approval)"));
   }
-  for (absl::string_view reserved : kReservedKinds) {
+  for (absl::string_view reserved : trace::event::kEngineKinds) {
     if (kind == reserved) {
       return absl::InvalidArgumentError(absl::StrCat(
           "kind: \"", kind, "\" is understudy's own; name custom events differently (e.g. "
@@ -271,7 +267,7 @@ grpc::Status TracesService::Emit(grpc::ServerContext*, const v1::EmitRequest* re
   event.set_kind(request->kind());
   event.set_agent(request->agent());
   *event.mutable_attributes() = request->attributes();
-  if (!request->agent().empty()) (*event.mutable_attributes())["gen_ai.agent.name"] = request->agent();
+  if (!request->agent().empty()) (*event.mutable_attributes())[trace::attr::kGenAiAgentName] = request->agent();
   replayer::CallInfo info;
   info.run = request->run();
   absl::StatusOr<v1::TraceEvent> emitted = engine_->Emit(info, std::move(event));

@@ -18,7 +18,7 @@
 #include "absl/time/clock.h"
 #include "base/fd_io.h"
 #include "sim/session_state.h"
-#include "trace/sim_vocabulary.h"
+#include "trace/vocabulary.h"
 #include "validation/utf8.h"
 
 namespace understudy {

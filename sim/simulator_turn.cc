@@ -19,7 +19,7 @@
 #include "base/subprocess.h"
 #include "sim/session_state.h"
 #include "sim/simulator.h"
-#include "trace/sim_vocabulary.h"
+#include "trace/vocabulary.h"
 #include "validation/utf8.h"
 
 namespace understudy {
@@ -147,9 +147,9 @@ void Simulator::ToolEnd(const ToolEvent& event, size_t index) {
 
 bool Simulator::ToolBegin(const std::string& id, const std::string& tool,
                           const std::string& input_json) {
-  Trace(sim_event::kToolCall, {{"gen_ai.tool.name", tool},
-                          {"gen_ai.tool.call.id", id},
-                          {"gen_ai.tool.call.arguments", input_json}});
+  Trace(sim_event::kToolCall, {{trace::attr::kGenAiToolName, tool},
+                          {trace::attr::kGenAiToolCallId, id},
+                          {trace::attr::kGenAiToolCallArguments, input_json}});
   nlohmann::json input = nlohmann::json::parse(input_json, nullptr, false);
   if (input.is_discarded()) input = input_json;
   const HookOutcome hooks = RunHooks(
@@ -159,9 +159,9 @@ bool Simulator::ToolBegin(const std::string& id, const std::string& tool,
   Line(absl::StrCat("⏺ ", tool, "(", ToolSummary(input_json), ")"));
   if (hooks.blocked) {
     Line(absl::StrCat("  ⎿  Blocked by hook: ", hooks.reason));
-    Trace(sim_event::kToolResult, {{"gen_ai.tool.name", tool},
-                              {"gen_ai.tool.call.id", id},
-                              {"gen_ai.tool.call.result", ""},
+    Trace(sim_event::kToolResult, {{trace::attr::kGenAiToolName, tool},
+                              {trace::attr::kGenAiToolCallId, id},
+                              {trace::attr::kGenAiToolCallResult, ""},
                               {sim_attr::kBlocked, "true"},
                               {sim_attr::kReason, hooks.reason}});
     return false;
@@ -180,9 +180,9 @@ void Simulator::ToolFinish(const std::string& id, const std::string& tool,
     Line(absl::StrCat(first ? "  ⎿  " : "     ", line));
     first = false;
   }
-  Trace(sim_event::kToolResult, {{"gen_ai.tool.name", tool},
-                            {"gen_ai.tool.call.id", id},
-                            {"gen_ai.tool.call.result", result},
+  Trace(sim_event::kToolResult, {{trace::attr::kGenAiToolName, tool},
+                            {trace::attr::kGenAiToolCallId, id},
+                            {trace::attr::kGenAiToolCallResult, result},
                             {sim_attr::kBlocked, "false"}});
   nlohmann::json input = nlohmann::json::parse(input_json, nullptr, false);
   if (input.is_discarded()) input = input_json;

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "trace/vocabulary.h"
 
 namespace understudy {
 namespace store {
@@ -21,12 +22,12 @@ constexpr int kResponseField = 8;
 bool AddDerived(uint32_t derive, absl::string_view agent, int64_t ref_seq,
                 const v1::Exchange* exchange, AttributeMap* attributes) {
   if ((derive & kDeriveAgentName) && !agent.empty()) {
-    (*attributes)["gen_ai.agent.name"] = std::string(agent);
+    (*attributes)[trace::attr::kGenAiAgentName] = std::string(agent);
   }
-  if (derive & kDeriveSourceRecording) (*attributes)["understudy.answer.source"] = "recording";
-  if (derive & kDeriveNotStreamed) (*attributes)["understudy.streamed"] = "false";
-  if (derive & kDeriveStreamed) (*attributes)["understudy.streamed"] = "true";
-  if (derive & kDeriveRepeat) (*attributes)["understudy.answer.repeat"] = "true";
+  if (derive & kDeriveSourceRecording) (*attributes)[trace::attr::kAnswerSource] = "recording";
+  if (derive & kDeriveNotStreamed) (*attributes)[trace::attr::kStreamed] = "false";
+  if (derive & kDeriveStreamed) (*attributes)[trace::attr::kStreamed] = "true";
+  if (derive & kDeriveRepeat) (*attributes)[trace::attr::kAnswerRepeat] = "true";
   const uint32_t needs_exchange = kDeriveRequest | kDeriveResponse | kDeriveRequestAttributes |
                                   kDeriveAnswerAttributes | kDeriveToolCall;
   if ((derive & needs_exchange) == 0) return true;
@@ -115,39 +116,39 @@ void AppendHeader(absl::string_view run, int64_t seq, absl::string_view kind,
 
 TraceRecord InlineRecord(v1::TraceEvent event) {
   TraceRecord record;
-  auto tool = event.attributes().find("gen_ai.tool.name");
+  auto tool = event.attributes().find(trace::attr::kGenAiToolName);
   if (tool != event.attributes().end()) record.tool = tool->second;
   record.event = std::move(event);
   return record;
 }
 
 void AddRequestAttributes(const v1::CompletionRequest& request, AttributeMap* attributes) {
-  (*attributes)["gen_ai.operation.name"] =
+  (*attributes)[trace::attr::kGenAiOperationName] =
       request.operation().empty() ? "chat" : request.operation();
-  if (!request.model().empty()) (*attributes)["gen_ai.request.model"] = request.model();
+  if (!request.model().empty()) (*attributes)[trace::attr::kGenAiRequestModel] = request.model();
 }
 
 void AddAnswerAttributes(const v1::CompletionResponse* response, absl::string_view error_type,
                          int64_t exchange_seq, AttributeMap* attributes) {
   AttributeMap& attrs = *attributes;
-  if (exchange_seq > 0) attrs["understudy.exchange.seq"] = absl::StrCat(exchange_seq);
-  if (!error_type.empty()) attrs["error.type"] = std::string(error_type);
+  if (exchange_seq > 0) attrs[trace::attr::kExchangeSeq] = absl::StrCat(exchange_seq);
+  if (!error_type.empty()) attrs[trace::attr::kErrorType] = std::string(error_type);
   if (response == nullptr) return;
-  if (!response->id().empty()) attrs["gen_ai.response.id"] = response->id();
-  if (!response->model().empty()) attrs["gen_ai.response.model"] = response->model();
+  if (!response->id().empty()) attrs[trace::attr::kGenAiResponseId] = response->id();
+  if (!response->model().empty()) attrs[trace::attr::kGenAiResponseModel] = response->model();
   if (!response->finish_reason().empty()) {
-    attrs["gen_ai.response.finish_reasons"] = response->finish_reason();
+    attrs[trace::attr::kGenAiResponseFinishReasons] = response->finish_reason();
   }
   if (response->has_usage()) {
-    attrs["gen_ai.usage.input_tokens"] = absl::StrCat(response->usage().input_tokens());
-    attrs["gen_ai.usage.output_tokens"] = absl::StrCat(response->usage().output_tokens());
+    attrs[trace::attr::kGenAiUsageInputTokens] = absl::StrCat(response->usage().input_tokens());
+    attrs[trace::attr::kGenAiUsageOutputTokens] = absl::StrCat(response->usage().output_tokens());
   }
 }
 
 void AddToolCallAttributes(const v1::ToolCall& call, AttributeMap* attributes) {
-  (*attributes)["gen_ai.tool.name"] = call.name();
-  if (!call.id().empty()) (*attributes)["gen_ai.tool.call.id"] = call.id();
-  (*attributes)["gen_ai.tool.call.arguments"] = call.arguments();
+  (*attributes)[trace::attr::kGenAiToolName] = call.name();
+  if (!call.id().empty()) (*attributes)[trace::attr::kGenAiToolCallId] = call.id();
+  (*attributes)[trace::attr::kGenAiToolCallArguments] = call.arguments();
 }
 
 std::string ErrorTypeOf(const v1::ErrorStatus& error) {
@@ -170,9 +171,9 @@ ContextAttributes TakeContextAttributes(AttributeMap* attributes) {
     *out = value;
     attributes->erase(it);
   };
-  take_int(kIterationAttribute, &context.iteration);
-  take_int(kAgentIterationAttribute, &context.agent_iteration);
-  auto previous = attributes->find(kPreviousAgentAttribute);
+  take_int(trace::attr::kIteration, &context.iteration);
+  take_int(trace::attr::kAgentIteration, &context.agent_iteration);
+  auto previous = attributes->find(trace::attr::kPreviousAgent);
   if (previous != attributes->end()) {
     context.previous_agent = std::move(previous->second);
     attributes->erase(previous);
@@ -183,11 +184,11 @@ ContextAttributes TakeContextAttributes(AttributeMap* attributes) {
 void AppendContextAttributes(std::optional<int64_t> iteration,
                              std::optional<int64_t> agent_iteration,
                              std::optional<absl::string_view> previous_agent, std::string* out) {
-  if (iteration.has_value()) AppendEntry(kIterationAttribute, absl::StrCat(*iteration), out);
+  if (iteration.has_value()) AppendEntry(trace::attr::kIteration, absl::StrCat(*iteration), out);
   if (agent_iteration.has_value()) {
-    AppendEntry(kAgentIterationAttribute, absl::StrCat(*agent_iteration), out);
+    AppendEntry(trace::attr::kAgentIteration, absl::StrCat(*agent_iteration), out);
   }
-  if (previous_agent.has_value()) AppendEntry(kPreviousAgentAttribute, *previous_agent, out);
+  if (previous_agent.has_value()) AppendEntry(trace::attr::kPreviousAgent, *previous_agent, out);
 }
 
 bool Expand(const TraceRecord& record, const v1::Exchange* exchange, v1::TraceEvent* out) {
@@ -228,13 +229,13 @@ bool ExpandedBytes(absl::string_view compact_body, absl::string_view run, int64_
   // ExchangeParts, the constant ones here); AddDerived stays the definition
   // (trace_table_test compares the two).
   static const std::string* const recording = new std::string(
-      EntryOf("understudy.answer.source", "recording"));
+      EntryOf(trace::attr::kAnswerSource, "recording"));
   static const std::string* const not_streamed =
-      new std::string(EntryOf("understudy.streamed", "false"));
+      new std::string(EntryOf(trace::attr::kStreamed, "false"));
   static const std::string* const streamed =
-      new std::string(EntryOf("understudy.streamed", "true"));
+      new std::string(EntryOf(trace::attr::kStreamed, "true"));
   static const std::string* const repeat =
-      new std::string(EntryOf("understudy.answer.repeat", "true"));
+      new std::string(EntryOf(trace::attr::kAnswerRepeat, "true"));
   const uint32_t needs_exchange = kDeriveRequest | kDeriveResponse | kDeriveRequestAttributes |
                                   kDeriveAnswerAttributes | kDeriveToolCall;
   if ((derive & needs_exchange) != 0 &&
@@ -244,7 +245,7 @@ bool ExpandedBytes(absl::string_view compact_body, absl::string_view run, int64_
   out->assign(compact_body.data(), compact_body.size());
   AppendHeader(run, seq, kind, agent, out);
   if ((derive & kDeriveAgentName) && !agent.empty()) {
-    AppendEntry("gen_ai.agent.name", agent, out);
+    AppendEntry(trace::attr::kGenAiAgentName, agent, out);
   }
   if (derive & kDeriveSourceRecording) out->append(*recording);
   if (derive & kDeriveNotStreamed) out->append(*not_streamed);

@@ -23,6 +23,7 @@
 
 #include "absl/strings/string_view.h"
 #include "google/protobuf/map.h"
+#include "trace/vocabulary.h"
 #include "understudy/v1/understudy.pb.h"
 
 namespace understudy {
@@ -95,10 +96,7 @@ std::string ErrorTypeOf(const v1::ErrorStatus& error);
 // The run context the engine puts on exchange and agent_execution events.
 // The store keeps it in integer columns (TraceTable) instead of the body,
 // where its keys and numbers as text took ~100 bytes of every replayed
-// call's row.
-inline constexpr char kIterationAttribute[] = "understudy.iteration";
-inline constexpr char kAgentIterationAttribute[] = "understudy.agent.iteration";
-inline constexpr char kPreviousAgentAttribute[] = "understudy.previous_agent";
+// call's row (trace::attr::kIteration, kAgentIteration, kPreviousAgent).
 struct ContextAttributes {
   std::optional<int64_t> iteration;
   std::optional<int64_t> agent_iteration;

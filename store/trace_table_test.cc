@@ -19,6 +19,7 @@
 #include "store/store.h"
 #include "store/test_util.h"
 #include "store/trace_codec.h"
+#include "trace/vocabulary.h"
 #include "understudy/v1/understudy.pb.h"
 
 namespace understudy {
@@ -290,14 +291,14 @@ TEST_F(TraceTableTest, RunContextReadsBackAsTheAttributesItWas) {
     std::map<std::string, std::string> context;
   };
   const std::vector<Case> cases = {
-      {{{kIterationAttribute, "12"}, {kAgentIterationAttribute, "3"},
-        {kPreviousAgentAttribute, "reviewer"}}},
-      {{{kIterationAttribute, "1"}, {kAgentIterationAttribute, "1"}}},
-      {{{kIterationAttribute, "007"}, {kAgentIterationAttribute, "+4"},
-        {kPreviousAgentAttribute, ""}}},
-      {{{kIterationAttribute, "-9223372036854775808"}, {kAgentIterationAttribute, " 5"},
-        {kPreviousAgentAttribute, "\xc3\xa9t\xc3\xa9"}}},
-      {{{kAgentIterationAttribute, "99999999999999999999"}}},
+      {{{trace::attr::kIteration, "12"}, {trace::attr::kAgentIteration, "3"},
+        {trace::attr::kPreviousAgent, "reviewer"}}},
+      {{{trace::attr::kIteration, "1"}, {trace::attr::kAgentIteration, "1"}}},
+      {{{trace::attr::kIteration, "007"}, {trace::attr::kAgentIteration, "+4"},
+        {trace::attr::kPreviousAgent, ""}}},
+      {{{trace::attr::kIteration, "-9223372036854775808"}, {trace::attr::kAgentIteration, " 5"},
+        {trace::attr::kPreviousAgent, "\xc3\xa9t\xc3\xa9"}}},
+      {{{trace::attr::kAgentIteration, "99999999999999999999"}}},
   };
   std::vector<TraceRecord> records;
   std::vector<v1::TraceEvent> expected;

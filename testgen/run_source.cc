@@ -11,6 +11,7 @@
 #include "grpcpp/client_context.h"
 #include "query/events.h"
 #include "query/runs.h"
+#include "trace/vocabulary.h"
 #include "understudy/v1/understudy.grpc.pb.h"
 
 namespace understudy {
@@ -94,7 +95,7 @@ absl::StatusOr<v1::Run> ResolveRun(const std::shared_ptr<grpc::Channel>& channel
     // the last names the latest run.
     v1::QueryRequest ask;
     ask.set_session(ref);
-    ask.add_kinds("run_started");
+    ask.add_kinds(trace::event::kRunStarted);
     ask.set_limit(query::kMaxPage);
     std::string latest;
     grpc::Status s = ForEachRemotePage(*traces, ask, timeout, [&latest](v1::QueryResponse& page) {

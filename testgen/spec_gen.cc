@@ -20,6 +20,7 @@
 #include "trace/render.h"
 #include "trace/spec.h"
 #include "trace/spec_writer.h"
+#include "trace/vocabulary.h"
 #include "validation/json_bounds.h"
 
 namespace understudy {
@@ -110,7 +111,7 @@ const std::string& Attr(const v1::TraceEvent& e, const std::string& name) {
 
 // As the checks read it: the event's agent field, else gen_ai.agent.name.
 const std::string& AgentOf(const v1::TraceEvent& e) {
-  return e.agent().empty() ? Attr(e, "gen_ai.agent.name") : e.agent();
+  return e.agent().empty() ? Attr(e, trace::attr::kGenAiAgentName) : e.agent();
 }
 
 std::vector<const v1::TraceEvent*> Ordered(const RunData& run) {
@@ -140,7 +141,7 @@ void AgentSequence(const std::vector<const v1::TraceEvent*>& events, const SpecO
                    Writer* w) {
   std::vector<std::string> agents;
   for (const v1::TraceEvent* e : events) {
-    if (e->kind() != "exchange") continue;
+    if (e->kind() != trace::event::kExchange) continue;
     const std::string& agent = AgentOf(*e);
     if (options.collapse_repeats && !agents.empty() && agents.back() == agent) continue;
     agents.push_back(agent);
@@ -157,7 +158,7 @@ void PhaseTransitions(const std::vector<const v1::TraceEvent*>& events,
                       const SpecOptions& options, Writer* w) {
   std::vector<std::string> phases;
   for (const v1::TraceEvent* e : events) {
-    if (e->kind() == "phase_transition") phases.push_back(Attr(*e, "understudy.phase.to"));
+    if (e->kind() == trace::event::kPhaseTransition) phases.push_back(Attr(*e, trace::attr::kPhaseTo));
   }
   const v1::SequenceMatch match = DropEmpty(&phases, options.match, "phase_transitions", w);
   if (phases.empty()) return;
@@ -231,9 +232,9 @@ void ToolCalls(const std::vector<const v1::TraceEvent*>& events, const SpecOptio
   std::vector<ToolCall> calls;
   bool all_named = true;
   for (const v1::TraceEvent* e : events) {
-    if (e->kind() != "tool_call") continue;
-    calls.push_back({AgentOf(*e), Attr(*e, "gen_ai.tool.name"),
-                     Attr(*e, "gen_ai.tool.call.arguments")});
+    if (e->kind() != trace::event::kToolCall) continue;
+    calls.push_back({AgentOf(*e), Attr(*e, trace::attr::kGenAiToolName),
+                     Attr(*e, trace::attr::kGenAiToolCallArguments)});
     all_named = all_named && !calls.back().agent.empty();
   }
   if (calls.empty()) return;
@@ -257,7 +258,7 @@ void ToolCalls(const std::vector<const v1::TraceEvent*>& events, const SpecOptio
 void NoMisses(const std::vector<const v1::TraceEvent*>& events, Writer* w) {
   std::vector<std::string> misses;
   for (const v1::TraceEvent* e : events) {
-    if (e->kind() == "miss") misses.push_back(absl::StrCat("#", e->seq()));
+    if (e->kind() == trace::event::kMiss) misses.push_back(absl::StrCat("#", e->seq()));
   }
   if (misses.empty()) {
     w->Item("no misses", "    no_misses: true\n");
@@ -464,7 +465,7 @@ class FeedbackFinder {
 void Feedback(const std::vector<const v1::TraceEvent*>& events, Writer* w) {
   std::vector<Exchange> exchanges;
   for (const v1::TraceEvent* e : events) {
-    if (e->kind() == "exchange") exchanges.push_back(ExchangeOf(*e));
+    if (e->kind() == trace::event::kExchange) exchanges.push_back(ExchangeOf(*e));
   }
   FeedbackFinder(std::move(exchanges)).Write(w);
 }

@@ -16,7 +16,7 @@
 #include "trace/filter.h"
 #include "trace/json_subset.h"
 #include "trace/render.h"
-#include "trace/sim_vocabulary.h"
+#include "trace/vocabulary.h"
 #include "trace/spec.h"
 #include "validation/json_bounds.h"
 
@@ -46,7 +46,7 @@ const v1::TraceEvent& Full(const EventRef& e) {
 // The agent an event belongs to: its own field, else gen_ai.agent.name.
 absl::string_view AgentOf(const EventRef& e) {
   if (!e.agent.empty() || e.event == nullptr) return e.agent;
-  return Attr(*e.event, "gen_ai.agent.name");
+  return Attr(*e.event, trace::attr::kGenAiAgentName);
 }
 
 // How an item shows in a list: agents and phases bare, "(none)" for "".
@@ -212,17 +212,17 @@ v1::AssertionResult CompareSequences(const SequenceInput& in) {
 // simulated terminal agent took (`understudy sim`) without asking a model —
 // a model-backed one (understudy.sim.model = "true") has its exchange.
 bool IsAgentTurn(const EventRef& e) {
-  if (e.kind == "exchange") return true;
+  if (e.kind == trace::event::kExchange) return true;
   return e.kind == sim_event::kPrompt && Attr(Full(e), sim_attr::kModel) != "true";
 }
 
 // A tool call: one a model asked for, or one a simulated agent made.
 bool IsToolCall(const EventRef& e) {
-  return e.kind == "tool_call" || e.kind == sim_event::kToolCall;
+  return e.kind == trace::event::kToolCall || e.kind == sim_event::kToolCall;
 }
 
 // The call id of a tool event ("" when it has none).
-std::string CallId(const EventRef& e) { return Attr(Full(e), "gen_ai.tool.call.id"); }
+std::string CallId(const EventRef& e) { return Attr(Full(e), trace::attr::kGenAiToolCallId); }
 
 v1::AssertionResult AgentSequence(const v1::AgentSequenceAssertion& a, const Events& events) {
   SequenceInput in;
@@ -251,8 +251,8 @@ v1::AssertionResult PhaseTransitions(const v1::PhaseTransitionsAssertion& a, con
   std::vector<std::string> expected(a.phases().begin(), a.phases().end());
   std::vector<std::string> actual;
   for (const EventRef& e : events) {
-    if (e.kind != "phase_transition") continue;
-    actual.push_back(Attr(Full(e), "understudy.phase.to"));
+    if (e.kind != trace::event::kPhaseTransition) continue;
+    actual.push_back(Attr(Full(e), trace::attr::kPhaseTo));
     in.seqs.push_back(e.seq);
   }
   for (const std::string& s : expected) in.expected.push_back(Bare(s));
@@ -351,12 +351,12 @@ absl::StatusOr<v1::AssertionResult> ToolCalls(const v1::ToolCallsAssertion& a, c
   for (const EventRef& e : events) {
     if (!IsToolCall(e)) continue;
     if (!a.agent().empty() && AgentOf(e) != a.agent()) continue;
-    if (e.kind == "tool_call") {
+    if (e.kind == trace::event::kToolCall) {
       if (std::string id = CallId(e); !id.empty()) model_call_ids.insert(std::move(id));
     } else if (model_call_ids.contains(CallId(e))) {
       continue;
     }
-    Call call{Attr(Full(e), "gen_ai.tool.name"), Attr(Full(e), "gen_ai.tool.call.arguments"),
+    Call call{Attr(Full(e), trace::attr::kGenAiToolName), Attr(Full(e), trace::attr::kGenAiToolCallArguments),
               nlohmann::json()};
     call.arguments = call.arguments_text.empty()
                          ? nlohmann::json::object()
@@ -436,7 +436,7 @@ absl::StatusOr<v1::AssertionResult> FeedbackPropagated(const v1::FeedbackPropaga
   std::vector<int64_t> had, lacked;
   std::vector<std::string> agents;  // with exchanges, in order of appearance
   for (const EventRef& e : events) {
-    if (e.kind != "exchange") continue;
+    if (e.kind != trace::event::kExchange) continue;
     const absl::string_view agent = AgentOf(e);
     if (std::find(agents.begin(), agents.end(), agent) == agents.end()) agents.emplace_back(agent);
     if (agent != a.from()) continue;
@@ -468,7 +468,7 @@ absl::StatusOr<v1::AssertionResult> FeedbackPropagated(const v1::FeedbackPropaga
   const int64_t said = had.front();
   std::vector<int64_t> checked;
   for (const EventRef& e : events) {
-    if (e.kind != "exchange" || e.seq <= said || AgentOf(e) != a.to()) continue;
+    if (e.kind != trace::event::kExchange || e.seq <= said || AgentOf(e) != a.to()) continue;
     if (RequestHas(Full(e), a.keyword())) {
       r.set_passed(true);
       r.add_event_seqs(said);
@@ -556,11 +556,11 @@ v1::AssertionResult NoMisses(const Events& events) {
   r.set_expected("0 misses");
   std::vector<std::string> misses;
   for (const EventRef& e : events) {
-    if (e.kind != "miss") continue;
+    if (e.kind != trace::event::kMiss) continue;
     r.add_event_seqs(e.seq);
     std::string line = absl::StrCat("event #", e.seq);
     if (!AgentOf(e).empty()) absl::StrAppend(&line, " (agent ", AgentOf(e), ")");
-    const std::string& report = Attr(Full(e), "understudy.miss.report");
+    const std::string& report = Attr(Full(e), trace::attr::kMissReport);
     if (!report.empty()) absl::StrAppend(&line, ": ", Shorten(report, 600));
     misses.push_back(std::move(line));
   }
@@ -728,18 +728,18 @@ void ReadPlan::Need(absl::string_view kind, bool body) {
 void ReadPlan::Add(const v1::Assertion& a) {
   switch (a.check_case()) {
     case v1::Assertion::kAgentSequence:
-      Need("exchange", /*body=*/false);  // AgentOf and seq only
+      Need(trace::event::kExchange, /*body=*/false);  // AgentOf and seq only
       Need(sim_event::kPrompt, true);    // and understudy.sim.model
       break;
     case v1::Assertion::kPhaseTransitions:
-      Need("phase_transition", true);
+      Need(trace::event::kPhaseTransition, true);
       break;
     case v1::Assertion::kToolCalls:
-      Need("tool_call", true);
+      Need(trace::event::kToolCall, true);
       Need(sim_event::kToolCall, true);
       break;
     case v1::Assertion::kFeedbackPropagated:
-      Need("exchange", true);
+      Need(trace::event::kExchange, true);
       break;
     case v1::Assertion::kCount: {
       const v1::EventFilter& f = a.count().filter();
@@ -755,7 +755,7 @@ void ReadPlan::Add(const v1::Assertion& a) {
       break;
     }
     case v1::Assertion::kNoMisses:
-      Need("miss", true);
+      Need(trace::event::kMiss, true);
       break;
     case v1::Assertion::kSpec:
       all_kinds_ = all_bodies_ = true;

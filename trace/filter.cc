@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "nlohmann/json.hpp"
+#include "trace/vocabulary.h"
 
 namespace understudy {
 namespace trace {
@@ -84,15 +85,15 @@ bool EventFilter::Matches(const v1::TraceEvent& event) const {
   if (proto_.min_seq() > 0 && event.seq() < proto_.min_seq()) return false;
   if (proto_.max_seq() > 0 && event.seq() > proto_.max_seq()) return false;
   if (!proto_.agent().empty() && event.agent() != proto_.agent()) {
-    const std::string* name = Attribute(event, "gen_ai.agent.name");
+    const std::string* name = Attribute(event, trace::attr::kGenAiAgentName);
     if (name == nullptr || *name != proto_.agent()) return false;
   }
   if (!proto_.tool().empty()) {
-    const std::string* tool = Attribute(event, "gen_ai.tool.name");
+    const std::string* tool = Attribute(event, trace::attr::kGenAiToolName);
     if (tool == nullptr || *tool != proto_.tool()) return false;
   }
   if (!proto_.phase().empty()) {
-    const std::string* phase = Attribute(event, "understudy.phase");
+    const std::string* phase = Attribute(event, trace::attr::kPhase);
     if (phase == nullptr || *phase != proto_.phase()) return false;
   }
   for (const auto& [name, value] : proto_.attributes()) {
