@@ -15,12 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "engine/engine.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "query/assert.h"
 #include "query/events.h"
-#include "replayer/engine.h"
-#include "replayer/scenario.h"
+#include "scenario/scenario.h"
 #include "sim/config.h"
 #include "store/store.h"
 #include "trace/assertions.h"
@@ -131,7 +131,7 @@ int Show(const DbFlags& db, const std::string& ref, ColorMode color) {
   }
   if (!absl::IsNotFound(run.status())) return failed(run.status());
 
-  auto parsed = replayer::ParseSessionRef(ref);
+  auto parsed = engine::ParseSessionRef(ref);
   if (!parsed.ok()) return unknown();
   auto session = (*store)->GetSession(parsed->first, parsed->second);
   if (absl::IsNotFound(session.status())) return unknown();
@@ -163,9 +163,9 @@ int Validate(const std::vector<std::string>& files, bool json) {
   bool unreadable = false;
   nlohmann::json reports = nlohmann::json::array();
   for (const std::string& file : files) {
-    absl::StatusOr<std::string> path = replayer::ResolveScenario(file);
+    absl::StatusOr<std::string> path = scenario::ResolveScenario(file);
     absl::StatusOr<std::string> text =
-        path.ok() ? replayer::ReadScenarioFile(*path) : absl::StatusOr<std::string>(path.status());
+        path.ok() ? scenario::ReadScenarioFile(*path) : absl::StatusOr<std::string>(path.status());
     if (!text.ok()) {
       std::cerr << "understudy: " << text.status().message() << "\n";
       unreadable = true;
@@ -173,16 +173,16 @@ int Validate(const std::vector<std::string>& files, bool json) {
     }
     // A sim config (`understudy sim --config`) is told apart by its
     // schema or its `behaviours`; anything else is judged as a scenario.
-    replayer::ValidationReport report = sim::LooksLikeSimConfig(*text)
+    scenario::ValidationReport report = sim::LooksLikeSimConfig(*text)
                                             ? sim::ValidateSimConfig(*text, *path)
-                                            : replayer::ValidateScenario(*text, *path);
+                                            : scenario::ValidateScenario(*text, *path);
     errors += report.errors();
     warnings += report.warnings();
     if (json) {
-      reports.push_back(replayer::ReportToJson(report));
+      reports.push_back(scenario::ReportToJson(report));
     } else {
-      for (const replayer::Problem& p : report.problems) {
-        std::cout << replayer::FormatProblem(report, p) << "\n";
+      for (const scenario::Problem& p : report.problems) {
+        std::cout << scenario::FormatProblem(report, p) << "\n";
       }
     }
   }

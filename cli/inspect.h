@@ -37,7 +37,7 @@ int Trace(const DbFlags& db, const std::string& run, const std::vector<std::stri
 int Show(const DbFlags& db, const std::string& ref, ColorMode color);
 
 // `understudy validate FILE|NAME...`: checks scenario files (a path, or the
-// name of a shipped pack, see replayer::ResolveScenario) and prints every
+// name of a shipped pack, see scenario::ResolveScenario) and prints every
 // problem, one per line, "FILE:LINE:COL: severity: path: message
 // (suggestion)", then "N errors, M warnings in K files"; with `json`, one
 // JSON document {"files": [ReportToJson...], "errors", "warnings"} instead.

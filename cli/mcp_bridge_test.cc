@@ -36,8 +36,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "provider/mcp.h"
-#include "recorder/http_upstream.h"
 #include "service/http_server.h"
+#include "upstream/http_upstream.h"
 
 namespace understudy {
 namespace cli {

@@ -22,15 +22,15 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "base/env.h"
-#include "base/log.h"
 #include "base/fd_io.h"
+#include "base/log.h"
+#include "base/worker_pool.h"
 #include "cli/mcp_bridge.h"
 #include "cli/mcp_stdio.h"
-#include "base/worker_pool.h"
 #include "provider/mcp.h"
 #include "provider/sse.h"
-#include "recorder/http_upstream.h"
 #include "service/access.h"
+#include "upstream/http_upstream.h"
 #include "validation/json_bounds.h"
 #include "validation/utf8.h"
 
@@ -129,7 +129,7 @@ struct Answer {
 
 class McpProxy::Impl {
  public:
-  Impl(McpProxyOptions options, std::unique_ptr<recorder::HttpUpstream> http)
+  Impl(McpProxyOptions options, std::unique_ptr<upstream::HttpUpstream> http)
       : options_(std::move(options)),
         path_(McpEndpointPath(options_.run, options_.name)),
         http_(std::move(http)),
@@ -254,7 +254,7 @@ class McpProxy::Impl {
     const auto id = m.rpc.params.find("requestId");
     if (id == m.rpc.params.end()) return;
     const std::string id_text = provider::DumpJson(*id);
-    std::shared_ptr<recorder::UpstreamHttpCall> handle;
+    std::shared_ptr<upstream::UpstreamHttpCall> handle;
     {
       absl::MutexLock lock(&mu_);
       auto it = request_calls_.find(id_text);
@@ -430,12 +430,12 @@ class McpProxy::Impl {
 
   // Observes one POST: writes a 200 event stream's events as they come,
   // keeps everything else for Conclude.
-  class Call final : public recorder::UpstreamHttpObserver {
+  class Call final : public upstream::UpstreamHttpObserver {
    public:
     // `message` (null for a DELETE) must outlive the call.
     Call(Impl* proxy, const AgentMessage* message) : proxy_(proxy), message_(message) {}
 
-    void OnHead(int status, recorder::UpstreamHttpHeaders headers) override {
+    void OnHead(int status, upstream::UpstreamHttpHeaders headers) override {
       answer_.status = status;
       std::string content_type;
       for (auto& [name, value] : headers) {
@@ -525,8 +525,8 @@ class McpProxy::Impl {
     absl::Notification done_;
   };
 
-  recorder::UpstreamHttpHeaders Headers() {
-    recorder::UpstreamHttpHeaders headers;
+  upstream::UpstreamHttpHeaders Headers() {
+    upstream::UpstreamHttpHeaders headers;
     absl::MutexLock lock(&mu_);
     if (!session_id_.empty()) headers.emplace_back("mcp-session-id", session_id_);
     if (!protocol_version_.empty()) headers.emplace_back("mcp-protocol-version", protocol_version_);
@@ -540,7 +540,7 @@ class McpProxy::Impl {
   // Sends `request` (`message`, or null) and waits for its outcome
   // (cancelled by a hurried end). `first`: the message's first POST, which
   // counts as sent (sent_) once handed to the HTTP client.
-  Answer Send(recorder::UpstreamHttpRequest request, const AgentMessage* message, bool first) {
+  Answer Send(upstream::UpstreamHttpRequest request, const AgentMessage* message, bool first) {
     auto call = std::make_shared<Call>(this, message);
     uint64_t key = 0;
     {
@@ -553,7 +553,7 @@ class McpProxy::Impl {
       }
       key = ++next_call_;
     }
-    std::shared_ptr<recorder::UpstreamHttpCall> handle = http_->Send(std::move(request), call);
+    std::shared_ptr<upstream::UpstreamHttpCall> handle = http_->Send(std::move(request), call);
     {
       absl::MutexLock lock(&mu_);
       if (first) ++sent_;
@@ -587,7 +587,7 @@ class McpProxy::Impl {
   }
 
   Answer Post(const AgentMessage& m, const std::string& upstream, bool first) {
-    recorder::UpstreamHttpRequest request;
+    upstream::UpstreamHttpRequest request;
     request.method = "POST";
     request.path = path_;
     request.headers = {{"content-type", "application/json"},
@@ -620,7 +620,7 @@ class McpProxy::Impl {
       has_session = !session_id_.empty() && !cancelling_;
     }
     if (has_session) {
-      recorder::UpstreamHttpRequest request;
+      upstream::UpstreamHttpRequest request;
       request.method = "DELETE";
       request.path = path_;
       request.headers = Headers();
@@ -695,7 +695,7 @@ class McpProxy::Impl {
 
   const McpProxyOptions options_;
   const std::string path_;
-  const std::unique_ptr<recorder::HttpUpstream> http_;
+  const std::unique_ptr<upstream::HttpUpstream> http_;
   WakePipe stop_;            // Stop: reading ends.
   WakePipe abandon_output_;  // The agent does not read: writes give up.
 
@@ -715,7 +715,7 @@ class McpProxy::Impl {
   uint64_t barrier_done_ ABSL_GUARDED_BY(mu_) = 0;
   bool cancelling_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_call_ ABSL_GUARDED_BY(mu_) = 0;
-  std::map<uint64_t, std::shared_ptr<recorder::UpstreamHttpCall>> calls_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::shared_ptr<upstream::UpstreamHttpCall>> calls_ ABSL_GUARDED_BY(mu_);
   // The calls of requests in flight, by the request's id (JSON text), and
   // the requests the agent cancelled (notifications/cancelled).
   std::map<std::string, uint64_t> request_calls_ ABSL_GUARDED_BY(mu_);
@@ -747,13 +747,13 @@ absl::StatusOr<std::unique_ptr<McpProxy>> McpProxy::Create(McpProxyOptions optio
   if (options.max_in_flight < 1) {
     return absl::InvalidArgumentError("max_in_flight: at least 1");
   }
-  recorder::HttpUpstream::Options http;
+  upstream::HttpUpstream::Options http;
   http.base_url =
       absl::StrContains(options.http, "://") ? options.http : absl::StrCat("http://", options.http);
   http.flag = "--http";
   http.max_concurrent_transfers = options.max_in_flight + 1;  // And the final DELETE.
-  absl::StatusOr<std::unique_ptr<recorder::HttpUpstream>> client =
-      recorder::HttpUpstream::Create(http);
+  absl::StatusOr<std::unique_ptr<upstream::HttpUpstream>> client =
+      upstream::HttpUpstream::Create(http);
   if (!client.ok()) return client.status();
   return std::unique_ptr<McpProxy>(
       new McpProxy(std::make_unique<Impl>(std::move(options), std::move(*client))));

@@ -39,8 +39,8 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "provider/mcp.h"
-#include "recorder/http_upstream.h"
 #include "service/http_server.h"
+#include "upstream/http_upstream.h"
 
 namespace understudy {
 namespace cli {
@@ -131,11 +131,11 @@ class FakeUnderstudy {
   }
 
  private:
-  class Relay final : public recorder::UpstreamHttpObserver {
+  class Relay final : public upstream::UpstreamHttpObserver {
    public:
     Relay(std::shared_ptr<service::HttpResponder> out, bool initialize)
         : out_(std::move(out)), initialize_(initialize) {}
-    void OnHead(int status, recorder::UpstreamHttpHeaders headers) override {
+    void OnHead(int status, upstream::UpstreamHttpHeaders headers) override {
       service::HttpHeaders out;
       for (auto& [k, v] : headers) {
         if (k == "content-type") out.emplace_back(k, v);
@@ -178,14 +178,14 @@ class FakeUnderstudy {
     }
     if (record_) {
       // Relay to the bridge, as understudy forwards to an upstream.
-      recorder::UpstreamHttpRequest forward;
+      upstream::UpstreamHttpRequest forward;
       forward.method = "POST";
       const size_t slash = upstream.find('/', upstream.find("://") + 3);
       forward.path = upstream.substr(slash);
       forward.headers = {{"content-type", "application/json"},
                          {"accept", "application/json, text/event-stream"}};
       forward.body = r.body;
-      recorder::HttpUpstream* client = RelayClient(upstream.substr(0, slash));
+      upstream::HttpUpstream* client = RelayClient(upstream.substr(0, slash));
       client->Send(std::move(forward), std::make_shared<Relay>(out, initialize));
       return;
     }
@@ -204,13 +204,13 @@ class FakeUnderstudy {
     out->Respond(200, {{"content-type", "application/json"}}, answer.dump());
   }
 
-  recorder::HttpUpstream* RelayClient(const std::string& base) {
+  upstream::HttpUpstream* RelayClient(const std::string& base) {
     absl::MutexLock lock(&mu_);
-    std::unique_ptr<recorder::HttpUpstream>& client = relays_[base];
+    std::unique_ptr<upstream::HttpUpstream>& client = relays_[base];
     if (client == nullptr) {
-      recorder::HttpUpstream::Options options;
+      upstream::HttpUpstream::Options options;
       options.base_url = base;
-      client = std::move(*recorder::HttpUpstream::Create(options));
+      client = std::move(*upstream::HttpUpstream::Create(options));
     }
     return client.get();
   }
@@ -220,7 +220,7 @@ class FakeUnderstudy {
   std::unique_ptr<service::HttpServer> server_;
   absl::Mutex mu_;
   std::vector<Received> received_ ABSL_GUARDED_BY(mu_);
-  std::map<std::string, std::unique_ptr<recorder::HttpUpstream>> relays_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<upstream::HttpUpstream>> relays_ ABSL_GUARDED_BY(mu_);
 };
 
 // The proxy on a pair of pipes, running on its own thread.

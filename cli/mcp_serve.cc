@@ -15,11 +15,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/fd_io.h"
 #include "base/files.h"
 #include "base/log.h"
 #include "base/worker_pool.h"
 #include "cli/command_base.h"
-#include "base/fd_io.h"
 #include "cli/mcp_stdio.h"
 #include "grpcpp/grpcpp.h"
 #include "mcpserver/protocol.h"

@@ -34,8 +34,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "recorder/http_upstream.h"
 #include "service/http_server.h"
+#include "upstream/http_upstream.h"
 
 namespace understudy {
 namespace cli {

@@ -21,7 +21,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "provider/sse.h"
-#include "recorder/http_upstream.h"
+#include "upstream/http_upstream.h"
 
 namespace understudy {
 namespace cli {
@@ -104,7 +104,7 @@ inline bool HavePython() { return ::access(kPython, X_OK) == 0; }
 struct Response {
   absl::Status transport;
   int status = 0;
-  recorder::UpstreamHttpHeaders headers;
+  upstream::UpstreamHttpHeaders headers;
   std::string body;
 
   std::string Header(absl::string_view name) const {
@@ -123,9 +123,9 @@ struct Response {
   }
 };
 
-class Collector final : public recorder::UpstreamHttpObserver {
+class Collector final : public upstream::UpstreamHttpObserver {
  public:
-  void OnHead(int status, recorder::UpstreamHttpHeaders headers) override {
+  void OnHead(int status, upstream::UpstreamHttpHeaders headers) override {
     response_.status = status;
     response_.headers = std::move(headers);
   }
@@ -157,14 +157,14 @@ class Client {
   explicit Client(const std::string& url) {
     // "http://127.0.0.1:PORT/path" → base and path.
     const size_t slash = url.find('/', url.find("://") + 3);
-    recorder::HttpUpstream::Options options;
+    upstream::HttpUpstream::Options options;
     options.base_url = url.substr(0, slash);
     path_ = slash == std::string::npos ? "/" : url.substr(slash);
-    http_ = std::move(*recorder::HttpUpstream::Create(options));
+    http_ = std::move(*upstream::HttpUpstream::Create(options));
   }
 
   std::shared_ptr<Collector> Start(const std::string& method, std::string body) {
-    recorder::UpstreamHttpRequest request;
+    upstream::UpstreamHttpRequest request;
     request.method = method;
     request.path = path_;
     request.headers = {{"content-type", "application/json"}};
@@ -177,7 +177,7 @@ class Client {
 
  private:
   std::string path_;
-  std::unique_ptr<recorder::HttpUpstream> http_;
+  std::unique_ptr<upstream::HttpUpstream> http_;
 };
 
 inline std::string ToolCall(int id, const std::string& tool,

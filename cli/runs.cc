@@ -12,8 +12,8 @@
 #include "absl/time/time.h"
 #include "base/duration.h"
 #include "base/env.h"
+#include "engine/engine.h"
 #include "nlohmann/json.hpp"
-#include "replayer/engine.h"
 #include "store/retention.h"
 #include "store/store.h"
 #include "trace/proto_json.h"
@@ -113,7 +113,7 @@ std::optional<v1::TraceLevel> ParseTraceLevel(absl::string_view name) {
 int RunsList(const DbFlags& db, const std::string& session) {
   std::optional<std::pair<std::string, int64_t>> only;
   if (!session.empty()) {
-    absl::StatusOr<std::pair<std::string, int64_t>> parsed = replayer::ParseSessionRef(session);
+    absl::StatusOr<std::pair<std::string, int64_t>> parsed = engine::ParseSessionRef(session);
     if (!parsed.ok()) return Fail(parsed.status());
     only = *parsed;
   }

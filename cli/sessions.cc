@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/files.h"
+#include "engine/engine.h"
 #include "nlohmann/json.hpp"
-#include "replayer/engine.h"
 #include "trace/proto_json.h"
 
 namespace understudy {
@@ -54,7 +54,7 @@ int SessionsList(const DbFlags& db, const std::string& prefix) {
 }
 
 int SessionsShow(const DbFlags& db, const std::string& ref) {
-  auto parsed = replayer::ParseSessionRef(ref);
+  auto parsed = engine::ParseSessionRef(ref);
   if (!parsed.ok()) return Fail(parsed.status());
   auto store = OpenStore(db);
   if (!store.ok()) return Fail(store.status());  // UNAVAILABLE: exit 3
@@ -97,7 +97,7 @@ int SessionsShow(const DbFlags& db, const std::string& ref) {
 }
 
 int SessionsRemove(const DbFlags& db, const std::string& ref) {
-  auto parsed = replayer::ParseSessionRef(ref);
+  auto parsed = engine::ParseSessionRef(ref);
   if (!parsed.ok()) return Fail(parsed.status());
   auto store = OpenStore(db);
   if (!store.ok()) return Fail(store.status());  // UNAVAILABLE: exit 3
@@ -109,7 +109,7 @@ int SessionsRemove(const DbFlags& db, const std::string& ref) {
 }
 
 int Export(const DbFlags& db, const std::string& ref, const std::string& output) {
-  auto parsed = replayer::ParseSessionRef(ref);
+  auto parsed = engine::ParseSessionRef(ref);
   if (!parsed.ok()) return Fail(parsed.status());
   auto store = OpenStore(db);
   if (!store.ok()) return Fail(store.status());  // UNAVAILABLE: exit 3

@@ -23,8 +23,8 @@
 #include "absl/time/time.h"
 #include "base/status_macros.h"
 #include "base/subprocess.h"
+#include "engine/engine.h"
 #include "nlohmann/json.hpp"
-#include "replayer/engine.h"
 
 namespace understudy {
 namespace cli {
@@ -154,7 +154,7 @@ absl::Status CheckSession(const std::string& db_path, const std::string& ref) {
   DbFlags db;
   db.db = db_path;
   US_ASSIGN_OR_RETURN(std::unique_ptr<store::Store> store, OpenStore(db));
-  US_ASSIGN_OR_RETURN(auto parsed, replayer::ParseSessionRef(ref));
+  US_ASSIGN_OR_RETURN(auto parsed, engine::ParseSessionRef(ref));
   absl::StatusOr<v1::Session> session = store->GetSession(parsed.first, parsed.second);
   if (absl::IsNotFound(session.status())) {
     return absl::NotFoundError(absl::StrCat("unknown session \"", ref, "\" in ", db_path,

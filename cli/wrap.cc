@@ -16,7 +16,7 @@
 #include "base/status_macros.h"
 #include "cli/command_base.h"
 #include "cli/wrap_env.h"
-#include "replayer/engine.h"
+#include "engine/engine.h"
 
 namespace understudy {
 namespace cli {
@@ -36,9 +36,9 @@ namespace {
 // model; then the agent, when there is one.
 std::string Describe(const v1::ExchangeRef& r) {
   std::string out;
-  if (absl::StartsWith(r.operation(), replayer::kMcpOperationPrefix)) {
+  if (absl::StartsWith(r.operation(), engine::kMcpOperationPrefix)) {
     out = absl::StrCat("mcp ", r.model(), " ",
-                       absl::string_view(r.operation()).substr(sizeof(replayer::kMcpOperationPrefix) - 1));
+                       absl::string_view(r.operation()).substr(sizeof(engine::kMcpOperationPrefix) - 1));
     if (!r.tool().empty()) absl::StrAppend(&out, " ", r.tool());
   } else {
     out = absl::StrCat(r.operation().empty() ? "model" : r.operation(), " ", r.model());

@@ -10,8 +10,8 @@
 
 #include "fuzz/fuzz_util.h"
 #include "nlohmann/json.hpp"
-#include "provider/embeddings.h"
 #include "provider/canonical.h"
+#include "provider/embeddings.h"
 #include "validation/json_bounds.h"
 
 namespace {

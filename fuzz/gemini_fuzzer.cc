@@ -11,8 +11,8 @@
 #include "absl/strings/match.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/stream_util.h"
-#include "provider/gemini.h"
 #include "provider/canonical.h"
+#include "provider/gemini.h"
 
 namespace {
 

@@ -15,9 +15,9 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/mutex.h"
+#include "engine/engine.h"
 #include "fuzz/fuzz_util.h"
-#include "replayer/engine.h"
-#include "replayer/script.h"
+#include "scenario/script.h"
 #include "service/http_api.h"
 #include "store/store.h"
 
@@ -60,7 +60,7 @@ class Recorder final : public HttpResponder {
 
 struct World {
   std::unique_ptr<understudy::store::Store> store;
-  std::unique_ptr<understudy::replayer::Engine> engine;
+  std::unique_ptr<understudy::engine::Engine> engine;
   std::unique_ptr<understudy::service::McpApi> mcp;
   std::unique_ptr<understudy::service::HttpApi> api;
 };
@@ -75,9 +75,9 @@ World* MakeWorld() {
   auto store = store::Store::Open(store_options);
   FUZZ_CHECK(store.ok(), "the store opens");
   world->store = *std::move(store);
-  replayer::EngineOptions engine_options;
+  engine::EngineOptions engine_options;
   engine_options.store = world->store.get();
-  auto script = replayer::Script::Load("", R"(schema: understudy.scenario/v1
+  auto script = scenario::Script::Load("", R"(schema: understudy.scenario/v1
 agents:
   - {name: reviewer, system_prompt: '^You review'}
 extractors:
@@ -100,7 +100,7 @@ default:
 )");
   FUZZ_CHECK(script.ok(), "the scenario loads");
   engine_options.scenario = *script;
-  auto engine = replayer::Engine::Create(engine_options);
+  auto engine = engine::Engine::Create(engine_options);
   FUZZ_CHECK(engine.ok(), "the engine starts");
   world->engine = *std::move(engine);
   v1::StartRunRequest start;

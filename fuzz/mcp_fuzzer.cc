@@ -7,8 +7,8 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "provider/mcp.h"
 #include "provider/canonical.h"
+#include "provider/mcp.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace understudy;

@@ -7,8 +7,8 @@
 #include "absl/strings/match.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/stream_util.h"
-#include "provider/openai.h"
 #include "provider/canonical.h"
+#include "provider/openai.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace understudy;

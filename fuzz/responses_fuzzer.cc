@@ -12,8 +12,8 @@
 #include "absl/strings/str_cat.h"
 #include "fuzz/fuzz_util.h"
 #include "fuzz/stream_util.h"
-#include "provider/responses.h"
 #include "provider/canonical.h"
+#include "provider/responses.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace understudy;

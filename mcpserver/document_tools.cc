@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "mcpserver/tool_impl.h"
-#include "replayer/scenario.h"
+#include "scenario/scenario.h"
 #include "trace/spec.h"
 #include "validation/schemas.h"
 
@@ -34,7 +34,7 @@ json DocumentInput(const char* what) {
 absl::StatusOr<ToolResult> ValidateScenarioTool(const ToolsOptions&, const json& args) {
   US_ASSIGN_OR_RETURN(std::string text, DocumentArgument(args, "document"));
   validation::Report report =
-      replayer::ValidateScenario(text, Arg<std::string>(args, "name", "document"));
+      scenario::ValidateScenario(text, Arg<std::string>(args, "name", "document"));
   report.SortByPosition();
   return Structured(ReportResult(report));
 }

@@ -6,10 +6,10 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "provider/json_util.h"
-#include "provider/test_fixtures.h"
 #include "provider/canonical.h"
 #include "provider/chunks.h"
+#include "provider/json_util.h"
+#include "provider/test_fixtures.h"
 
 namespace understudy {
 namespace provider {

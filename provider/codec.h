@@ -121,7 +121,7 @@ class Codec {
   // The `--upstream NAME=URL` name record and passthrough forward to.
   // Several APIs of one vendor share one.
   virtual absl::string_view upstream() const = 0;
-  // The trace attributes of a call over this API (replayer::CallInfo::
+  // The trace attributes of a call over this API (engine::CallInfo::
   // attributes), none by default.
   virtual std::vector<std::pair<std::string, std::string>> CallAttributes() const;
   // The request fields this API's matching never looks at (they never

@@ -8,9 +8,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "provider/anthropic.h"
+#include "provider/chunks.h"
 #include "provider/openai.h"
 #include "provider/test_fixtures.h"
-#include "provider/chunks.h"
 
 namespace understudy {
 namespace provider {

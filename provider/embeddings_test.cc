@@ -9,8 +9,8 @@
 #include "base/status_matchers.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "provider/json_util.h"
 #include "provider/canonical.h"
+#include "provider/json_util.h"
 
 namespace understudy {
 namespace provider {

@@ -24,8 +24,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
-#include "validation/json_bounds.h"
 #include "understudy/v1/completion.pb.h"
+#include "validation/json_bounds.h"
 #include "validation/problems.h"
 
 namespace understudy {

@@ -13,9 +13,9 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "provider/chunks.h"
 #include "provider/json_util.h"
 #include "provider/request_fields.h"
-#include "provider/chunks.h"
 
 namespace understudy {
 namespace provider {

@@ -14,8 +14,8 @@
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
-#include "provider/json_util.h"
 #include "provider/chunks.h"
+#include "provider/json_util.h"
 
 namespace understudy {
 namespace provider {

@@ -9,10 +9,10 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "provider/json_util.h"
-#include "provider/sse.h"
 #include "provider/canonical.h"
 #include "provider/chunks.h"
+#include "provider/json_util.h"
+#include "provider/sse.h"
 
 namespace understudy {
 namespace provider {

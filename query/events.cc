@@ -6,9 +6,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "engine/engine.h"
 #include "google/protobuf/unknown_field_set.h"
 #include "query/runs.h"
-#include "replayer/engine.h"
 #include "store/proto_utf8.h"
 
 namespace understudy {
@@ -43,7 +43,7 @@ absl::StatusOr<std::vector<std::string>> QueryRuns(const Source& source,
     US_RETURN_IF_ERROR(GetRun(source, request.run()).status());
     return std::vector<std::string>{request.run()};
   }
-  US_ASSIGN_OR_RETURN(auto ref, replayer::ParseSessionRef(request.session()));
+  US_ASSIGN_OR_RETURN(auto ref, engine::ParseSessionRef(request.session()));
   absl::StatusOr<std::vector<v1::Run>> runs = RunsOfSession(*source.store, ref.first, ref.second);
   if (absl::IsNotFound(runs.status())) {
     // As an unknown run is.

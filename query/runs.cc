@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "replayer/engine.h"
+#include "engine/engine.h"
 
 namespace understudy {
 namespace query {
@@ -39,7 +39,7 @@ absl::StatusOr<v1::Run> ResolveRunRef(store::Store& store, const std::string& re
   if (ref.empty()) return absl::InvalidArgumentError("no run or session given");
   absl::StatusOr<v1::Run> run = store.GetRun(ref);
   if (run.ok() || !absl::IsNotFound(run.status())) return run;
-  absl::StatusOr<std::pair<std::string, int64_t>> session = replayer::ParseSessionRef(ref);
+  absl::StatusOr<std::pair<std::string, int64_t>> session = engine::ParseSessionRef(ref);
   if (!session.ok()) return UnknownRunRef(ref);
   absl::StatusOr<std::vector<v1::Run>> runs = RunsOfSession(store, session->first, session->second);
   if (absl::IsNotFound(runs.status())) return UnknownRunRef(ref);

@@ -8,7 +8,7 @@
 #ifndef UNDERSTUDY_QUERY_SOURCE_H_
 #define UNDERSTUDY_QUERY_SOURCE_H_
 
-#include "replayer/engine.h"
+#include "engine/engine.h"
 #include "store/store.h"
 
 namespace understudy {
@@ -20,7 +20,7 @@ struct Source {
   store::Store* store = nullptr;
   // Optional (null: the stored run records only). Not owned; must outlive
   // every call given this Source.
-  replayer::Engine* engine = nullptr;
+  engine::Engine* engine = nullptr;
 };
 
 // The most events one page of a query holds (and a store read at a time).

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "capture/ingest.h"
 #include "query/runs.h"
-#include "recorder/ingest.h"
-#include "replayer/mocks.h"
+#include "scenario/mocks.h"
 #include "service/call_info.h"
 #include "service/grpc_status.h"
 #include "trace/vocabulary.h"
@@ -100,7 +100,7 @@ grpc::Status RecorderService::RecordExchanges(
         "stopped, or a message was refused, e.g. over --max-message-bytes)"));
   }
   absl::StatusOr<v1::RecordExchangesResponse> r =
-      recorder::Ingest(store_, session, std::move(exchanges), close);
+      capture::Ingest(store_, session, std::move(exchanges), close);
   if (!r.ok()) return ToGrpcStatus(r.status());
   *response = std::move(*r);
   return grpc::Status::OK;
@@ -197,7 +197,7 @@ grpc::Status ToolsService::Invoke(grpc::ServerContext* context,
                                   v1::InvokeToolResponse* response) {
   TrackedCall call(tracker_);
   if (!call.admitted()) return ShuttingDown();
-  replayer::CallInfo info = CallInfoFrom(*context, request->run(), request->agent());
+  engine::CallInfo info = CallInfoFrom(*context, request->run(), request->agent());
   auto script = engine_->RunScript(info);
   if (!script.ok()) return ToGrpcStatus(script.status());
   info.run = script->second;
@@ -207,7 +207,7 @@ grpc::Status ToolsService::Invoke(grpc::ServerContext* context,
         "StartRun{scenario} or the server with --scenario")));
   }
   absl::StatusOr<v1::InvokeToolResponse> answer =
-      replayer::InvokeMockTool(script->first->scenario(), *request);
+      scenario::InvokeMockTool(script->first->scenario(), *request);
   v1::TraceEvent event = MockEvent(trace::event::kToolResult, info.agent);
   auto& attrs = *event.mutable_attributes();
   attrs[trace::attr::kGenAiToolName] = request->tool().substr(0, 256);
@@ -229,12 +229,12 @@ grpc::Status UiService::Ask(grpc::ServerContext* context, const v1::AskRequest* 
                             v1::AskResponse* response) {
   TrackedCall call(tracker_);
   if (!call.admitted()) return ShuttingDown();
-  replayer::CallInfo info = CallInfoFrom(*context, request->run(), request->agent());
+  engine::CallInfo info = CallInfoFrom(*context, request->run(), request->agent());
   // A run without a scenario answers with mock_ui's defaults.
   auto script = engine_->RunScript(info);
   if (!script.ok()) return ToGrpcStatus(script.status());
   info.run = script->second;
-  absl::StatusOr<v1::AskResponse> answer = replayer::AnswerMockUi(
+  absl::StatusOr<v1::AskResponse> answer = scenario::AnswerMockUi(
       script->first != nullptr ? &script->first->scenario() : nullptr, *request);
   v1::TraceEvent event = MockEvent(trace::event::kUiCall, info.agent);
   auto& attrs = *event.mutable_attributes();

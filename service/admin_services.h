@@ -5,7 +5,7 @@
 #ifndef UNDERSTUDY_SERVICE_ADMIN_SERVICES_H_
 #define UNDERSTUDY_SERVICE_ADMIN_SERVICES_H_
 
-#include "replayer/engine.h"
+#include "engine/engine.h"
 #include "service/call_tracker.h"
 #include "store/store.h"
 #include "understudy/v1/understudy.grpc.pb.h"
@@ -17,7 +17,7 @@ namespace service {
 // counted by the CallTracker and refused with UNAVAILABLE once it drains.
 class RunsService final : public v1::Runs::Service {
  public:
-  RunsService(replayer::Engine* engine, CallTracker* tracker)
+  RunsService(engine::Engine* engine, CallTracker* tracker)
       : engine_(engine), tracker_(tracker) {}
   grpc::Status StartRun(grpc::ServerContext*, const v1::StartRunRequest* request,
                         v1::Run* response) override;
@@ -27,7 +27,7 @@ class RunsService final : public v1::Runs::Service {
                       v1::Run* response) override;
 
  private:
-  replayer::Engine* const engine_;
+  engine::Engine* const engine_;
   CallTracker* const tracker_;
 };
 
@@ -70,24 +70,24 @@ class SessionsService final : public v1::Sessions::Service {
 // understudy.mocked = "true".
 class ToolsService final : public v1::Tools::Service {
  public:
-  ToolsService(replayer::Engine* engine, CallTracker* tracker)
+  ToolsService(engine::Engine* engine, CallTracker* tracker)
       : engine_(engine), tracker_(tracker) {}
   grpc::Status Invoke(grpc::ServerContext* context, const v1::InvokeToolRequest* request,
                       v1::InvokeToolResponse* response) override;
 
  private:
-  replayer::Engine* const engine_;
+  engine::Engine* const engine_;
   CallTracker* const tracker_;
 };
 
 class UiService final : public v1::Ui::Service {
  public:
-  UiService(replayer::Engine* engine, CallTracker* tracker) : engine_(engine), tracker_(tracker) {}
+  UiService(engine::Engine* engine, CallTracker* tracker) : engine_(engine), tracker_(tracker) {}
   grpc::Status Ask(grpc::ServerContext* context, const v1::AskRequest* request,
                    v1::AskResponse* response) override;
 
  private:
-  replayer::Engine* const engine_;
+  engine::Engine* const engine_;
   CallTracker* const tracker_;
 };
 

@@ -8,14 +8,14 @@
 namespace understudy {
 namespace service {
 
-replayer::CallInfo CallInfoFrom(const grpc::ServerContextBase& context,
+engine::CallInfo CallInfoFrom(const grpc::ServerContextBase& context,
                                 const v1::CompletionRequest& request) {
   return CallInfoFrom(context, request.run(), request.agent());
 }
 
-replayer::CallInfo CallInfoFrom(const grpc::ServerContextBase& context, absl::string_view run,
+engine::CallInfo CallInfoFrom(const grpc::ServerContextBase& context, absl::string_view run,
                                 absl::string_view agent) {
-  replayer::CallInfo call;
+  engine::CallInfo call;
   for (const auto& [key, value] : context.client_metadata()) {
     if (key == "understudy-run") {
       call.run.assign(value.data(), value.size());

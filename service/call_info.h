@@ -2,8 +2,8 @@
 #ifndef UNDERSTUDY_SERVICE_CALL_INFO_H_
 #define UNDERSTUDY_SERVICE_CALL_INFO_H_
 
+#include "engine/engine.h"
 #include "grpcpp/server_context.h"
-#include "replayer/engine.h"
 #include "understudy/v1/completion.pb.h"
 
 namespace understudy {
@@ -13,11 +13,11 @@ namespace service {
 // `understudy-run` / `understudy-agent`. Credentials (`authorization`,
 // `x-api-key`, `api-key`) are carried for forwarding, never stored. The
 // deadline is the call's.
-replayer::CallInfo CallInfoFrom(const grpc::ServerContextBase& context,
+engine::CallInfo CallInfoFrom(const grpc::ServerContextBase& context,
                                 const v1::CompletionRequest& request);
 // The same for calls whose request carries `run` and `agent` fields of its
 // own (Tools, Ui); empty fields fall back to the metadata.
-replayer::CallInfo CallInfoFrom(const grpc::ServerContextBase& context, absl::string_view run,
+engine::CallInfo CallInfoFrom(const grpc::ServerContextBase& context, absl::string_view run,
                                 absl::string_view agent);
 
 }  // namespace service

@@ -67,7 +67,7 @@ EventFeed::Batch& EventFeed::Batch::operator=(Batch&& other) noexcept {
   return *this;
 }
 
-absl::StatusOr<std::unique_ptr<EventFeed>> EventFeed::Subscribe(replayer::Engine* engine,
+absl::StatusOr<std::unique_ptr<EventFeed>> EventFeed::Subscribe(engine::Engine* engine,
                                                                 absl::string_view run_id,
                                                                 Options options) {
   if (options.total_bytes == nullptr) {
@@ -79,7 +79,7 @@ absl::StatusOr<std::unique_ptr<EventFeed>> EventFeed::Subscribe(replayer::Engine
   const size_t max_bytes = options.max_bytes;
   const size_t max_total = options.max_total_bytes;
   std::function<void()> on_ready = options.on_ready;
-  absl::StatusOr<std::unique_ptr<replayer::EventSubscription>> subscription = engine->Subscribe(
+  absl::StatusOr<std::unique_ptr<engine::EventSubscription>> subscription = engine->Subscribe(
       run_id,
       [state, filter, max_bytes, max_total, on_ready](const v1::TraceEvent& e) {
         if (filter != nullptr && !filter->Matches(e)) return;

@@ -36,7 +36,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
-#include "replayer/engine.h"
+#include "engine/engine.h"
 #include "trace/filter.h"
 #include "understudy/v1/understudy.pb.h"
 
@@ -57,7 +57,7 @@ class EventFeed {
     size_t max_total_bytes = 64 << 20;
     // Called after an event is queued, and once the run has ended or the
     // feed overflowed, so that a reader without a thread of its own can
-    // schedule a Take. It runs under the run's lock (replayer::Engine::
+    // schedule a Take. It runs under the run's lock (engine::Engine::
     // Subscribe): it must not block, call the engine or destroy the feed.
     // Null: none (the reader waits with Wait).
     std::function<void()> on_ready;
@@ -96,7 +96,7 @@ class EventFeed {
   // NOT_FOUND for an unknown run; FAILED_PRECONDITION for one that has
   // ended (its trace is complete in the store); INVALID_ARGUMENT without
   // options.total_bytes. `engine` must outlive the feed.
-  static absl::StatusOr<std::unique_ptr<EventFeed>> Subscribe(replayer::Engine* engine,
+  static absl::StatusOr<std::unique_ptr<EventFeed>> Subscribe(engine::Engine* engine,
                                                               absl::string_view run_id,
                                                               Options options);
 
@@ -124,7 +124,7 @@ class EventFeed {
   EventFeed() = default;
 
   std::shared_ptr<State> state_;
-  std::unique_ptr<replayer::EventSubscription> subscription_;
+  std::unique_ptr<engine::EventSubscription> subscription_;
 };
 
 }  // namespace service

@@ -5,11 +5,11 @@
 #include <string>
 
 #include "base/status_matchers.h"
+#include "engine/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "replayer/engine.h"
-#include "store/store.h"
 #include "service/run_fixture_test_util.h"
+#include "store/store.h"
 
 namespace understudy {
 namespace service {
@@ -33,7 +33,7 @@ class EventFeedTest : public RunFixture {
     v1::TraceEvent event;
     event.set_kind(kind);
     (*event.mutable_attributes())["v"] = std::string(bytes, 'v');
-    replayer::CallInfo call;
+    engine::CallInfo call;
     call.run = run_;
     ASSERT_THAT(engine_->Emit(call, std::move(event)).status(), IsOk());
   }

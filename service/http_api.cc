@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/env.h"
 #include "base/http_status.h"
 #include "base/log.h"
-#include "base/env.h"
 #include "provider/codec.h"
 #include "service/http_relay.h"
 #include "service/http_render.h"
@@ -67,7 +67,7 @@ bool ParseRoute(absl::string_view target, Route* route) {
 // Run ids and agent names reach the trace, and through it every client that
 // reads it: proto3 strings must be UTF-8, and a URL or header may hold any
 // bytes.
-absl::Status CheckNames(const replayer::CallInfo& call) {
+absl::Status CheckNames(const engine::CallInfo& call) {
   if (!validation::IsValidUtf8(call.run)) {
     return absl::InvalidArgumentError(
         "run: the run id (in the URL or X-Understudy-Run) is not valid UTF-8");
@@ -97,8 +97,8 @@ HttpHeaders ForwardHeaders(const HttpRequest& request) {
   return out;
 }
 
-replayer::CallInfo CallFor(const Route& route, const HttpRequest& request) {
-  replayer::CallInfo call;
+engine::CallInfo CallFor(const Route& route, const HttpRequest& request) {
+  engine::CallInfo call;
   call.run = !route.run.empty() ? route.run : std::string(request.Header("x-understudy-run"));
   call.agent =
       !route.agent.empty() ? route.agent : std::string(request.Header("x-understudy-agent"));
@@ -126,8 +126,8 @@ struct HttpApi::Pending {
   // The API the route names, and what the route says.
   const provider::Codec* codec = nullptr;
   provider::CallRoute wire;
-  replayer::CallInfo call;
-  replayer::Decision decision;
+  engine::CallInfo call;
+  engine::Decision decision;
   provider::ParsedRequest parsed;
   Route route;
   std::string stored_body;
@@ -157,7 +157,7 @@ std::string HttpApi::ServerErrorBody(int status, absl::string_view message,
   return (api != nullptr ? *api : codecs.Default()).RequestErrorBody(status, message);
 }
 
-void HttpApi::ListModels(const replayer::CallInfo& call, const provider::Codec& client,
+void HttpApi::ListModels(const engine::CallInfo& call, const provider::Codec& client,
                          HttpResponder& out) {
   absl::StatusOr<std::vector<std::string>> models = options_.engine->RunModels(call);
   if (call.run.empty() && absl::IsInvalidArgument(models.status())) {
@@ -171,7 +171,7 @@ void HttpApi::ListModels(const replayer::CallInfo& call, const provider::Codec& 
   out.Respond(200, {{"content-type", kJsonContentType}}, *std::move(list));
 }
 
-void HttpApi::GetResponse(const provider::Codec& api, const replayer::CallInfo& call,
+void HttpApi::GetResponse(const provider::Codec& api, const engine::CallInfo& call,
                           absl::string_view method, const provider::CallRoute& wire,
                           HttpResponder& out) {
   if (method != "GET") return MethodNotAllowed(api, "GET", out);
@@ -245,7 +245,7 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
                           {{"content-type", kJsonContentType}},
                           McpApi::ErrorBody(access.message()));
     }
-    replayer::CallInfo call = CallFor(route, request);
+    engine::CallInfo call = CallFor(route, request);
     std::string name = route.path.substr(sizeof("/mcp/") - 1);
     return options_.mcp->Handle(std::move(call), std::move(name), std::move(request),
                                 std::move(out));
@@ -259,7 +259,7 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
       !access.ok()) {
     return RespondError(shape, access, *out);
   }
-  replayer::CallInfo call = CallFor(route, request);
+  engine::CallInfo call = CallFor(route, request);
   if (list_models) {
     if (request.method != "GET") return MethodNotAllowed(shape, "GET", *out);
     if (absl::Status names = CheckNames(call); !names.ok()) {
@@ -304,7 +304,7 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
     }
   }
 
-  absl::StatusOr<replayer::Decision> decided =
+  absl::StatusOr<engine::Decision> decided =
       options_.engine->Decide(call, pending->parsed.canonical, pending->parsed.stream);
   if (!decided.ok()) return RespondError(shape, decided.status(), *out);
   pending->decision = *std::move(decided);
@@ -320,7 +320,7 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
 }
 
 absl::Status HttpApi::JoinStored(const provider::StoredResponses& stored,
-                                 const replayer::CallInfo& call, Pending& pending) {
+                                 const engine::CallInfo& call, Pending& pending) {
   google::protobuf::RepeatedPtrField<v1::Message>* messages =
       pending.parsed.canonical.mutable_messages();
   // An item sent back by reference reads as the item, when this run
@@ -360,7 +360,7 @@ absl::Status HttpApi::JoinStored(const provider::StoredResponses& stored,
 void HttpApi::Remember(const Pending& pending, const v1::Exchange& ex, std::string id,
                        std::function<std::string()> body, size_t body_bytes) {
   if (id.empty()) return;
-  replayer::ChainLink link;
+  engine::ChainLink link;
   link.parent = pending.parsed.previous_response_id;
   link.turn.reserve(pending.turn_input.size() + 1);
   link.turn = pending.turn_input;
@@ -377,11 +377,11 @@ void HttpApi::Remember(const Pending& pending, const v1::Exchange& ex, std::stri
 
 void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpResponder> out) {
   const provider::Codec& api = *pending->codec;
-  replayer::Decision& decision = pending->decision;
-  if (const auto* miss = decision.As<replayer::MissAfterDelay>()) {
+  engine::Decision& decision = pending->decision;
+  if (const auto* miss = decision.As<engine::MissAfterDelay>()) {
     return RespondError(api, miss->status, *out);
   }
-  if (const auto* error = decision.As<replayer::ScriptedError>()) {
+  if (const auto* error = decision.As<engine::ScriptedError>()) {
     // A scripted error: the HTTP status and body a provider would send.
     const absl::Status shown(StatusCodeForHttp(error->http_status), error->status.message());
     HttpHeaders headers = {{"content-type", kJsonContentType}};
@@ -395,13 +395,13 @@ void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
         error->http_status, std::move(headers),
         api.ErrorBody(shown.ok() ? absl::UnknownError(shown.message()) : shown, /*code=*/""));
   }
-  if (const auto* held = decision.As<replayer::HangUntilReleased>()) {
-    std::shared_ptr<replayer::Hang> hang = held->hang;
+  if (const auto* held = decision.As<engine::HangUntilReleased>()) {
+    std::shared_ptr<engine::Hang> hang = held->hang;
     out->OnCancel([hang] { hang->Release(absl::CancelledError("the client went away")); });
     hang->Wait([codec = &api, out](absl::Status status) { RespondError(*codec, status, *out); });
     return;
   }
-  if (const auto* reply = decision.As<replayer::ReplyFromExchange>()) {
+  if (const auto* reply = decision.As<engine::ReplyFromExchange>()) {
     const v1::Exchange& ex = *reply->exchange;
     provider::RenderContext context;
     context.parsed = &pending->parsed;
@@ -444,11 +444,11 @@ void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
                           decision.speed, options_.env->Now(), decision.disconnect_after,
                           *out);
   }
-  if (decision.As<replayer::DropConnection>() != nullptr) return out->Abort();
+  if (decision.As<engine::DropConnection>() != nullptr) return out->Abort();
 
   const std::string name(api.upstream());
   const auto found = options_.upstreams.find(name);
-  recorder::UpstreamHttpInterface* upstream =
+  upstream::UpstreamHttpInterface* upstream =
       found != options_.upstreams.end() ? found->second : nullptr;
   if (upstream == nullptr) {
     return RespondError(
@@ -461,7 +461,7 @@ void HttpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
   Forward(std::move(pending), upstream, std::move(out));
 }
 
-void HttpApi::Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpInterface* upstream,
+void HttpApi::Forward(std::shared_ptr<Pending> pending, upstream::UpstreamHttpInterface* upstream,
                       std::shared_ptr<HttpResponder> out) {
   const provider::Codec& api = *pending->codec;
   std::function<void(const v1::Exchange&)> on_recorded;
@@ -475,7 +475,7 @@ void HttpApi::Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpIn
   }
   auto relay = std::make_shared<Relay>(api, pending->parsed.stream,
                                        pending->parsed.json_array_stream, options_.engine,
-                                       std::move(pending->decision.As<replayer::ForwardUpstream>()->ticket),
+                                       std::move(pending->decision.As<engine::ForwardUpstream>()->ticket),
                                        out, options_.env, std::move(on_recorded));
   v1::NativeExchange* native = relay->native();
   native->set_provider(std::string(api.name()));
@@ -483,12 +483,12 @@ void HttpApi::Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpIn
   native->set_path(api.RecordedPath(pending->wire));
   native->set_request_body(std::move(pending->stored_body));
 
-  recorder::UpstreamHttpRequest forward;
+  upstream::UpstreamHttpRequest forward;
   forward.method = "POST";
   forward.path = api.ForwardPath(pending->wire);
   forward.headers = ForwardHeaders(pending->request);
   forward.body = std::move(pending->request.body);
-  std::shared_ptr<recorder::UpstreamHttpCall> transfer = upstream->Send(std::move(forward), relay);
+  std::shared_ptr<upstream::UpstreamHttpCall> transfer = upstream->Send(std::move(forward), relay);
   // A client that goes away cancels the upstream call; nothing is recorded.
   out->OnCancel([transfer]() { transfer->Cancel(); });
 }

@@ -36,15 +36,15 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "base/env.h"
+#include "capture/redact.h"
+#include "engine/engine.h"
 #include "provider/codec.h"
 #include "provider/parsed_request.h"
-#include "recorder/http_upstream.h"
-#include "recorder/redact.h"
-#include "replayer/engine.h"
 #include "service/access.h"
 #include "service/http_server.h"
 #include "service/mcp_api.h"
 #include "service/ui_api.h"
+#include "upstream/http_upstream.h"
 
 namespace understudy {
 namespace service {
@@ -65,14 +65,14 @@ class HandlerSlot {
 
 struct HttpApiOptions {
   // Required. Not owned; must outlive the API.
-  replayer::Engine* engine = nullptr;
+  engine::Engine* engine = nullptr;
   // Upstreams for record and passthrough runs, by upstream name
   // (provider::Codec::upstream, `--upstream NAME=URL`); an API whose
   // upstream is missing is refused when a request must be forwarded. Not
   // owned.
-  std::map<std::string, recorder::UpstreamHttpInterface*> upstreams;
+  std::map<std::string, upstream::UpstreamHttpInterface*> upstreams;
   // What never reaches the store. Not owned; null means the defaults.
-  const recorder::Redactor* redactor = nullptr;
+  const capture::Redactor* redactor = nullptr;
   Env* env = Env::Default();
   // The token callers must present (service/access.h); none by default.
   AccessToken access;
@@ -103,13 +103,13 @@ class HttpApi {
   // Answers a decided request (after any scripted delay).
   void Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpResponder> out);
   // Sends it upstream and relays the answer.
-  void Forward(std::shared_ptr<Pending> pending, recorder::UpstreamHttpInterface* upstream,
+  void Forward(std::shared_ptr<Pending> pending, upstream::UpstreamHttpInterface* upstream,
                std::shared_ptr<HttpResponder> out);
   // For an API whose server keeps its answers (provider::StoredResponses):
   // puts the items a request refers to and the conversation its previous
   // response id names into its canonical request, and keeps its own input
   // for the chain. INVALID_ARGUMENT for an unknown previous response id.
-  absl::Status JoinStored(const provider::StoredResponses& stored, const replayer::CallInfo& call,
+  absl::Status JoinStored(const provider::StoredResponses& stored, const engine::CallInfo& call,
                           Pending& pending);
   // Keeps such an answer (`ex`, given as id `id` with `body`) for chains
   // and GET. `body` makes the object on demand; `body_bytes` is what it
@@ -119,15 +119,15 @@ class HttpApi {
   // A GET (`method`) of a kept answer over `api` (`wire`: a kFetch route,
   // StoredResponses::fetch_route): 405 for another method, 404 for a path
   // with no id or more than one segment after the route's prefix.
-  void GetResponse(const provider::Codec& api, const replayer::CallInfo& call,
+  void GetResponse(const provider::Codec& api, const engine::CallInfo& call,
                    absl::string_view method, const provider::CallRoute& wire,
                    HttpResponder& out);
   // GET /v1/models, in the shape of `client`'s API.
-  void ListModels(const replayer::CallInfo& call, const provider::Codec& client,
+  void ListModels(const engine::CallInfo& call, const provider::Codec& client,
                   HttpResponder& out);
 
   HttpApiOptions options_;
-  recorder::Redactor default_redactor_;
+  capture::Redactor default_redactor_;
 };
 
 }  // namespace service

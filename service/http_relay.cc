@@ -17,8 +17,8 @@
 namespace understudy {
 namespace service {
 
-Relay::Relay(const provider::Codec& codec, bool stream, bool json_array_stream, replayer::Engine* engine,
-             std::unique_ptr<replayer::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
+Relay::Relay(const provider::Codec& codec, bool stream, bool json_array_stream, engine::Engine* engine,
+             std::unique_ptr<engine::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
              Env* env, std::function<void(const v1::Exchange&)> on_recorded)
     : codec_(codec),
       stream_(stream),
@@ -31,7 +31,7 @@ Relay::Relay(const provider::Codec& codec, bool stream, bool json_array_stream, 
       start_(env->Now()),
       decoder_(codec.NewDecoder()) {}
 
-void Relay::OnHead(int status, recorder::UpstreamHttpHeaders headers) {
+void Relay::OnHead(int status, upstream::UpstreamHttpHeaders headers) {
   status_ = status;
   for (auto& [name, value] : headers) {
     if (name == "content-type") {
@@ -162,7 +162,7 @@ void Relay::OnDone(absl::Status transport) {
       status = ResponseStatus();
     }
   }
-  std::unique_ptr<replayer::ForwardTicket> ticket = std::move(ticket_);
+  std::unique_ptr<engine::ForwardTicket> ticket = std::move(ticket_);
   const std::string upstream(codec_.upstream());
   if (!transport.ok()) {
     // An outage or a client that went away: nothing is recorded.

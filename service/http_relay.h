@@ -13,12 +13,12 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "base/env.h"
+#include "engine/engine.h"
 #include "provider/codec.h"
 #include "provider/json_array_stream.h"
 #include "provider/sse.h"
-#include "recorder/http_upstream.h"
-#include "replayer/engine.h"
 #include "service/http_server.h"
+#include "upstream/http_upstream.h"
 
 namespace understudy {
 namespace service {
@@ -32,19 +32,19 @@ namespace service {
 //
 // Upstream callbacks come from one thread at a time; the responder may be
 // used from any thread.
-class Relay final : public recorder::UpstreamHttpObserver {
+class Relay final : public upstream::UpstreamHttpObserver {
  public:
   // `json_array_stream`: a Gemini stream without alt=sse. `on_recorded`
   // (may be empty) sees the exchange as committed, before the caller gets
   // the end of the answer.
-  Relay(const provider::Codec& codec, bool stream, bool json_array_stream, replayer::Engine* engine,
-        std::unique_ptr<replayer::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
+  Relay(const provider::Codec& codec, bool stream, bool json_array_stream, engine::Engine* engine,
+        std::unique_ptr<engine::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
         Env* env, std::function<void(const v1::Exchange&)> on_recorded);
 
   // The native record to fill in before the request is sent.
   v1::NativeExchange* native() { return exchange_.mutable_native(); }
 
-  void OnHead(int status, recorder::UpstreamHttpHeaders headers) override;
+  void OnHead(int status, upstream::UpstreamHttpHeaders headers) override;
   void OnData(absl::string_view bytes) override;
   void OnDone(absl::Status transport) override;
 
@@ -61,8 +61,8 @@ class Relay final : public recorder::UpstreamHttpObserver {
   const provider::Codec& codec_;
   const bool stream_;
   const bool json_array_stream_;
-  replayer::Engine* const engine_;
-  std::unique_ptr<replayer::ForwardTicket> ticket_;
+  engine::Engine* const engine_;
+  std::unique_ptr<engine::ForwardTicket> ticket_;
   std::shared_ptr<HttpResponder> out_;
   Env* const env_;
   std::function<void(const v1::Exchange&)> on_recorded_;

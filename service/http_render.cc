@@ -7,8 +7,8 @@
 
 #include "absl/strings/match.h"
 #include "base/http_status.h"
+#include "engine/engine.h"
 #include "provider/chunks.h"
-#include "replayer/engine.h"
 
 namespace understudy {
 namespace service {
@@ -93,7 +93,7 @@ class RenderedEvents final : public HttpSource {
 }  // namespace
 
 std::string ErrorCodeFor(const absl::Status& status) {
-  if (status.GetPayload(replayer::kMissPayloadUrl).has_value()) return "understudy_no_recording";
+  if (status.GetPayload(engine::kMissPayloadUrl).has_value()) return "understudy_no_recording";
   switch (status.code()) {
     case absl::StatusCode::kInvalidArgument:
       return "invalid_request";
@@ -110,7 +110,7 @@ std::string ErrorCodeFor(const absl::Status& status) {
 
 void RespondError(const provider::Codec& codec, const absl::Status& status, HttpResponder& out) {
   HttpHeaders headers = {{"content-type", kJsonContentType}};
-  if (status.GetPayload(replayer::kMissPayloadUrl).has_value()) {
+  if (status.GetPayload(engine::kMissPayloadUrl).has_value()) {
     headers.emplace_back("x-understudy-error", "no_recording");
   }
   out.Respond(HttpStatusFor(status.code()), std::move(headers),

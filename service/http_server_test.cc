@@ -425,7 +425,7 @@ TEST(HttpServerTest, AnswersPipelinedRequestsInOrder) {
     std::shared_ptr<HttpResponder> out = queue.Next(&request);
     ASSERT_NE(out, nullptr);
     EXPECT_EQ(request.target, target);
-    // Answered from another thread, as the replayer does.
+    // Answered from another thread, as the engine does.
     std::thread([out, target] { out->Respond(200, {}, target); }).join();
     std::optional<TestClient::Response> response = client.ReadResponse();
     ASSERT_TRUE(response.has_value());

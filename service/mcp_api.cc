@@ -12,8 +12,8 @@
 #include "base/http_status.h"
 #include "base/log.h"
 #include "base/status_macros.h"
-#include "provider/mcp.h"
 #include "provider/derived_id.h"
+#include "provider/mcp.h"
 #include "provider/sse.h"
 #include "validation/utf8.h"
 
@@ -69,7 +69,7 @@ class RecordedMessages final : public HttpSource {
 
 // The JSON-RPC error code for a status the engine or the adapter gave.
 int CodeFor(const absl::Status& status) {
-  if (absl::IsNotFound(status) && status.GetPayload(replayer::kMissPayloadUrl).has_value()) {
+  if (absl::IsNotFound(status) && status.GetPayload(engine::kMissPayloadUrl).has_value()) {
     return mcp::kNoRecording;
   }
   if (absl::IsInvalidArgument(status)) return mcp::kInvalidParams;
@@ -111,8 +111,8 @@ bool IsLoopbackUrl(absl::string_view url) {
 // Client headers passed to the upstream: the MCP ones and credentials, not
 // hop-by-hop ones, understudy's, or the session id (the upstream has its
 // own).
-recorder::UpstreamHttpHeaders ForwardHeaders(const HttpRequest& request) {
-  recorder::UpstreamHttpHeaders out;
+upstream::UpstreamHttpHeaders ForwardHeaders(const HttpRequest& request) {
+  upstream::UpstreamHttpHeaders out;
   for (const auto& [name, value] : request.headers) {
     if (name == "host" || name == "connection" || name == "content-length" ||
         name == "transfer-encoding" || name == "keep-alive" || name == "te" ||
@@ -161,12 +161,12 @@ struct McpApi::Session {
 
 // A decided request waiting for its answer.
 struct McpApi::Pending {
-  replayer::CallInfo call;
+  engine::CallInfo call;
   std::string name;
   HttpRequest request;
   mcp::Message message;
   std::string stored_body;
-  replayer::Decision decision;
+  engine::Decision decision;
   std::shared_ptr<Session> session;
   // The session id the answer carries (a new one for initialize).
   std::string session_id;
@@ -225,11 +225,11 @@ absl::StatusOr<McpUpstream> McpApi::UpstreamFor(const std::string& name,
         return absl::ResourceExhaustedError(
             absl::StrCat("more than ", kMaxProxyUpstreams, " mcp-proxy upstreams at once"));
       }
-      recorder::HttpUpstream::Options http_options;
+      upstream::HttpUpstream::Options http_options;
       http_options.base_url = split.first;
       http_options.flag = "X-Understudy-Mcp-Upstream";
-      US_ASSIGN_OR_RETURN(std::unique_ptr<recorder::HttpUpstream> made,
-                          recorder::HttpUpstream::Create(http_options));
+      US_ASSIGN_OR_RETURN(std::unique_ptr<upstream::HttpUpstream> made,
+                          upstream::HttpUpstream::Create(http_options));
       it = proxy_upstreams_.emplace(split.first, std::move(made)).first;
     }
     return McpUpstream{it->second.get(), split.second};
@@ -244,7 +244,7 @@ absl::StatusOr<McpUpstream> McpApi::UpstreamFor(const std::string& name,
   return it->second;
 }
 
-void McpApi::Handle(replayer::CallInfo call, std::string name, HttpRequest request,
+void McpApi::Handle(engine::CallInfo call, std::string name, HttpRequest request,
                     std::shared_ptr<HttpResponder> out) {
   if (name.empty() || absl::StrContains(name, '/') || !validation::IsValidUtf8(name) ||
       name.size() > 256) {
@@ -279,12 +279,12 @@ void McpApi::Handle(replayer::CallInfo call, std::string name, HttpRequest reque
       absl::StatusOr<McpUpstream> upstream = UpstreamFor(name, request);
       if (upstream.ok()) {
         // Fire and forget: the upstream ends its session on its own time.
-        class Ignore : public recorder::UpstreamHttpObserver {
-          void OnHead(int, recorder::UpstreamHttpHeaders) override {}
+        class Ignore : public upstream::UpstreamHttpObserver {
+          void OnHead(int, upstream::UpstreamHttpHeaders) override {}
           void OnData(absl::string_view) override {}
           void OnDone(absl::Status) override {}
         };
-        recorder::UpstreamHttpRequest del;
+        upstream::UpstreamHttpRequest del;
         del.method = "DELETE";
         del.path = upstream->path;
         del.headers = {{"mcp-session-id", upstream_id}};
@@ -357,12 +357,12 @@ void McpApi::Handle(replayer::CallInfo call, std::string name, HttpRequest reque
         }
       }
       if (upstream.ok()) {
-        class Ignore : public recorder::UpstreamHttpObserver {
-          void OnHead(int, recorder::UpstreamHttpHeaders) override {}
+        class Ignore : public upstream::UpstreamHttpObserver {
+          void OnHead(int, upstream::UpstreamHttpHeaders) override {}
           void OnData(absl::string_view) override {}
           void OnDone(absl::Status) override {}
         };
-        recorder::UpstreamHttpRequest note;
+        upstream::UpstreamHttpRequest note;
         note.path = upstream->path;
         note.headers = ForwardHeaders(request);
         if (!upstream_id.empty()) note.headers.emplace_back("mcp-session-id", upstream_id);
@@ -379,7 +379,7 @@ void McpApi::Handle(replayer::CallInfo call, std::string name, HttpRequest reque
   }
 
   call.run = mode->second;
-  absl::StatusOr<replayer::Decision> decided =
+  absl::StatusOr<engine::Decision> decided =
       options_.engine->Decide(call, mcp::CanonicalRequest(name, message), /*streamed=*/false);
   if (!decided.ok()) {
     return RespondJson(*out, 200, ErrorFor(message.id, decided.status()), pending->session_id);
@@ -399,24 +399,24 @@ void McpApi::Handle(replayer::CallInfo call, std::string name, HttpRequest reque
 }
 
 void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpResponder> out) {
-  replayer::Decision& decision = pending->decision;
+  engine::Decision& decision = pending->decision;
   const Json& id = pending->message.id;
   const std::string& session_id = pending->session_id;
-  if (const auto* error = decision.As<replayer::ScriptedError>()) {
+  if (const auto* error = decision.As<engine::ScriptedError>()) {
     return RespondJson(*out, 200, ErrorFor(id, error->status), session_id);
   }
-  if (const auto* miss = decision.As<replayer::MissAfterDelay>()) {
+  if (const auto* miss = decision.As<engine::MissAfterDelay>()) {
     return RespondJson(*out, 200, ErrorFor(id, miss->status), session_id);
   }
-  if (const auto* held = decision.As<replayer::HangUntilReleased>()) {
-    std::shared_ptr<replayer::Hang> hang = held->hang;
+  if (const auto* held = decision.As<engine::HangUntilReleased>()) {
+    std::shared_ptr<engine::Hang> hang = held->hang;
     out->OnCancel([hang] { hang->Release(absl::CancelledError("the client went away")); });
     hang->Wait([out, id, session_id](absl::Status status) {
       RespondJson(*out, 200, ErrorFor(id, status), session_id);
     });
     return;
   }
-  if (const auto* reply = decision.As<replayer::ReplyFromExchange>()) {
+  if (const auto* reply = decision.As<engine::ReplyFromExchange>()) {
     const v1::Exchange& ex = *reply->exchange;
     if (ex.has_native() && ex.native().provider() == "mcp") {
       const v1::NativeExchange& native = ex.native();
@@ -444,7 +444,7 @@ void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespon
     return RespondJson(*out, 200, mcp::ResultResponse(id, ex.response().message().content()),
                        session_id);
   }
-  auto* forward = decision.As<replayer::ForwardUpstream>();
+  auto* forward = decision.As<engine::ForwardUpstream>();
   if (forward == nullptr) {
     return RespondJson(*out, 200,
                        ErrorFor(id, absl::InternalError("nothing answers this request")),
@@ -463,10 +463,10 @@ namespace {
 
 // Relays one forwarded request's answer to the client as it arrives and
 // records it once complete.
-class McpRelay : public recorder::UpstreamHttpObserver,
+class McpRelay : public upstream::UpstreamHttpObserver,
                  public std::enable_shared_from_this<McpRelay> {
  public:
-  McpRelay(std::shared_ptr<McpApi::Pending> pending, replayer::Engine* engine,
+  McpRelay(std::shared_ptr<McpApi::Pending> pending, engine::Engine* engine,
            std::shared_ptr<HttpResponder> out, Env* env,
            std::shared_ptr<McpApi::Session> session)
       : pending_(std::move(pending)),
@@ -480,7 +480,7 @@ class McpRelay : public recorder::UpstreamHttpObserver,
     native_.set_request_body(pending_->stored_body);
   }
 
-  void OnHead(int status, recorder::UpstreamHttpHeaders headers) override {
+  void OnHead(int status, upstream::UpstreamHttpHeaders headers) override {
     status_ = status;
     for (const auto& [name, value] : headers) {
       if (name == "content-type") content_type_ = absl::AsciiStrToLower(value);
@@ -550,8 +550,8 @@ class McpRelay : public recorder::UpstreamHttpObserver,
                                                    "\" ended its answer without a response"));
     }
     const Json& id = pending_->message.id;
-    std::unique_ptr<replayer::ForwardTicket> ticket =
-        std::move(pending_->decision.As<replayer::ForwardUpstream>()->ticket);
+    std::unique_ptr<engine::ForwardTicket> ticket =
+        std::move(pending_->decision.As<engine::ForwardUpstream>()->ticket);
     if (!status.ok()) {
       // Nothing partial is stored (a transport failure is never recorded).
       engine_->FinishForward(std::move(ticket), v1::Exchange(), status, [](absl::Status) {});
@@ -618,7 +618,7 @@ class McpRelay : public recorder::UpstreamHttpObserver,
   }
 
   std::shared_ptr<McpApi::Pending> pending_;
-  replayer::Engine* engine_;
+  engine::Engine* engine_;
   std::shared_ptr<HttpResponder> out_;
   Env* env_;
   std::shared_ptr<McpApi::Session> session_;
@@ -640,15 +640,15 @@ class McpRelay : public recorder::UpstreamHttpObserver,
 // Opens the upstream session a new-mode request needs when its initialize
 // was answered from the recording: sends the client's initialize, then
 // notifications/initialized, then `next`.
-class UpstreamInit : public recorder::UpstreamHttpObserver {
+class UpstreamInit : public upstream::UpstreamHttpObserver {
  public:
   UpstreamInit(std::shared_ptr<McpApi::Session> session, McpUpstream upstream,
-               recorder::UpstreamHttpHeaders headers, std::function<void(absl::Status)> next)
+               upstream::UpstreamHttpHeaders headers, std::function<void(absl::Status)> next)
       : session_(std::move(session)),
         upstream_(std::move(upstream)),
         headers_(std::move(headers)),
         next_(std::move(next)) {}
-  void OnHead(int status, recorder::UpstreamHttpHeaders headers) override {
+  void OnHead(int status, upstream::UpstreamHttpHeaders headers) override {
     status_ = status;
     for (const auto& [name, value] : headers) {
       if (name == "mcp-session-id") id_ = value;
@@ -666,12 +666,12 @@ class UpstreamInit : public recorder::UpstreamHttpObserver {
         session_->upstream_id = id_;
         session_->upstream_initialized = true;
       }
-      class Ignore : public recorder::UpstreamHttpObserver {
-        void OnHead(int, recorder::UpstreamHttpHeaders) override {}
+      class Ignore : public upstream::UpstreamHttpObserver {
+        void OnHead(int, upstream::UpstreamHttpHeaders) override {}
         void OnData(absl::string_view) override {}
         void OnDone(absl::Status) override {}
       };
-      recorder::UpstreamHttpRequest note;
+      upstream::UpstreamHttpRequest note;
       note.path = upstream_.path;
       note.headers = headers_;
       if (!id_.empty()) note.headers.emplace_back("mcp-session-id", id_);
@@ -684,7 +684,7 @@ class UpstreamInit : public recorder::UpstreamHttpObserver {
  private:
   std::shared_ptr<McpApi::Session> session_;
   McpUpstream upstream_;
-  recorder::UpstreamHttpHeaders headers_;
+  upstream::UpstreamHttpHeaders headers_;
   std::function<void(absl::Status)> next_;
   int status_ = 0;
   std::string id_;
@@ -704,16 +704,16 @@ void McpApi::Forward(std::shared_ptr<Pending> pending, McpUpstream upstream,
       initialize_body = pending->session->initialize_body;
     }
   }
-  recorder::UpstreamHttpHeaders headers = ForwardHeaders(pending->request);
+  upstream::UpstreamHttpHeaders headers = ForwardHeaders(pending->request);
   auto send = [pending, upstream, headers, out, env = options_.env,
                engine = options_.engine](absl::Status opened) {
     const Json& id = pending->message.id;
     if (!opened.ok()) {
-      engine->FinishForward(std::move(pending->decision.As<replayer::ForwardUpstream>()->ticket),
+      engine->FinishForward(std::move(pending->decision.As<engine::ForwardUpstream>()->ticket),
                             v1::Exchange(), opened, [](absl::Status) {});
       return RespondJson(*out, 200, ErrorFor(id, opened), pending->session_id);
     }
-    recorder::UpstreamHttpRequest forward;
+    upstream::UpstreamHttpRequest forward;
     forward.path = upstream.path;
     forward.headers = headers;
     if (pending->session != nullptr) {
@@ -724,12 +724,12 @@ void McpApi::Forward(std::shared_ptr<Pending> pending, McpUpstream upstream,
     }
     forward.body = pending->request.body;
     auto relay = std::make_shared<McpRelay>(pending, engine, out, env, pending->session);
-    std::shared_ptr<recorder::UpstreamHttpCall> transfer =
+    std::shared_ptr<upstream::UpstreamHttpCall> transfer =
         upstream.http->Send(std::move(forward), relay);
     out->OnCancel([transfer] { transfer->Cancel(); });
   };
   if (initialize_body.empty()) return send(absl::OkStatus());
-  recorder::UpstreamHttpRequest init;
+  upstream::UpstreamHttpRequest init;
   init.path = upstream.path;
   init.headers = headers;
   init.body = std::move(initialize_body);

@@ -9,7 +9,7 @@
 //   DELETE /mcp/{name}   ends the session
 //
 // (each also under /run/{run}[/agent/{agent}]). Requests are decided by the
-// engine like model requests (replayer/engine.h, IsMcpRequest): replay
+// engine like model requests (engine/engine.h, IsMcpRequest): replay
 // answers with the recorded messages and the caller's ids; record and
 // passthrough forward to the server's upstream — `--mcp-upstream NAME=URL`,
 // or the loopback URL an mcp-proxy names in X-Understudy-Mcp-Upstream —
@@ -32,10 +32,10 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "base/env.h"
-#include "recorder/http_upstream.h"
-#include "recorder/redact.h"
-#include "replayer/engine.h"
+#include "capture/redact.h"
+#include "engine/engine.h"
 #include "service/http_server.h"
+#include "upstream/http_upstream.h"
 
 namespace understudy {
 namespace service {
@@ -43,17 +43,17 @@ namespace service {
 // An MCP server's upstream: where it is reached, and the path of its
 // endpoint there.
 struct McpUpstream {
-  recorder::UpstreamHttpInterface* http = nullptr;  // not owned
+  upstream::UpstreamHttpInterface* http = nullptr;  // not owned
   std::string path = "/";
 };
 
 struct McpApiOptions {
   // Required. Not owned; must outlive the API.
-  replayer::Engine* engine = nullptr;
+  engine::Engine* engine = nullptr;
   // By server name (--mcp-upstream NAME=URL).
   std::map<std::string, McpUpstream> upstreams;
   // What never reaches the store. Not owned; null means the defaults.
-  const recorder::Redactor* redactor = nullptr;
+  const capture::Redactor* redactor = nullptr;
   Env* env = Env::Default();
 };
 
@@ -70,7 +70,7 @@ class McpApi {
 
   // Answers one request for server `name` (the route's prefix already read
   // into `call`). Thread-safe; never blocks.
-  void Handle(replayer::CallInfo call, std::string name, HttpRequest request,
+  void Handle(engine::CallInfo call, std::string name, HttpRequest request,
               std::shared_ptr<HttpResponder> out);
 
   // A JSON-RPC error body (id null) for the server's own errors.
@@ -90,13 +90,13 @@ class McpApi {
                          std::string initialize_body);
 
   McpApiOptions options_;
-  recorder::Redactor default_redactor_;
+  capture::Redactor default_redactor_;
 
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Session>> sessions_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int64_t> session_counts_ ABSL_GUARDED_BY(mu_);
   // Upstreams for the loopback URLs mcp-proxy names, by base URL.
-  absl::flat_hash_map<std::string, std::unique_ptr<recorder::HttpUpstream>> proxy_upstreams_
+  absl::flat_hash_map<std::string, std::unique_ptr<upstream::HttpUpstream>> proxy_upstreams_
       ABSL_GUARDED_BY(mu_);
 };
 

@@ -20,11 +20,11 @@ namespace {
 // after Finish, which only this class calls.
 class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
  public:
-  class Sink final : public replayer::ChunkSink, public std::enable_shared_from_this<Sink> {
+  class Sink final : public engine::ChunkSink, public std::enable_shared_from_this<Sink> {
    public:
     Sink(ChunkWriter* writer, Env* env) : writer_(writer), env_(env) {}
 
-    void OnChunk(replayer::ChunkPtr chunk, absl::Time not_before) override {
+    void OnChunk(engine::ChunkPtr chunk, absl::Time not_before) override {
       const size_t size = chunk->ByteSizeLong();
       {
         absl::MutexLock lock(&mu_);
@@ -131,7 +131,7 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
     Env* const env_;
     mutable absl::Mutex mu_;
     struct Pending {
-      replayer::ChunkPtr chunk;
+      engine::ChunkPtr chunk;
       absl::Time not_before;
       size_t bytes;  // serialized size
     };
@@ -141,7 +141,7 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
     bool client_gone_ ABSL_GUARDED_BY(mu_) = false;
     std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);
     bool timer_armed_ ABSL_GUARDED_BY(mu_) = false;
-    replayer::ChunkPtr current_ ABSL_GUARDED_BY(mu_);
+    engine::ChunkPtr current_ ABSL_GUARDED_BY(mu_);
     bool writing_ ABSL_GUARDED_BY(mu_) = false;
     bool finished_ ABSL_GUARDED_BY(mu_) = false;
     bool finish_sent_ ABSL_GUARDED_BY(mu_) = false;
@@ -179,7 +179,7 @@ grpc::ServerUnaryReactor* ModelService::Complete(grpc::CallbackServerContext* co
   }
   CallTracker* tracker = tracker_;
   engine_->Complete(CallInfoFrom(*context, *request), *request,
-                    [reactor, response, tracker](absl::StatusOr<replayer::ResponsePtr> r) {
+                    [reactor, response, tracker](absl::StatusOr<engine::ResponsePtr> r) {
                       if (r.ok()) {
                         *response = **r;
                         reactor->Finish(grpc::Status::OK);

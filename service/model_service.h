@@ -2,7 +2,7 @@
 #ifndef UNDERSTUDY_SERVICE_MODEL_SERVICE_H_
 #define UNDERSTUDY_SERVICE_MODEL_SERVICE_H_
 
-#include "replayer/engine.h"
+#include "engine/engine.h"
 #include "service/call_tracker.h"
 #include "understudy/v1/understudy.grpc.pb.h"
 
@@ -15,7 +15,7 @@ class ModelService final : public v1::Model::CallbackService {
  public:
   // Not owned; must outlive the service. Calls are counted by `tracker` and
   // refused with UNAVAILABLE once it drains.
-  ModelService(replayer::Engine* engine, CallTracker* tracker)
+  ModelService(engine::Engine* engine, CallTracker* tracker)
       : engine_(engine), tracker_(tracker) {}
 
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* context,
@@ -26,7 +26,7 @@ class ModelService final : public v1::Model::CallbackService {
       grpc::CallbackServerContext* context, const v1::CompletionRequest* request) override;
 
  private:
-  replayer::Engine* const engine_;
+  engine::Engine* const engine_;
   CallTracker* const tracker_;
 };
 

@@ -9,8 +9,8 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "engine/engine.h"
 #include "gtest/gtest.h"
-#include "replayer/engine.h"
 #include "store/store.h"
 #include "store/test_util.h"
 
@@ -25,9 +25,9 @@ class RunFixture : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<store::Store>> s = store::Store::Open(so);
     ASSERT_TRUE(s.ok()) << s.status();
     store_ = *std::move(s);
-    replayer::EngineOptions eo;
+    engine::EngineOptions eo;
     eo.store = store_.get();
-    absl::StatusOr<std::unique_ptr<replayer::Engine>> e = replayer::Engine::Create(std::move(eo));
+    absl::StatusOr<std::unique_ptr<engine::Engine>> e = engine::Engine::Create(std::move(eo));
     ASSERT_TRUE(e.ok()) << e.status();
     engine_ = *std::move(e);
     v1::StartRunRequest start;
@@ -40,7 +40,7 @@ class RunFixture : public ::testing::Test {
 
   store::ScopedTempDir dir_;
   std::unique_ptr<store::Store> store_;
-  std::unique_ptr<replayer::Engine> engine_;
+  std::unique_ptr<engine::Engine> engine_;
   std::string run_;  // the active run's id
 };
 

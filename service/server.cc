@@ -18,25 +18,25 @@
 #include "base/env.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "capture/redact.h"
+#include "engine/engine.h"
 #include "grpc/health/v1/health.pb.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "provider/codec.h"
-#include "recorder/grpc_upstream.h"
-#include "recorder/http_upstream.h"
-#include "recorder/redact.h"
 #include "service/access.h"
+#include "service/admin_services.h"
 #include "service/http_api.h"
 #include "service/http_server.h"
-#include "replayer/engine.h"
-#include "service/admin_services.h"
 #include "service/model_service.h"
 #include "service/traces_service.h"
 #include "service/ui_api.h"
 #include "store/retention.h"
 #include "store/store.h"
+#include "upstream/grpc_upstream.h"
+#include "upstream/http_upstream.h"
 
 namespace understudy {
 namespace service {
@@ -51,15 +51,15 @@ struct Server::Parts {
   std::unique_ptr<store::Store> store;
   // After the store, which it uses; null without retention bounds.
   std::unique_ptr<store::Pruner> pruner;
-  std::unique_ptr<recorder::GrpcUpstream> upstream;
+  std::unique_ptr<upstream::GrpcUpstream> upstream;
   // The model APIs' upstreams, by upstream name (--upstream NAME=URL).
-  std::map<std::string, std::unique_ptr<recorder::HttpUpstream>> model_upstreams;
-  std::unique_ptr<recorder::Redactor> redactor;
-  std::unique_ptr<replayer::Engine> engine;
+  std::map<std::string, std::unique_ptr<upstream::HttpUpstream>> model_upstreams;
+  std::unique_ptr<capture::Redactor> redactor;
+  std::unique_ptr<engine::Engine> engine;
   // Before http_api, which points at it; filled once both listeners are bound.
   HandlerSlot own_mcp;
   std::unique_ptr<HttpApi> http_api;
-  std::map<std::string, std::unique_ptr<recorder::HttpUpstream>> mcp_upstreams;
+  std::map<std::string, std::unique_ptr<upstream::HttpUpstream>> mcp_upstreams;
   std::unique_ptr<McpApi> mcp_api;
   // After the store and engine, which it uses; before http_server, which
   // calls it. Null with --ui=false or no HTTP listener.
@@ -115,7 +115,7 @@ absl::Status CheckListenAddress(absl::string_view flag, absl::string_view addres
 
 // The upstreams and the options of the engine that do not need the store.
 absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
-                             replayer::EngineOptions* engine_options);
+                             engine::EngineOptions* engine_options);
 
 // The token, TLS material and the listeners' exposure (service/access.h).
 absl::Status ConfigureAccess(const ServerOptions& options, Server::Parts* parts);
@@ -206,7 +206,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   parts->options = options;
 
   // Options first, so that a bad flag never touches the database.
-  replayer::EngineOptions engine_options;
+  engine::EngineOptions engine_options;
   US_RETURN_IF_ERROR(Tagged(CheckListenAddress("--listen", options.listen), StartStage::kOptions));
   if (!options.http_listen.empty()) {
     US_RETURN_IF_ERROR(
@@ -224,7 +224,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   parts->store = *std::move(store);
   engine_options.store = parts->store.get();
   engine_options.store_name = options.snapshot_of.empty() ? options.db_path : options.snapshot_of;
-  US_ASSIGN_OR_RETURN(parts->engine, replayer::Engine::Create(engine_options));
+  US_ASSIGN_OR_RETURN(parts->engine, engine::Engine::Create(engine_options));
 
   CallTracker* tracker = &parts->tracker;
   parts->model = std::make_unique<ModelService>(parts->engine.get(), tracker);
@@ -288,7 +288,7 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       const std::string name = spec.substr(0, eq);
       absl::StatusOr<std::pair<std::string, std::string>> split =
           SplitMcpUrl(spec.substr(eq + 1), absl::StrCat("--mcp-upstream ", name));
-      recorder::HttpUpstream* http = parts->mcp_upstreams.at(name).get();
+      upstream::HttpUpstream* http = parts->mcp_upstreams.at(name).get();
       mcp_options.upstreams[name] = McpUpstream{http, split.ok() ? split->second : "/"};
     }
     parts->mcp_api = std::make_unique<McpApi>(mcp_options);
@@ -423,15 +423,15 @@ absl::Status ConfigureAccess(const ServerOptions& options, Server::Parts* parts)
 }
 
 absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
-                             replayer::EngineOptions* engine_options) {
+                             engine::EngineOptions* engine_options) {
   auto bad = [](absl::Status status) { return Tagged(std::move(status), StartStage::kOptions); };
   for (const std::string& upstream : options.upstreams) {
     if (absl::StartsWith(upstream, "grpc://")) {
       if (parts->upstream != nullptr) {
         return bad(absl::InvalidArgumentError("--upstream: more than one grpc:// upstream"));
       }
-      absl::StatusOr<std::unique_ptr<recorder::GrpcUpstream>> grpc_upstream =
-          recorder::GrpcUpstream::Create(upstream);
+      absl::StatusOr<std::unique_ptr<upstream::GrpcUpstream>> grpc_upstream =
+          upstream::GrpcUpstream::Create(upstream);
       if (!grpc_upstream.ok()) return bad(grpc_upstream.status());
       parts->upstream = *std::move(grpc_upstream);
       engine_options->upstream = parts->upstream.get();
@@ -444,15 +444,15 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
       return bad(absl::InvalidArgumentError(
           absl::StrCat("--upstream \"", upstream, "\": expected ", UpstreamForms())));
     }
-    std::unique_ptr<recorder::HttpUpstream>* slot = &parts->model_upstreams[name];
+    std::unique_ptr<upstream::HttpUpstream>* slot = &parts->model_upstreams[name];
     if (*slot != nullptr) {
       return bad(absl::InvalidArgumentError(absl::StrCat("--upstream: more than one ", name, "=")));
     }
-    recorder::HttpUpstream::Options http_options;
+    upstream::HttpUpstream::Options http_options;
     http_options.base_url = upstream.substr(eq + 1);
     http_options.flag = absl::StrCat("--upstream ", name);
-    absl::StatusOr<std::unique_ptr<recorder::HttpUpstream>> http_upstream =
-        recorder::HttpUpstream::Create(http_options);
+    absl::StatusOr<std::unique_ptr<upstream::HttpUpstream>> http_upstream =
+        upstream::HttpUpstream::Create(http_options);
     if (!http_upstream.ok()) return bad(http_upstream.status());
     *slot = *std::move(http_upstream);
   }
@@ -471,11 +471,11 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
     absl::StatusOr<std::pair<std::string, std::string>> split =
         SplitMcpUrl(spec.substr(eq + 1), absl::StrCat("--mcp-upstream ", name));
     if (!split.ok()) return bad(split.status());
-    recorder::HttpUpstream::Options mcp_options;
+    upstream::HttpUpstream::Options mcp_options;
     mcp_options.base_url = split->first;
     mcp_options.flag = absl::StrCat("--mcp-upstream ", name);
-    absl::StatusOr<std::unique_ptr<recorder::HttpUpstream>> made =
-        recorder::HttpUpstream::Create(mcp_options);
+    absl::StatusOr<std::unique_ptr<upstream::HttpUpstream>> made =
+        upstream::HttpUpstream::Create(mcp_options);
     if (!made.ok()) return bad(made.status());
     parts->mcp_upstreams[name] = *std::move(made);
   }
@@ -496,16 +496,16 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
   engine_options->default_trace_level = options.default_trace_level;
   if (!options.ignore_paths.empty() || !options.normalizers.empty() ||
       options.exact_tool_call_ids) {
-    absl::StatusOr<std::shared_ptr<const replayer::MatchNormalizer>> normalizer =
-        replayer::MatchNormalizer::Create(options.ignore_paths, options.normalizers,
+    absl::StatusOr<std::shared_ptr<const matching::MatchNormalizer>> normalizer =
+        matching::MatchNormalizer::Create(options.ignore_paths, options.normalizers,
                                           options.exact_tool_call_ids);
     if (!normalizer.ok()) return bad(normalizer.status());
     engine_options->normalizer = *std::move(normalizer);
   }
-  absl::StatusOr<recorder::Redactor> redactor =
-      recorder::Redactor::Create(options.redact_headers, options.redact_json_paths);
+  absl::StatusOr<capture::Redactor> redactor =
+      capture::Redactor::Create(options.redact_headers, options.redact_json_paths);
   if (!redactor.ok()) return bad(redactor.status());
-  parts->redactor = std::make_unique<recorder::Redactor>(*std::move(redactor));
+  parts->redactor = std::make_unique<capture::Redactor>(*std::move(redactor));
   if (!options.scenario_dir.empty()) {
     std::error_code ec;
     if (!std::filesystem::is_directory(options.scenario_dir, ec)) {
@@ -515,8 +515,8 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
     engine_options->scenario_dir = options.scenario_dir;
   }
   if (!options.scenario.empty()) {
-    absl::StatusOr<std::shared_ptr<const replayer::Script>> script =
-        replayer::Script::Load(options.scenario, "");
+    absl::StatusOr<std::shared_ptr<const scenario::Script>> script =
+        scenario::Script::Load(options.scenario, "");
     if (!script.ok()) {
       // An invalid document is the validator's verdict; a missing pack or
       // file is a bad flag value.

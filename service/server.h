@@ -48,13 +48,13 @@ struct ServerOptions {
   // Replay pace: 0 as fast as possible, else recorded offsets / speed.
   double speed = 0;
   // Matching: canonical paths to ignore and normalizers (see
-  // replayer/normalize.h).
+  // matching/normalize.h).
   std::vector<std::string> ignore_paths;
   std::vector<std::string> normalizers;
   // Match tool call ids the client made up as they are, not by position
-  // (replayer::SessionIndex::CanonicalOf).
+  // (matching::SessionIndex::CanonicalOf).
   bool exact_tool_call_ids = false;
-  // Redaction beyond the defaults (see recorder/redact.h).
+  // Redaction beyond the defaults (see capture/redact.h).
   std::vector<std::string> redact_headers;
   std::vector<std::string> redact_json_paths;
   // Largest HTTP request body accepted (413 beyond).
@@ -165,7 +165,7 @@ class Server {
   // The default run's id ("" when none).
   const std::string& default_run() const;
 
-  // Ends a run (see replayer::Engine::EndRun) and returns its summary.
+  // Ends a run (see engine::Engine::EndRun) and returns its summary.
   absl::StatusOr<v1::RunSummary> EndRun(const std::string& run_id);
 
   // Stops the retention pruner and accepting calls, lets in-flight ones

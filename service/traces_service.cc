@@ -11,9 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "engine/engine.h"
 #include "query/assert.h"
 #include "query/events.h"
-#include "replayer/engine.h"
 #include "service/event_feed.h"
 #include "service/grpc_status.h"
 #include "trace/filter.h"
@@ -118,7 +118,7 @@ grpc::Status TracesService::WaitFor(grpc::ServerContext* context,
   // event falls between the two.
   auto feed = std::make_shared<Feed>();
   const trace::EventFilter* match = &*filter;
-  absl::StatusOr<std::unique_ptr<replayer::EventSubscription>> subscription = engine_->Subscribe(
+  absl::StatusOr<std::unique_ptr<engine::EventSubscription>> subscription = engine_->Subscribe(
       request->run(),
       [feed, match](const v1::TraceEvent& e) {
         if (!match->Matches(e)) return;
@@ -268,7 +268,7 @@ grpc::Status TracesService::Emit(grpc::ServerContext*, const v1::EmitRequest* re
   event.set_agent(request->agent());
   *event.mutable_attributes() = request->attributes();
   if (!request->agent().empty()) (*event.mutable_attributes())[trace::attr::kGenAiAgentName] = request->agent();
-  replayer::CallInfo info;
+  engine::CallInfo info;
   info.run = request->run();
   absl::StatusOr<v1::TraceEvent> emitted = engine_->Emit(info, std::move(event));
   if (!emitted.ok()) return ToGrpcStatus(emitted.status());

@@ -22,8 +22,8 @@
 #include <atomic>
 #include <cstddef>
 
+#include "engine/engine.h"
 #include "query/source.h"
-#include "replayer/engine.h"
 #include "service/call_tracker.h"
 #include "store/store.h"
 #include "understudy/v1/understudy.grpc.pb.h"
@@ -37,7 +37,7 @@ class TracesService final : public v1::Traces::Service {
   // not read yet, and every watch together at most
   // `max_total_watch_backlog_bytes`; past either, the watch ends with
   // RESOURCE_EXHAUSTED naming the seq to resume after.
-  TracesService(replayer::Engine* engine, store::Store* store, CallTracker* tracker,
+  TracesService(engine::Engine* engine, store::Store* store, CallTracker* tracker,
                 size_t max_watch_backlog_bytes = 8 << 20,
                 size_t max_total_watch_backlog_bytes = 64 << 20)
       : engine_(engine),
@@ -62,7 +62,7 @@ class TracesService final : public v1::Traces::Service {
  private:
   query::Source source() const { return query::Source{store_, engine_}; }
 
-  replayer::Engine* const engine_;
+  engine::Engine* const engine_;
   store::Store* const store_;
   CallTracker* const tracker_;
   const size_t max_watch_backlog_bytes_;

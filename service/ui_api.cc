@@ -14,11 +14,11 @@
 #include "absl/strings/str_split.h"
 #include "base/env.h"
 #include "base/status_macros.h"
+#include "engine/engine.h"
 #include "nlohmann/json.hpp"
 #include "query/assert.h"
 #include "query/events.h"
 #include "query/runs.h"
-#include "replayer/engine.h"
 #include "service/ui_assets.h"
 #include "service/ui_json.h"
 #include "trace/spec.h"
@@ -403,7 +403,7 @@ void UiApi::ListRuns(const std::string& session, int64_t limit, HttpResponder& o
   if (session.empty()) {
     runs = options_.store->ListRuns();
   } else {
-    absl::StatusOr<std::pair<std::string, int64_t>> ref = replayer::ParseSessionRef(session);
+    absl::StatusOr<std::pair<std::string, int64_t>> ref = engine::ParseSessionRef(session);
     if (!ref.ok()) {
       return RespondUiError(
           out, absl::InvalidArgumentError(absl::StrCat("session: ", ref.status().message())));

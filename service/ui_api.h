@@ -61,8 +61,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/worker_pool.h"
+#include "engine/engine.h"
 #include "query/source.h"
-#include "replayer/engine.h"
 #include "service/access.h"
 #include "service/call_tracker.h"
 #include "service/http_server.h"
@@ -80,7 +80,7 @@ inline constexpr char kUiContentSecurityPolicy[] =
 
 struct UiApiOptions {
   // Required. Not owned; must outlive the API.
-  replayer::Engine* engine = nullptr;
+  engine::Engine* engine = nullptr;
   store::Store* store = nullptr;
   // The token callers must present (service/access.h); none by default.
   AccessToken access;

@@ -12,11 +12,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "base/status_matchers.h"
+#include "engine/engine.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "replayer/engine.h"
-#include "store/store.h"
 #include "service/run_fixture_test_util.h"
+#include "store/store.h"
 
 namespace understudy {
 namespace service {

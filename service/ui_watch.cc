@@ -4,8 +4,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "base/log.h"
 #include "base/env.h"
+#include "base/log.h"
 #include "base/status_macros.h"
 #include "query/events.h"
 #include "service/event_feed.h"

@@ -31,9 +31,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/worker_pool.h"
-#include "replayer/engine.h"
-#include "service/http_server.h"
+#include "engine/engine.h"
 #include "service/call_tracker.h"
+#include "service/http_server.h"
 #include "store/store.h"
 
 namespace understudy {
@@ -42,7 +42,7 @@ namespace service {
 struct UiWatchOptions {
   // Required. Not owned; each must outlive the UiWatches and every task it
   // queued on `pool`.
-  replayer::Engine* engine = nullptr;  // the live events
+  engine::Engine* engine = nullptr;  // the live events
   store::Store* store = nullptr;       // the stored events
   CallTracker* tracker = nullptr;      // once it drains, reading them fails
                                        // UNAVAILABLE

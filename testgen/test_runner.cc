@@ -26,9 +26,9 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "base/env.h"
+#include "base/files.h"
 #include "base/subprocess.h"
 #include "re2/re2.h"
-#include "base/files.h"
 #include "validation/utf8.h"
 
 extern char** environ;

@@ -16,8 +16,8 @@
 #include "trace/filter.h"
 #include "trace/json_subset.h"
 #include "trace/render.h"
-#include "trace/vocabulary.h"
 #include "trace/spec.h"
+#include "trace/vocabulary.h"
 #include "validation/json_bounds.h"
 
 namespace understudy {

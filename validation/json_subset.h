@@ -1,7 +1,7 @@
 // "Contains" for JSON values: what `arguments: {phase: verification}` means
 // wherever a document describes a tool call's arguments — a trace assertion
 // (trace/assertions.h, trace/spec.h) or a scenario rule's
-// `when.tool_arguments` (replayer/rules.h): the call's arguments have at
+// `when.tool_arguments` (scenario/rules.h): the call's arguments have at
 // least these fields with these values. It lives here, below both users, so
 // that the two agree on the meaning.
 #ifndef UNDERSTUDY_VALIDATION_JSON_SUBSET_H_

@@ -2,7 +2,7 @@
 // the binary so that `understudy schema KIND` prints the very schema this
 // build's validators agree with (tests/schemas checks that they do):
 //
-//   scenario  a scenario file, understudy.scenario/v1 (replayer/scenario.h)
+//   scenario  a scenario file, understudy.scenario/v1 (scenario/scenario.h)
 //   spec      an assertion spec, understudy.spec/v1 (trace/spec.h)
 //   session   ONE LINE of a session file, understudy.session/v1
 //             (store/session_file.h)

@@ -1,6 +1,6 @@
 // Reading a YAML (or JSON: JSON is YAML) document that people write by hand
 // and hostile callers send, and checking it against a schema with every
-// problem reported at once. The scenario validator (replayer/scenario.h) and
+// problem reported at once. The scenario validator (scenario/scenario.h) and
 // the assertion-spec validator (trace/spec.h) each keep only their own
 // schema on top of this.
 //

@@ -1,5 +1,5 @@
 // check_documents KIND FILE...: runs this build's validator for KIND
-// (scenario: replayer::ValidateScenario; spec: trace::ValidateSpec;
+// (scenario: scenario::ValidateScenario; spec: trace::ValidateSpec;
 // session: store::ParseSessionFile; sim and sim-meow: sim::ValidateSimConfig,
 // which tells the dialects apart) on each file and prints one JSON object
 // per line, {"file", "ok", "problems": ["formatted problem", ...]}. The
@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
-#include "replayer/scenario.h"
+#include "scenario/scenario.h"
 #include "sim/config.h"
 #include "store/session_file.h"
 #include "trace/spec.h"
@@ -35,7 +35,7 @@ nlohmann::json Verdict(const std::string& kind, const std::string& file, const s
     }
     return out;
   }
-  const Report report = kind == "scenario" ? understudy::replayer::ValidateScenario(text, file)
+  const Report report = kind == "scenario" ? understudy::scenario::ValidateScenario(text, file)
                         : kind == "sim" || kind == "sim-meow"
                             ? understudy::sim::ValidateSimConfig(text, file)
                                            : understudy::trace::ValidateSpec(text, file);
