@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "cli/wrap.h"
+#include "cli/wrap_env.h"
 
 namespace understudy {
 namespace cli {
@@ -30,8 +31,7 @@ void AddRecordFlags(CLI::App* cmd, ServerCommandFlags* server, WrapCommandFlags*
   cmd->add_option("--mode", flags->record_mode, "record, once, new or all")
       ->check(CLI::IsMember({"record", "once", "new", "all"}));
   cmd->footer(
-      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and "
-      "UNDERSTUDY_RUN for the command.\n" + std::string(kModesHelp) +
+      WrapperVariablesHelp() + "\n" + std::string(kModesHelp) +
       "Example:\n  understudy record --session golden --upstream openai=https://api.openai.com "
       "-- node agent.js");
 }
@@ -42,9 +42,7 @@ void AddReplayFlags(CLI::App* cmd, ServerCommandFlags* server, WrapCommandFlags*
       ->check(CLI::IsMember({"none", "replay", "new"}));
   cmd->add_flag("--allow-egress", flags->allow_egress, kAllowEgressHelp);
   cmd->footer(
-      "Sets OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL, UNDERSTUDY_ADDR, "
-      "UNDERSTUDY_HTTP and "
-      "UNDERSTUDY_RUN for the command. No upstream is contacted in the default mode (none).\n"
+      WrapperVariablesHelp() + " No upstream is contacted in the default mode (none).\n"
       "Also sets HTTPS_PROXY, HTTP_PROXY, ALL_PROXY (and lower case) to understudy, which refuses "
       "every\nconnection naming its host on stderr, NO_PROXY to 127.0.0.1,localhost,::1 and "
       "NODE_USE_ENV_PROXY=1\n(--allow-egress: none of these).\n"

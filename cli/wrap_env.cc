@@ -2,6 +2,8 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "provider/codec.h"
 
 namespace understudy {
 namespace cli {
@@ -11,14 +13,13 @@ std::vector<std::pair<std::string, std::string>> WrapperVariables(absl::string_v
                                                                   absl::string_view run,
                                                                   bool refuse_egress) {
   const std::string prefix = absl::StrCat(http, "/run/", run);
-  std::vector<std::pair<std::string, std::string>> out = {
-      {"OPENAI_BASE_URL", absl::StrCat(prefix, "/v1")},
-      {"ANTHROPIC_BASE_URL", prefix},
-      {"GOOGLE_GEMINI_BASE_URL", prefix},
-      {"UNDERSTUDY_ADDR", std::string(grpc)},
-      {"UNDERSTUDY_HTTP", std::string(http)},
-      {"UNDERSTUDY_RUN", std::string(run)},
-  };
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& [name, suffix] : provider::CodecRegistry::Builtin().BaseUrlVariables()) {
+    out.emplace_back(name, absl::StrCat(prefix, suffix));
+  }
+  out.emplace_back("UNDERSTUDY_ADDR", std::string(grpc));
+  out.emplace_back("UNDERSTUDY_HTTP", std::string(http));
+  out.emplace_back("UNDERSTUDY_RUN", std::string(run));
   if (refuse_egress) {
     for (const char* name :
          {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"}) {
@@ -30,6 +31,15 @@ std::vector<std::pair<std::string, std::string>> WrapperVariables(absl::string_v
     out.emplace_back("NODE_USE_ENV_PROXY", "1");
   }
   return out;
+}
+
+std::string WrapperVariablesHelp() {
+  std::vector<std::string> names;
+  for (const auto& [name, suffix] : provider::CodecRegistry::Builtin().BaseUrlVariables()) {
+    names.push_back(name);
+  }
+  return absl::StrCat("Sets ", absl::StrJoin(names, ", "),
+                      ", UNDERSTUDY_ADDR, UNDERSTUDY_HTTP and UNDERSTUDY_RUN for the command.");
 }
 
 std::vector<std::string> WithVariables(

@@ -2,15 +2,11 @@
 // variables that point its SDKs at understudy, and, for a replay, the ones
 // that keep whatever ignores them from reaching a real provider.
 //
-// The base URL variables are every one the SDKs of docs/http.md read (from
-// their code): OPENAI_BASE_URL (openai for Node and Python, @openai/agents,
-// @ai-sdk/openai; with /v1), ANTHROPIC_BASE_URL (@anthropic-ai/sdk and
-// anthropic append /v1/messages, @ai-sdk/anthropic appends /messages: the
-// server answers both) and GOOGLE_GEMINI_BASE_URL (@google/genai).
-// @ai-sdk/google reads none: its users pass GOOGLE_GEMINI_BASE_URL +
-// "/v1beta" as `baseURL`. GOOGLE_VERTEX_BASE_URL (@google/genai on Vertex
-// AI) and OPENAI_WEBSOCKET_BASE_URL (@openai/agents' Responses over a
-// WebSocket) name APIs understudy does not serve and are not set.
+// The base URL variables are the ones the registered model APIs' SDKs read
+// (provider::Codec::BaseUrlVariable; the list is in docs/http.md).
+// GOOGLE_VERTEX_BASE_URL (@google/genai on Vertex AI) and
+// OPENAI_WEBSOCKET_BASE_URL (@openai/agents' Responses over a WebSocket)
+// name APIs understudy does not serve and are not set.
 #ifndef UNDERSTUDY_CLI_WRAP_ENV_H_
 #define UNDERSTUDY_CLI_WRAP_ENV_H_
 
@@ -35,6 +31,10 @@ std::vector<std::pair<std::string, std::string>> WrapperVariables(absl::string_v
                                                                   absl::string_view grpc,
                                                                   absl::string_view run,
                                                                   bool refuse_egress);
+
+// "Sets NAME, NAME, ... for the command.": the variables WrapperVariables
+// sets without `refuse_egress`, for the commands' help.
+std::string WrapperVariablesHelp();
 
 // `base` ("NAME=value" entries) without the variables of `ours`, then
 // `ours`: whatever the caller's environment held under those names is

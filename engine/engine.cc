@@ -222,8 +222,8 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
     return absl::FailedPreconditionError(absl::StrCat(
         ModeName(requested),
         " mode needs an upstream model or tool server: start the server with --upstream "
-        "grpc://HOST:PORT, "
-        "--upstream openai=URL, --upstream anthropic=URL or --mcp-upstream NAME=URL"));
+        "grpc://HOST:PORT, --upstream API=URL (the APIs: understudy serve --help) or "
+        "--mcp-upstream NAME=URL"));
   }
   // The run's scenario: its own, else the server's, else an empty one (so
   // every run counts iterations and tool calls the same way).

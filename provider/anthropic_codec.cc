@@ -19,6 +19,11 @@ class MessagesCodec final : public Codec {
     return kIgnoredRequestFields;
   }
   absl::string_view upstream() const override { return "anthropic"; }
+  // @anthropic-ai/sdk and anthropic append /v1/messages, @ai-sdk/anthropic
+  // appends /messages: the codec serves both.
+  std::pair<absl::string_view, absl::string_view> BaseUrlVariable() const override {
+    return {"ANTHROPIC_BASE_URL", ""};
+  }
   std::vector<std::string> routes() const override {
     return {"POST /v1/messages (also /messages)"};
   }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "base/http_status.h"
@@ -44,6 +45,8 @@ std::string Codec::RecordedPath(const CallRoute& call) const { return call.path;
 absl::string_view Codec::client_header() const { return ""; }
 
 bool Codec::ReplaysHeader(absl::string_view) const { return false; }
+
+std::pair<absl::string_view, absl::string_view> Codec::BaseUrlVariable() const { return {}; }
 
 bool Codec::SameForm(const CallRoute&, absl::string_view) const { return true; }
 
@@ -115,6 +118,19 @@ std::vector<const Codec*> CodecRegistry::All() const {
   std::vector<const Codec*> all;
   for (const auto& codec : codecs_) all.push_back(codec.get());
   return all;
+}
+
+std::vector<std::pair<std::string, std::string>> CodecRegistry::BaseUrlVariables() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const auto& codec : codecs_) {
+    const std::pair<absl::string_view, absl::string_view> variable = codec->BaseUrlVariable();
+    const absl::string_view name = variable.first;
+    if (name.empty() || absl::c_any_of(out, [name](const auto& v) { return v.first == name; })) {
+      continue;
+    }
+    out.emplace_back(std::string(name), std::string(variable.second));
+  }
+  return out;
 }
 
 std::vector<std::string> CodecRegistry::Routes() const {

@@ -127,6 +127,10 @@ class Codec {
   // The request fields this API's matching never looks at (they never
   // change the answer); serve's help lists them.
   virtual absl::Span<const absl::string_view> IgnoredRequestFields() const = 0;
+  // The environment variable its SDKs read their base URL from, with what
+  // follows a run's prefix (http://HOST:PORT/run/ID) in it: `understudy
+  // record|replay -- CMD` sets it. {"", ""} when its SDKs read none.
+  virtual std::pair<absl::string_view, absl::string_view> BaseUrlVariable() const;
 
   // --- Routes ---
   // The routes it serves as a 404 lists them ("POST /v1/messages", ...).
@@ -226,6 +230,9 @@ class CodecRegistry {
   std::vector<std::string> Routes() const;
   // Every codec, in registration order.
   std::vector<const Codec*> All() const;
+  // The distinct base URL variables (Codec::BaseUrlVariable), in
+  // registration order.
+  std::vector<std::pair<std::string, std::string>> BaseUrlVariables() const;
 
  private:
   std::vector<std::unique_ptr<Codec>> codecs_;

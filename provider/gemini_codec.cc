@@ -53,6 +53,11 @@ class GeminiCodec final : public Codec {
     return kIgnoredRequestFields;
   }
   absl::string_view upstream() const override { return "gemini"; }
+  // @google/genai. @ai-sdk/google reads none: its users pass this URL +
+  // "/v1beta" as `baseURL`.
+  std::pair<absl::string_view, absl::string_view> BaseUrlVariable() const override {
+    return {"GOOGLE_GEMINI_BASE_URL", ""};
+  }
   std::vector<std::string> routes() const override {
     return {"POST /v1beta/models/{model}:generateContent",
             "POST /v1beta/models/{model}:streamGenerateContent"};

@@ -26,6 +26,11 @@ inline constexpr absl::string_view kOpenAiApiType = trace::attr::kOpenAiApiType;
 class OpenAiFamilyCodec : public Codec {
  public:
   absl::string_view upstream() const override { return "openai"; }
+  // openai for Node and Python, @openai/agents, @ai-sdk/openai: the URL
+  // ends in /v1.
+  std::pair<absl::string_view, absl::string_view> BaseUrlVariable() const override {
+    return {"OPENAI_BASE_URL", "/v1"};
+  }
   bool ReplaysHeader(absl::string_view name) const override;
   std::string ErrorBody(const absl::Status& status, absl::string_view code) const override;
   std::string RequestErrorBody(int http_status, absl::string_view message) const override;
