@@ -68,26 +68,10 @@ constexpr char kToolRuleReason[] =
 constexpr char kModelRuleReason[] =
     "a model rule (no when.tool or when.tool_arguments): it answers model requests only";
 
-// Whether every condition of `when` holds; when not, `*why` (if given) says
-// which did not.
-bool Holds(const When& when, const Facts& f, size_t position, std::string* why = nullptr) {
-  if (f.request == nullptr) {
-    // A tool call has no messages, model or offered tools to read.
-    for (auto [set, field] : {std::make_pair(when.system_prompt.has_value(), "system_prompt"),
-                              std::make_pair(when.user_message.has_value(), "user_message"),
-                              std::make_pair(when.message_contains.has_value(), "message_contains"),
-                              std::make_pair(when.has_tool_result.has_value(), "has_tool_result"),
-                              std::make_pair(when.tool_available.has_value(), "tool_available"),
-                              std::make_pair(when.model.has_value(), "model")}) {
-      if (set) {
-        // (A structured binding cannot be captured in C++17.)
-        const char* const name = field;
-        return No(why, [name] {
-          return absl::StrCat("when.", name, " reads a model request; this is a tool call");
-        });
-      }
-    }
-  }
+// Whether the conditions of `when` that any call is checked against (the
+// caller's agent, the one before it, the phase, the iteration, earlier tool
+// calls) hold; when not, `*why` (if given) says which did not.
+bool RunHolds(const When& when, const Facts& f, std::string* why) {
   if (when.agent.has_value() && *when.agent != f.agent) {
     return No(why, [&] {
       return absl::StrCat("when.agent is ", Quoted(*when.agent), ", the caller is ",
@@ -133,10 +117,13 @@ bool Holds(const When& when, const Facts& f, size_t position, std::string* why =
       });
     }
   }
-  // From here on, tool calls (which set none of the conditions reading the
-  // request, see above) pass every check.
-  if (f.request == nullptr) return true;
-  const v1::CompletionRequest& request = *f.request;
+  return true;
+}
+
+// Whether the conditions of `when` on the model request's model, tool
+// results and offered tools hold; when not, `*why` (if given) says which did
+// not.
+bool RequestHolds(const When& when, const v1::CompletionRequest& request, std::string* why) {
   if (when.model.has_value() && *when.model != request.model()) {
     return No(why, [&] {
       return absl::StrCat("when.model is ", Quoted(*when.model), ", the request's is ",
@@ -165,7 +152,15 @@ bool Holds(const When& when, const Facts& f, size_t position, std::string* why =
       });
     }
   }
-  // Regexes last: the cheap checks above usually decide.
+  return true;
+}
+
+// Whether the patterns of `when` (system_prompt, user_message,
+// message_contains) are found in the model request: first as the RuleSet's
+// pattern sets decided for the rule at `position`, then with the rule's own
+// RE2 where they did not. When not, `*why` (if given) says which was not.
+bool PatternsHold(const When& when, const Facts& f, const v1::CompletionRequest& request,
+                  size_t position, std::string* why) {
   auto pattern_missed = [&](const char* field, const Pattern& pattern, const char* where) {
     return No(why, [&] {
       return absl::StrCat("when.", field, " /", pattern.text, "/ is not found in ", where);
@@ -212,6 +207,34 @@ bool Holds(const When& when, const Facts& f, size_t position, std::string* why =
     if (!any) return pattern_missed("message_contains", *when.message_contains, "any message");
   }
   return true;
+}
+
+// Whether every condition of `when` holds; when not, `*why` (if given) says
+// which did not.
+bool Holds(const When& when, const Facts& f, size_t position, std::string* why = nullptr) {
+  if (f.request == nullptr) {
+    // A tool call has no messages, model or offered tools to read.
+    for (auto [set, field] : {std::make_pair(when.system_prompt.has_value(), "system_prompt"),
+                              std::make_pair(when.user_message.has_value(), "user_message"),
+                              std::make_pair(when.message_contains.has_value(), "message_contains"),
+                              std::make_pair(when.has_tool_result.has_value(), "has_tool_result"),
+                              std::make_pair(when.tool_available.has_value(), "tool_available"),
+                              std::make_pair(when.model.has_value(), "model")}) {
+      if (set) {
+        // (A structured binding cannot be captured in C++17.)
+        const char* const name = field;
+        return No(why, [name] {
+          return absl::StrCat("when.", name, " reads a model request; this is a tool call");
+        });
+      }
+    }
+  }
+  if (!RunHolds(when, f, why)) return false;
+  // From here on, tool calls (which set none of the conditions reading the
+  // request, see above) pass every check.
+  if (f.request == nullptr) return true;
+  // Regexes last: the cheap checks usually decide.
+  return RequestHolds(when, *f.request, why) && PatternsHold(when, f, *f.request, position, why);
 }
 
 }  // namespace
