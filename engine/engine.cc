@@ -100,6 +100,64 @@ std::vector<const scenario::FromSessionAction*> FromSessionActions(const scenari
   return out;
 }
 
+// StartRun's check that the request names the session its mode needs: every
+// mode but passthrough does, except a replay with a scenario (`scripted`),
+// whose rules answer. INVALID_ARGUMENT when it names none.
+absl::Status CheckSessionNamed(const v1::StartRunRequest& request, bool scripted) {
+  const v1::RunMode requested = request.mode();
+  if (requested != v1::RUN_MODE_PASSTHROUGH && request.session().empty() &&
+      !(requested == v1::RUN_MODE_REPLAY && scripted)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "session: required for ", ModeName(requested), " mode",
+        requested == v1::RUN_MODE_REPLAY ? " (or a scenario, whose rules answer)" : ""));
+  }
+  return absl::OkStatus();
+}
+
+// Fills `sources` with the sessions `scenario`'s from_session actions serve,
+// each loaded once, in file order, by `load(name, version)` (a
+// StatusOr<shared_ptr<const SessionIndex>>; Engine::LoadSession), its
+// served marks cleared. Errors: the first that cannot be parsed or loaded,
+// with its code, naming the action's session.
+template <typename Load>
+absl::Status LoadSourceSessions(
+    const scenario::Scenario& scenario, const Load& load,
+    absl::flat_hash_map<std::string, RunState::SourceSession>* sources) {
+  for (const scenario::FromSessionAction* action : FromSessionActions(scenario)) {
+    if (sources->contains(action->session)) continue;
+    absl::StatusOr<std::pair<std::string, int64_t>> ref = ParseSessionRef(action->session);
+    absl::StatusOr<std::shared_ptr<const matching::SessionIndex>> source =
+        ref.ok() ? load(ref->first, ref->second) : ref.status();
+    if (!source.ok()) {
+      return absl::Status(source.status().code(),
+                          absl::StrCat("scenario from_session \"", action->session,
+                                       "\": ", source.status().message()));
+    }
+    RunState::SourceSession& slot = (*sources)[action->session];
+    slot.served.assign((*source)->size(), 0);
+    slot.index = *std::move(source);
+  }
+  return absl::OkStatus();
+}
+
+// The run_started event of `run`, started as `requested` (a once run names
+// the mode it asked for besides the one it runs in).
+v1::TraceEvent RunStartedEvent(const v1::Run& run, v1::RunMode requested) {
+  v1::TraceEvent started;
+  started.set_kind(trace::event::kRunStarted);
+  auto& attrs = *started.mutable_attributes();
+  attrs[trace::attr::kRunMode] = ModeName(run.mode());
+  if (requested != run.mode()) attrs[trace::attr::kRunRequestedMode] = ModeName(requested);
+  attrs[trace::attr::kRunStrict] = run.strict() ? "true" : "false";
+  if (run.repeat()) attrs[trace::attr::kRunRepeat] = "true";
+  if (!run.scenario().empty()) attrs[trace::attr::kScenarioName] = run.scenario();
+  if (!run.session().empty()) {
+    attrs[trace::attr::kSessionName] = run.session();
+    attrs[trace::attr::kSessionVersion] = absl::StrCat(run.session_version());
+  }
+  return started;
+}
+
 }  // namespace
 
 absl::StatusOr<std::pair<std::string, int64_t>> ParseSessionRef(absl::string_view ref) {
@@ -206,6 +264,120 @@ absl::StatusOr<std::shared_ptr<const matching::SessionIndex>> Engine::LoadSessio
   return index;
 }
 
+// The contract is in engine.h (the private section).
+absl::StatusOr<std::shared_ptr<const scenario::Script>> Engine::LoadRunScript(
+    const v1::StartRunRequest& request) {
+  if (request.scenario().empty() && request.scenario_text().empty()) return options_.scenario;
+  if (!request.scenario().empty() && !request.scenario_text().empty()) {
+    return absl::InvalidArgumentError("scenario, scenario_text: give at most one");
+  }
+  if (request.scenario_text().size() > scenario::kMaxScenarioBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("scenario_text: ", request.scenario_text().size(),
+                                                   " bytes; the limit is ", scenario::kMaxScenarioBytes));
+  }
+  absl::StatusOr<std::shared_ptr<const scenario::Script>> loaded =
+      scenario::Script::Load(request.scenario(), request.scenario_text(),
+                   scenario::ScenarioFiles::Under(options_.scenario_dir));
+  if (!loaded.ok()) {
+    return absl::Status(loaded.status().code(),
+                        absl::StrCat("scenario: ", loaded.status().message()));
+  }
+  return *std::move(loaded);
+}
+
+// The contract is in engine.h (the private section).
+absl::Status Engine::CheckRunIdFree(const std::string& id) {
+  {
+    absl::ReaderMutexLock lock(&runs_mu_);
+    if (runs_.contains(id)) {
+      return absl::AlreadyExistsError(absl::StrCat("run \"", id, "\" is already active"));
+    }
+    if (static_cast<int>(runs_.size()) >= options_.max_active_runs) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "too many active runs (", runs_.size(), "); end finished runs with EndRun"));
+    }
+  }
+  if (options_.store->GetRun(id).ok()) {
+    return absl::AlreadyExistsError(absl::StrCat("run \"", id, "\" already exists in the store"));
+  }
+  return absl::OkStatus();
+}
+
+// The contract is in engine.h (the private section).
+absl::StatusOr<v1::RunMode> Engine::ResolveMode(const v1::StartRunRequest& request) {
+  if (request.mode() != v1::RUN_MODE_ONCE) return request.mode();
+  // once: record when the session has no recording yet, else replay.
+  US_ASSIGN_OR_RETURN(auto ref, ParseSessionRef(request.session()));
+  absl::StatusOr<v1::Session> existing = options_.store->GetSession(ref.first, ref.second);
+  if (!existing.ok() && !absl::IsNotFound(existing.status())) return existing.status();
+  const bool recorded = existing.ok() && existing->exchange_count() > 0;
+  if (!recorded && ref.second != 0) {
+    return absl::NotFoundError(absl::StrCat("session \"", request.session(),
+                                            "\" has no recording to replay"));
+  }
+  return recorded ? v1::RUN_MODE_REPLAY : v1::RUN_MODE_RECORD;
+}
+
+// The contract is in engine.h (the private section).
+absl::StatusOr<v1::Run> Engine::NewRunRecord(const v1::StartRunRequest& request,
+                                             const std::string& id, v1::RunMode mode,
+                                             const scenario::Script& script, bool scripted) {
+  const v1::RunMode requested = request.mode();
+  v1::Run run;
+  run.set_id(id);
+  run.set_mode(mode);
+  run.set_strict(mode == v1::RUN_MODE_NEW || requested == v1::RUN_MODE_ONCE
+                     ? true
+                     : (request.has_strict() ? request.strict()
+                                             : script.scenario().matching.strict.value_or(true)));
+  if (scripted) run.set_scenario(script.label());
+  run.set_repeat(mode == v1::RUN_MODE_REPLAY && request.repeat());
+  if (!v1::TraceLevel_IsValid(request.trace_level())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "trace_level: ", request.trace_level(), " is not a trace level (full, summary, off)"));
+  }
+  run.set_trace_level(request.trace_level() != v1::TRACE_LEVEL_UNSPECIFIED
+                          ? request.trace_level()
+                          : options_.default_trace_level);
+  run.set_state(v1::RUN_STATE_ACTIVE);
+  run.set_started_at_micros(options_.env->NowMicros());
+  return run;
+}
+
+// The contract is in engine.h (the private section).
+absl::Status Engine::OpenSession(const std::string& session,
+                                 const std::shared_ptr<const matching::MatchNormalizer>& normalizer,
+                                 v1::Run* run,
+                                 std::shared_ptr<const matching::SessionIndex>* index) {
+  if (session.empty()) return absl::OkStatus();
+  const v1::RunMode mode = run->mode();
+  US_ASSIGN_OR_RETURN(auto ref, ParseSessionRef(session));
+  if (mode == v1::RUN_MODE_RECORD) {
+    if (ref.second != 0) {
+      return absl::InvalidArgumentError(
+          "session: record mode makes a new version; name the session without @N");
+    }
+    US_ASSIGN_OR_RETURN(v1::Session made, options_.store->CreateSessionVersion(ref.first));
+    run->set_session(made.name());
+    run->set_session_version(made.version());
+  } else if (mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) {
+    if (ref.second == 0) {
+      absl::StatusOr<int64_t> latest = LatestRecordedVersion(ref.first);
+      if (!latest.ok()) return WhereSessionsAre(latest.status());
+      ref.second = *latest;
+    }
+    absl::StatusOr<std::shared_ptr<const matching::SessionIndex>> loaded =
+        LoadSession(ref.first, ref.second, normalizer);
+    if (!loaded.ok()) return WhereSessionsAre(loaded.status());
+    *index = *std::move(loaded);
+    run->set_session((*index)->session().name());
+    run->set_session_version((*index)->session().version());
+  } else {
+    run->set_session(ref.first);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
   const v1::RunMode requested = request.mode();
   if (requested == v1::RUN_MODE_UNSPECIFIED || !v1::RunMode_IsValid(requested)) {
@@ -227,143 +399,35 @@ absl::StatusOr<v1::Run> Engine::StartRun(const v1::StartRunRequest& request) {
   }
   // The run's scenario: its own, else the server's, else an empty one (so
   // every run counts iterations and tool calls the same way).
-  std::shared_ptr<const scenario::Script> script = options_.scenario;
-  if (!request.scenario().empty() || !request.scenario_text().empty()) {
-    if (!request.scenario().empty() && !request.scenario_text().empty()) {
-      return absl::InvalidArgumentError("scenario, scenario_text: give at most one");
-    }
-    if (request.scenario_text().size() > scenario::kMaxScenarioBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("scenario_text: ", request.scenario_text().size(),
-                                                     " bytes; the limit is ", scenario::kMaxScenarioBytes));
-    }
-    absl::StatusOr<std::shared_ptr<const scenario::Script>> loaded =
-        scenario::Script::Load(request.scenario(), request.scenario_text(),
-                     scenario::ScenarioFiles::Under(options_.scenario_dir));
-    if (!loaded.ok()) {
-      return absl::Status(loaded.status().code(),
-                          absl::StrCat("scenario: ", loaded.status().message()));
-    }
-    script = *std::move(loaded);
-  }
+  US_ASSIGN_OR_RETURN(std::shared_ptr<const scenario::Script> script, LoadRunScript(request));
   const bool scripted = script != nullptr;
   if (script == nullptr) script = EmptyScript();
-  if (requested != v1::RUN_MODE_PASSTHROUGH && request.session().empty() &&
-      !(requested == v1::RUN_MODE_REPLAY && scripted)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "session: required for ", ModeName(requested), " mode",
-        requested == v1::RUN_MODE_REPLAY ? " (or a scenario, whose rules answer)" : ""));
-  }
+  US_RETURN_IF_ERROR(CheckSessionNamed(request, scripted));
   const scenario::MatchingOptions& matching = script->scenario().matching;
   const std::shared_ptr<const matching::MatchNormalizer> normalizer =
       matching.ignore_paths.empty() && matching.normalizers.empty() ? options_.normalizer
                                                                     : matching.normalizer;
-  {
-    absl::ReaderMutexLock lock(&runs_mu_);
-    if (runs_.contains(id)) {
-      return absl::AlreadyExistsError(absl::StrCat("run \"", id, "\" is already active"));
-    }
-    if (static_cast<int>(runs_.size()) >= options_.max_active_runs) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "too many active runs (", runs_.size(), "); end finished runs with EndRun"));
-    }
-  }
-  if (options_.store->GetRun(id).ok()) {
-    return absl::AlreadyExistsError(absl::StrCat("run \"", id, "\" already exists in the store"));
-  }
+  US_RETURN_IF_ERROR(CheckRunIdFree(id));
 
-  // once: record when the session has no recording yet, else replay.
-  v1::RunMode mode = requested;
-  if (mode == v1::RUN_MODE_ONCE) {
-    US_ASSIGN_OR_RETURN(auto ref, ParseSessionRef(request.session()));
-    absl::StatusOr<v1::Session> existing = options_.store->GetSession(ref.first, ref.second);
-    if (!existing.ok() && !absl::IsNotFound(existing.status())) return existing.status();
-    const bool recorded = existing.ok() && existing->exchange_count() > 0;
-    if (!recorded && ref.second != 0) {
-      return absl::NotFoundError(absl::StrCat("session \"", request.session(),
-                                              "\" has no recording to replay"));
-    }
-    mode = recorded ? v1::RUN_MODE_REPLAY : v1::RUN_MODE_RECORD;
-  }
-
-  v1::Run run;
-  run.set_id(id);
-  run.set_mode(mode);
-  run.set_strict(mode == v1::RUN_MODE_NEW || requested == v1::RUN_MODE_ONCE
-                     ? true
-                     : (request.has_strict() ? request.strict() : matching.strict.value_or(true)));
-  if (scripted) run.set_scenario(script->label());
-  run.set_repeat(mode == v1::RUN_MODE_REPLAY && request.repeat());
-  if (!v1::TraceLevel_IsValid(request.trace_level())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "trace_level: ", request.trace_level(), " is not a trace level (full, summary, off)"));
-  }
-  run.set_trace_level(request.trace_level() != v1::TRACE_LEVEL_UNSPECIFIED
-                          ? request.trace_level()
-                          : options_.default_trace_level);
-  run.set_state(v1::RUN_STATE_ACTIVE);
-  run.set_started_at_micros(options_.env->NowMicros());
+  US_ASSIGN_OR_RETURN(const v1::RunMode mode, ResolveMode(request));
+  US_ASSIGN_OR_RETURN(v1::Run run, NewRunRecord(request, id, mode, *script, scripted));
   std::shared_ptr<const matching::SessionIndex> index;
-  if (!request.session().empty()) {
-    US_ASSIGN_OR_RETURN(auto ref, ParseSessionRef(request.session()));
-    if (mode == v1::RUN_MODE_RECORD) {
-      if (ref.second != 0) {
-        return absl::InvalidArgumentError(
-            "session: record mode makes a new version; name the session without @N");
-      }
-      US_ASSIGN_OR_RETURN(v1::Session session, options_.store->CreateSessionVersion(ref.first));
-      run.set_session(session.name());
-      run.set_session_version(session.version());
-    } else if (mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) {
-      if (ref.second == 0) {
-        absl::StatusOr<int64_t> latest = LatestRecordedVersion(ref.first);
-        if (!latest.ok()) return WhereSessionsAre(latest.status());
-        ref.second = *latest;
-      }
-      absl::StatusOr<std::shared_ptr<const matching::SessionIndex>> loaded =
-          LoadSession(ref.first, ref.second, normalizer);
-      if (!loaded.ok()) return WhereSessionsAre(loaded.status());
-      index = *std::move(loaded);
-      run.set_session(index->session().name());
-      run.set_session_version(index->session().version());
-    } else {
-      run.set_session(ref.first);
-    }
-  }
+  US_RETURN_IF_ERROR(OpenSession(request.session(), normalizer, &run, &index));
   // Sessions that from_session actions serve: loaded now, so answering
   // never reads the disk.
   absl::flat_hash_map<std::string, RunState::SourceSession> sources;
-  for (const scenario::FromSessionAction* action : FromSessionActions(script->scenario())) {
-    if (sources.contains(action->session)) continue;
-    absl::StatusOr<std::pair<std::string, int64_t>> ref = ParseSessionRef(action->session);
-    absl::StatusOr<std::shared_ptr<const matching::SessionIndex>> source =
-        ref.ok() ? LoadSession(ref->first, ref->second, normalizer) : ref.status();
-    if (!source.ok()) {
-      return absl::Status(source.status().code(),
-                          absl::StrCat("scenario from_session \"", action->session,
-                                       "\": ", source.status().message()));
-    }
-    RunState::SourceSession& slot = sources[action->session];
-    slot.served.assign((*source)->size(), 0);
-    slot.index = *std::move(source);
-  }
+  US_RETURN_IF_ERROR(LoadSourceSessions(
+      script->scenario(),
+      [&](const std::string& name, int64_t version) {
+        return LoadSession(name, version, normalizer);
+      },
+      &sources));
   US_RETURN_IF_ERROR(options_.store->SaveRun(run));
 
   auto state = std::make_shared<RunState>(run, std::move(index), std::move(script),
                                           std::move(sources), options_.store, options_.env,
                                           options_.max_miss_reports_per_run);
-  v1::TraceEvent started;
-  started.set_kind(trace::event::kRunStarted);
-  auto& attrs = *started.mutable_attributes();
-  attrs[trace::attr::kRunMode] = ModeName(mode);
-  if (requested != mode) attrs[trace::attr::kRunRequestedMode] = ModeName(requested);
-  attrs[trace::attr::kRunStrict] = run.strict() ? "true" : "false";
-  if (run.repeat()) attrs[trace::attr::kRunRepeat] = "true";
-  if (!run.scenario().empty()) attrs[trace::attr::kScenarioName] = run.scenario();
-  if (!run.session().empty()) {
-    attrs[trace::attr::kSessionName] = run.session();
-    attrs[trace::attr::kSessionVersion] = absl::StrCat(run.session_version());
-  }
-  state->Emit(std::move(started));
+  state->Emit(RunStartedEvent(run, requested));
   {
     absl::MutexLock lock(&runs_mu_);
     if (!runs_.emplace(id, state).second) {

@@ -460,6 +460,41 @@ class Engine {
   // Any other status is returned as it is.
   absl::Status WhereSessionsAre(absl::Status status);
   std::string NewRunId();
+
+  // StartRun's steps (engine.cc), in the order StartRun takes them. None is
+  // called holding a lock.
+
+  // The scenario a StartRun `request` names (scenario, a pack or a file
+  // under EngineOptions::scenario_dir, or scenario_text), loaded; else the
+  // server's (EngineOptions::scenario), null when there is none.
+  // INVALID_ARGUMENT for both named, a text over the limit, or a scenario
+  // that does not load (its own code otherwise), prefixed "scenario: ".
+  absl::StatusOr<std::shared_ptr<const scenario::Script>> LoadRunScript(
+      const v1::StartRunRequest& request);
+  // Whether `id` may name a new run: ALREADY_EXISTS for an active run's id
+  // or an ended run's in the store, RESOURCE_EXHAUSTED at max_active_runs.
+  // Takes runs_mu_ (as a reader) to look, then reads the store without it.
+  absl::Status CheckRunIdFree(const std::string& id) ABSL_LOCKS_EXCLUDED(runs_mu_);
+  // The mode a StartRun `request` runs in: its own, except that once is
+  // replay when its session has a recording, else record. Errors: a bad
+  // session name, the store's, NOT_FOUND for an empty NAME@N.
+  absl::StatusOr<v1::RunMode> ResolveMode(const v1::StartRunRequest& request);
+  // The record of a new run `id` in `mode` (ACTIVE, started now): strict,
+  // scenario label (when `scripted`, from `script`), repeat and trace level
+  // as `request` and `script` say. INVALID_ARGUMENT for a bad trace level.
+  absl::StatusOr<v1::Run> NewRunRecord(const v1::StartRunRequest& request, const std::string& id,
+                                       v1::RunMode mode, const scenario::Script& script,
+                                       bool scripted);
+  // The session `run` (its mode set) works on, named by `session` ("" for
+  // none: nothing to do): record makes a new version of it; replay and new
+  // load the version named, else the latest recorded one, into `index`
+  // (matched with `normalizer`); passthrough only names it. Sets the run's
+  // session and version. Errors: INVALID_ARGUMENT (bad name, NAME@N to
+  // record), NOT_FOUND saying where sessions are (WhereSessionsAre), the
+  // store's.
+  absl::Status OpenSession(const std::string& session,
+                           const std::shared_ptr<const matching::MatchNormalizer>& normalizer,
+                           v1::Run* run, std::shared_ptr<const matching::SessionIndex>* index);
   // Decide for an MCP request (engine_mcp.cc): tool rules, the recording or
   // the upstream, mock_tools, a miss. Never counts an iteration.
   absl::StatusOr<Decision> DecideMcp(const std::shared_ptr<RunState>& run, const CallInfo& call,
@@ -468,6 +503,71 @@ class Engine {
                                const v1::CompletionRequest& request, bool streamed,
                                const scenario::Step& step, AnswerSource origin, int overall_iteration,
                                TraceAttributes* attrs, Decision* decision);
+
+  // Decide's steps (engine_decide.cc), one per source, in the order Decide
+  // asks them. Each that can answer returns true when it has: `decision`
+  // then says how, and the answer's trace event is emitted (a forwarded
+  // request's comes with FinishForward). False: the next source is asked.
+  // Errors end Decide with them. `attrs` holds what the answer's trace event
+  // says of the request. None is called holding a lock: each takes the
+  // run's (RunState::mu_) through RunState's methods, and no step takes
+  // runs_mu_. None copies the request or an exchange.
+
+  // At debug level: the request (iterations, phase, match key), why each
+  // rule in `skipped` did not answer, and the rule that did.
+  static void LogRequest(const RunState& run, const CallInfo& call,
+                         const v1::CompletionRequest& request,
+                         const scenario::Selection& selection,
+                         const std::vector<scenario::RuleSkip>& skipped);
+  // 1. The rule `selection` chose, if any: adds its name and use to `attrs`
+  // and performs its step for this use (Perform).
+  absl::StatusOr<bool> RuleStep(const std::shared_ptr<RunState>& run, const CallInfo& call,
+                                const v1::CompletionRequest& request, bool streamed,
+                                const scenario::Selection& selection, TraceAttributes* attrs,
+                                Decision* decision);
+  // 2. The playbook's next answer, when the scenario has a playbook (and,
+  // with a `default` in the scenario, `has_default`, actions left). When it
+  // has no answer for the request, sets `failure` to why and returns false.
+  // Errors: FAILED_PRECONDITION once the run is ending.
+  static absl::StatusOr<bool> PlaybookStep(const std::shared_ptr<RunState>& run,
+                                           const CallInfo& call,
+                                           const v1::CompletionRequest& request, bool streamed,
+                                           bool has_default, const TraceAttributes& attrs,
+                                           Decision* decision, absl::Status* failure);
+  // 3. The recording, in replay and new runs that replay a session
+  // (RunState::Match): false when the run replays none, or when nothing
+  // recorded matches and the miss is left to another source (new mode
+  // forwards it; with `another_answers`, a playbook failure or a default,
+  // a replay's miss is quiet). Errors: a strict miss (NOT_FOUND, with the
+  // report), FAILED_PRECONDITION once the run is ending. Logs at debug
+  // level when `debug`.
+  static absl::StatusOr<bool> RecordingStep(const std::shared_ptr<RunState>& run,
+                                            const CallInfo& call,
+                                            const v1::CompletionRequest& request, bool streamed,
+                                            bool another_answers, bool debug,
+                                            const TraceAttributes& attrs, Decision* decision);
+  // 3. The upstream, in every mode but replay: a scripted disconnect drops
+  // the connection before it is asked; otherwise a ForwardTicket carrying
+  // `attrs` (moved out). False in replay. Errors as NewTicket's.
+  absl::StatusOr<bool> UpstreamStep(const std::shared_ptr<RunState>& run, const CallInfo& call,
+                                    const v1::CompletionRequest& request, bool streamed,
+                                    bool debug, TraceAttributes* attrs, Decision* decision);
+  // 4. The scenario's `default`, if any: performs its step for its next
+  // use in the run (Perform).
+  absl::StatusOr<bool> DefaultStep(const std::shared_ptr<RunState>& run, const CallInfo& call,
+                                   const v1::CompletionRequest& request, bool streamed,
+                                   int overall_iteration, bool debug, TraceAttributes* attrs,
+                                   Decision* decision);
+  // 5. A miss, when nothing answered: a scripted disconnect drops the
+  // connection (OK, `decision` says so); otherwise the miss is counted and
+  // traced (RunState::BareMiss, with why: `playbook_failure` when not OK)
+  // and returned, or, after a scripted delay, OK with `decision` a
+  // MissAfterDelay. Errors: the miss (NOT_FOUND, with the report),
+  // FAILED_PRECONDITION once the run is ending.
+  static absl::Status MissStep(RunState& run, const CallInfo& call,
+                               const v1::CompletionRequest& request, bool streamed,
+                               const absl::Status& playbook_failure, bool debug,
+                               const TraceAttributes& attrs, Decision* decision);
 
   EngineOptions options_;
 

@@ -128,6 +128,14 @@ upstream::UpstreamHttpHeaders ForwardHeaders(const HttpRequest& request) {
   return out;
 }
 
+// Takes an upstream's answer and drops it: for messages sent fire and
+// forget (a session's end, notifications, the client's responses).
+class IgnoreAnswer : public upstream::UpstreamHttpObserver {
+  void OnHead(int, upstream::UpstreamHttpHeaders) override {}
+  void OnData(absl::string_view) override {}
+  void OnDone(absl::Status) override {}
+};
+
 }  // namespace
 
 absl::StatusOr<std::pair<std::string, std::string>> SplitMcpUrl(absl::string_view url,
@@ -244,6 +252,56 @@ absl::StatusOr<McpUpstream> McpApi::UpstreamFor(const std::string& name,
   return it->second;
 }
 
+void McpApi::EndSession(const std::string& name, const HttpRequest& request,
+                        const std::string& session_header, HttpResponder& out) {
+  std::shared_ptr<Session> session = FindSession(session_header);
+  if (session == nullptr) {
+    return RespondJson(out, 404, ErrorBody(absl::StrCat("unknown Mcp-Session-Id \"",
+                                                        absl::CHexEscape(session_header.substr(0, 100)), "\"")));
+  }
+  std::string upstream_id;
+  {
+    absl::MutexLock lock(&session->mu);
+    upstream_id = session->upstream_id;
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    sessions_.erase(session_header);
+  }
+  if (!upstream_id.empty()) {
+    absl::StatusOr<McpUpstream> upstream = UpstreamFor(name, request);
+    if (upstream.ok()) {
+      // Fire and forget: the upstream ends its session on its own time.
+      upstream::UpstreamHttpRequest del;
+      del.method = "DELETE";
+      del.path = upstream->path;
+      del.headers = {{"mcp-session-id", upstream_id}};
+      upstream->http->Send(std::move(del), std::make_shared<IgnoreAnswer>());
+    }
+  }
+  return out.Respond(200, {}, "");
+}
+
+void McpApi::PassOn(const std::string& name, const HttpRequest& request, const Pending& pending) {
+  absl::StatusOr<McpUpstream> upstream = UpstreamFor(name, request);
+  std::string upstream_id;
+  if (pending.session != nullptr) {
+    absl::MutexLock lock(&pending.session->mu);
+    upstream_id = pending.session->upstream_id;
+    if (pending.message.method == "notifications/initialized") {
+      pending.session->upstream_initialized = !upstream_id.empty();
+    }
+  }
+  if (upstream.ok()) {
+    upstream::UpstreamHttpRequest note;
+    note.path = upstream->path;
+    note.headers = ForwardHeaders(request);
+    if (!upstream_id.empty()) note.headers.emplace_back("mcp-session-id", upstream_id);
+    note.body = request.body;
+    upstream->http->Send(std::move(note), std::make_shared<IgnoreAnswer>());
+  }
+}
+
 void McpApi::Handle(engine::CallInfo call, std::string name, HttpRequest request,
                     std::shared_ptr<HttpResponder> out) {
   if (name.empty() || absl::StrContains(name, '/') || !validation::IsValidUtf8(name) ||
@@ -260,39 +318,7 @@ void McpApi::Handle(engine::CallInfo call, std::string name, HttpRequest request
     return out->Respond(405, {{"allow", "POST, DELETE"}, {"content-type", kJson}},
                         ErrorBody("understudy offers no server-initiated stream (GET); use POST"));
   }
-  if (request.method == "DELETE") {
-    std::shared_ptr<Session> session = FindSession(session_header);
-    if (session == nullptr) {
-      return RespondJson(*out, 404, ErrorBody(absl::StrCat("unknown Mcp-Session-Id \"",
-                                                           absl::CHexEscape(session_header.substr(0, 100)), "\"")));
-    }
-    std::string upstream_id;
-    {
-      absl::MutexLock lock(&session->mu);
-      upstream_id = session->upstream_id;
-    }
-    {
-      absl::MutexLock lock(&mu_);
-      sessions_.erase(session_header);
-    }
-    if (!upstream_id.empty()) {
-      absl::StatusOr<McpUpstream> upstream = UpstreamFor(name, request);
-      if (upstream.ok()) {
-        // Fire and forget: the upstream ends its session on its own time.
-        class Ignore : public upstream::UpstreamHttpObserver {
-          void OnHead(int, upstream::UpstreamHttpHeaders) override {}
-          void OnData(absl::string_view) override {}
-          void OnDone(absl::Status) override {}
-        };
-        upstream::UpstreamHttpRequest del;
-        del.method = "DELETE";
-        del.path = upstream->path;
-        del.headers = {{"mcp-session-id", upstream_id}};
-        upstream->http->Send(std::move(del), std::make_shared<Ignore>());
-      }
-    }
-    return out->Respond(200, {}, "");
-  }
+  if (request.method == "DELETE") return EndSession(name, request, session_header, *out);
   if (request.method != "POST") {
     return out->Respond(405, {{"allow", "POST, DELETE"}, {"content-type", kJson}},
                         ErrorBody("method not allowed: use POST or DELETE"));
@@ -346,30 +372,7 @@ void McpApi::Handle(engine::CallInfo call, std::string name, HttpRequest request
 
   if (message.kind != mcp::Message::Kind::kRequest) {
     // Notifications and the client's responses: passed on when forwarding.
-    if (may_forward) {
-      absl::StatusOr<McpUpstream> upstream = UpstreamFor(name, request);
-      std::string upstream_id;
-      if (pending->session != nullptr) {
-        absl::MutexLock lock(&pending->session->mu);
-        upstream_id = pending->session->upstream_id;
-        if (message.method == "notifications/initialized") {
-          pending->session->upstream_initialized = !upstream_id.empty();
-        }
-      }
-      if (upstream.ok()) {
-        class Ignore : public upstream::UpstreamHttpObserver {
-          void OnHead(int, upstream::UpstreamHttpHeaders) override {}
-          void OnData(absl::string_view) override {}
-          void OnDone(absl::Status) override {}
-        };
-        upstream::UpstreamHttpRequest note;
-        note.path = upstream->path;
-        note.headers = ForwardHeaders(request);
-        if (!upstream_id.empty()) note.headers.emplace_back("mcp-session-id", upstream_id);
-        note.body = request.body;
-        upstream->http->Send(std::move(note), std::make_shared<Ignore>());
-      }
-    }
+    if (may_forward) PassOn(name, request, *pending);
     HttpHeaders headers;
     if (!pending->session_id.empty()) headers.emplace_back("mcp-session-id", pending->session_id);
     return out->Respond(202, std::move(headers), "");

@@ -80,6 +80,20 @@ class McpApi {
   struct Pending;
 
  private:
+  // Handle's DELETE: ends the session `session_header` names (404 for an
+  // unknown one) and answers 200; when the upstream gave the session an id
+  // of its own, sends it the DELETE too, fire and forget (no answer is
+  // awaited; none when the upstream cannot be found). Takes mu_ and the
+  // session's lock, one at a time; call it holding neither.
+  void EndSession(const std::string& name, const HttpRequest& request,
+                  const std::string& session_header, HttpResponder& out);
+  // Handle's notification or client response (`pending`'s message) in a run
+  // that may forward: sent on to server `name`'s upstream, fire and forget,
+  // under the upstream's session id when `pending`'s session has one (and
+  // notifications/initialized notes whether that session is initialized).
+  // Nothing is sent when there is no upstream. Takes the session's lock;
+  // call it holding none.
+  void PassOn(const std::string& name, const HttpRequest& request, const Pending& pending);
   void Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpResponder> out);
   void Forward(std::shared_ptr<Pending> pending, McpUpstream upstream,
                std::shared_ptr<HttpResponder> out);

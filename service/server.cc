@@ -201,31 +201,47 @@ std::optional<StartStage> StartStageOf(const absl::Status& status) {
   return std::nullopt;
 }
 
-absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
-  auto parts = std::make_unique<Parts>();
-  parts->options = options;
+namespace {
 
-  // Options first, so that a bad flag never touches the database.
-  engine::EngineOptions engine_options;
+// Server::Start's steps, in the order it takes them. Each fills its part of
+// `parts`; errors carry their StartStage. A step that fails once the gRPC
+// server is listening shuts it down before it returns; the rest of `parts`
+// is released with it.
+
+// Checks every option that needs neither the store nor a listener: the
+// addresses, access (ConfigureAccess) and retention (kOptions), then the
+// upstreams and the engine's options (ConfigureEngine, its own stages).
+absl::Status CheckOptions(const ServerOptions& options, Server::Parts* parts,
+                          engine::EngineOptions* engine_options) {
   US_RETURN_IF_ERROR(Tagged(CheckListenAddress("--listen", options.listen), StartStage::kOptions));
   if (!options.http_listen.empty()) {
     US_RETURN_IF_ERROR(
         Tagged(CheckListenAddress("--http", options.http_listen), StartStage::kOptions));
   }
-  US_RETURN_IF_ERROR(Tagged(ConfigureAccess(options, parts.get()), StartStage::kOptions));
+  US_RETURN_IF_ERROR(Tagged(ConfigureAccess(options, parts), StartStage::kOptions));
   US_RETURN_IF_ERROR(Tagged(CheckRetention(options), StartStage::kOptions));
-  US_RETURN_IF_ERROR(ConfigureEngine(options, parts.get(), &engine_options));
+  return ConfigureEngine(options, parts, engine_options);
+}
 
+// Opens the store (its errors kStore) and starts the engine on it (with
+// `engine_options`, to which it adds the store and the name errors give it;
+// Engine::Create's errors as they are).
+absl::Status OpenStoreAndEngine(const ServerOptions& options, Server::Parts* parts,
+                                engine::EngineOptions* engine_options) {
   store::StoreOptions store_options;
   store_options.path = options.db_path;
   store_options.snapshot_of = options.snapshot_of;
   absl::StatusOr<std::unique_ptr<store::Store>> store = store::Store::Open(store_options);
   if (!store.ok()) return Tagged(store.status(), StartStage::kStore);
   parts->store = *std::move(store);
-  engine_options.store = parts->store.get();
-  engine_options.store_name = options.snapshot_of.empty() ? options.db_path : options.snapshot_of;
-  US_ASSIGN_OR_RETURN(parts->engine, engine::Engine::Create(engine_options));
+  engine_options->store = parts->store.get();
+  engine_options->store_name = options.snapshot_of.empty() ? options.db_path : options.snapshot_of;
+  US_ASSIGN_OR_RETURN(parts->engine, engine::Engine::Create(*engine_options));
+  return absl::OkStatus();
+}
 
+// The gRPC services, on the engine and store.
+void MakeServices(const ServerOptions& options, Server::Parts* parts) {
   CallTracker* tracker = &parts->tracker;
   parts->model = std::make_unique<ModelService>(parts->engine.get(), tracker);
   parts->runs = std::make_unique<RunsService>(parts->engine.get(), tracker);
@@ -236,7 +252,12 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
       std::make_unique<TracesService>(parts->engine.get(), parts->store.get(), tracker);
   parts->tools = std::make_unique<ToolsService>(parts->engine.get(), tracker);
   parts->ui = std::make_unique<UiService>(parts->engine.get(), tracker);
+}
 
+// Starts the gRPC server with the services, health and reflection on
+// options.listen, and sets parts->address to the address bound.
+// UNAVAILABLE (kListen) when it cannot listen.
+absl::Status StartGrpc(const ServerOptions& options, Server::Parts* parts) {
   grpc::EnableDefaultHealthCheckService(true);
   // gRPC's built-in health service carries no descriptor of its own: the one
   // compiled from proto/grpc/health/v1/health.proto is referenced here so
@@ -271,113 +292,160 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& optio
   if (grpc::HealthCheckServiceInterface* health = parts->grpc_server->GetHealthCheckService()) {
     for (const char* service : kServedServices) health->SetServingStatus(service, true);
   }
+  return absl::OkStatus();
+}
 
-  if (!options.http_listen.empty()) {
-    HttpApiOptions api_options;
-    api_options.engine = parts->engine.get();
-    for (const auto& [name, upstream] : parts->model_upstreams) {
-      api_options.upstreams[name] = upstream.get();
-    }
-    api_options.redactor = parts->redactor.get();
-    api_options.access = parts->access;
-    McpApiOptions mcp_options;
-    mcp_options.engine = parts->engine.get();
-    mcp_options.redactor = parts->redactor.get();
-    for (const std::string& spec : options.mcp_upstreams) {
-      const size_t eq = spec.find('=');
-      const std::string name = spec.substr(0, eq);
-      absl::StatusOr<std::pair<std::string, std::string>> split =
-          SplitMcpUrl(spec.substr(eq + 1), absl::StrCat("--mcp-upstream ", name));
-      upstream::HttpUpstream* http = parts->mcp_upstreams.at(name).get();
-      mcp_options.upstreams[name] = McpUpstream{http, split.ok() ? split->second : "/"};
-    }
-    parts->mcp_api = std::make_unique<McpApi>(mcp_options);
-    api_options.mcp = parts->mcp_api.get();
-    if (options.own_mcp != nullptr) api_options.own_mcp = &parts->own_mcp;
-    if (options.ui) {
-      UiApiOptions ui_options;
-      ui_options.engine = parts->engine.get();
-      ui_options.store = parts->store.get();
-      ui_options.access = parts->access;
-      parts->ui_api = std::make_unique<UiApi>(ui_options);
-      api_options.ui = parts->ui_api.get();
-    }
-    parts->http_api = std::make_unique<HttpApi>(api_options);
-    HttpServerOptions http_options;
-    http_options.listen = options.http_listen;
-    http_options.max_body_bytes = options.max_body_bytes;
-    http_options.request_timeout = options.request_timeout;
-    http_options.error_body = &HttpApi::ServerErrorBody;
-    http_options.tls_cert_pem = parts->tls_cert_pem;
-    http_options.tls_key_pem = parts->tls_key_pem;
-    std::vector<std::string> hosts = AllowedHosts(options.http_listen, options.allow_hosts);
-    if (!hosts.empty()) {
-      http_options.check_host = [hosts](const HttpRequest& request) {
-        return CheckHost(hosts, request);
-      };
-    }
-    HttpApi* api = parts->http_api.get();
-    absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
-        http_options, [api](HttpRequest request, std::shared_ptr<HttpResponder> out) {
-          api->Handle(std::move(request), std::move(out));
-        });
-    if (!http.ok()) {
-      parts->grpc_server->Shutdown();
-      return Tagged(absl::Status(http.status().code(), absl::StrCat("--http ", options.http_listen,
-                                                                    ": ", http.status().message())),
-                    StartStage::kListen);
-    }
-    parts->http_server = std::move(*http);
-    parts->http_address = parts->http_server->address();
-    if (options.own_mcp != nullptr) {
-      parts->own_mcp.Set(options.own_mcp(parts->address, parts->http_address));
-    }
+// What the HTTP listener serves: the MCP API (parts->mcp_api), the UI's
+// API when options.ui (parts->ui_api), and the provider API over them all
+// (parts->http_api).
+void MakeHttpApi(const ServerOptions& options, Server::Parts* parts) {
+  HttpApiOptions api_options;
+  api_options.engine = parts->engine.get();
+  for (const auto& [name, upstream] : parts->model_upstreams) {
+    api_options.upstreams[name] = upstream.get();
   }
+  api_options.redactor = parts->redactor.get();
+  api_options.access = parts->access;
+  McpApiOptions mcp_options;
+  mcp_options.engine = parts->engine.get();
+  mcp_options.redactor = parts->redactor.get();
+  for (const std::string& spec : options.mcp_upstreams) {
+    const size_t eq = spec.find('=');
+    const std::string name = spec.substr(0, eq);
+    absl::StatusOr<std::pair<std::string, std::string>> split =
+        SplitMcpUrl(spec.substr(eq + 1), absl::StrCat("--mcp-upstream ", name));
+    upstream::HttpUpstream* http = parts->mcp_upstreams.at(name).get();
+    mcp_options.upstreams[name] = McpUpstream{http, split.ok() ? split->second : "/"};
+  }
+  parts->mcp_api = std::make_unique<McpApi>(mcp_options);
+  api_options.mcp = parts->mcp_api.get();
+  if (options.own_mcp != nullptr) api_options.own_mcp = &parts->own_mcp;
+  if (options.ui) {
+    UiApiOptions ui_options;
+    ui_options.engine = parts->engine.get();
+    ui_options.store = parts->store.get();
+    ui_options.access = parts->access;
+    parts->ui_api = std::make_unique<UiApi>(ui_options);
+    api_options.ui = parts->ui_api.get();
+  }
+  parts->http_api = std::make_unique<HttpApi>(api_options);
+}
 
-  if (options.default_mode != v1::RUN_MODE_UNSPECIFIED) {
-    v1::StartRunRequest request;
-    request.set_mode(options.default_mode);
-    request.set_session(options.default_session);
-    request.set_strict(options.default_strict);
-    request.set_repeat(options.default_repeat);
-    absl::StatusOr<v1::Run> run = parts->engine->StartRun(request);
-    if (!run.ok()) {
-      parts->grpc_server->Shutdown();
-      return Tagged(absl::Status(run.status().code(),
-                                 absl::StrCat("default run: ", run.status().message())),
-                    absl::IsNotFound(run.status()) ? StartStage::kReferenced
-                                                   : StartStage::kOptions);
-    }
-    parts->default_run = run->id();
-    // Calls naming no run go to it from now on.
-    parts->engine->SetDefaultRun(run->id());
+// Starts the HTTP listener on options.http_listen with parts->http_api,
+// sets parts->http_address, then makes understudy's own MCP tools from both
+// addresses (options.own_mcp). The listener's error (kListen, naming
+// --http) after shutting the gRPC server down.
+absl::Status StartHttp(const ServerOptions& options, Server::Parts* parts) {
+  HttpServerOptions http_options;
+  http_options.listen = options.http_listen;
+  http_options.max_body_bytes = options.max_body_bytes;
+  http_options.request_timeout = options.request_timeout;
+  http_options.error_body = &HttpApi::ServerErrorBody;
+  http_options.tls_cert_pem = parts->tls_cert_pem;
+  http_options.tls_key_pem = parts->tls_key_pem;
+  std::vector<std::string> hosts = AllowedHosts(options.http_listen, options.allow_hosts);
+  if (!hosts.empty()) {
+    http_options.check_host = [hosts](const HttpRequest& request) {
+      return CheckHost(hosts, request);
+    };
   }
-  if (options.retention.enabled()) {
-    store::PrunerOptions pruner_options;
-    pruner_options.retention = options.retention;
-    pruner_options.interval = options.prune_interval;
-    parts->pruner = store::Pruner::Start(parts->store.get(), pruner_options);
-    const store::RetentionOptions& bounds = options.retention;
-    Log(LogLevel::kInfo, "retention",
-        {{"keep_runs",
-          bounds.keep_runs.has_value() ? absl::StrCat(*bounds.keep_runs) : "unbounded"},
-         {"keep_trace_for", bounds.keep_trace_for.has_value()
-                                ? absl::FormatDuration(*bounds.keep_trace_for)
-                                : "unbounded"},
-         {"interval", absl::FormatDuration(options.prune_interval)}});
+  HttpApi* api = parts->http_api.get();
+  absl::StatusOr<std::unique_ptr<HttpServer>> http = HttpServer::Start(
+      http_options, [api](HttpRequest request, std::shared_ptr<HttpResponder> out) {
+        api->Handle(std::move(request), std::move(out));
+      });
+  if (!http.ok()) {
+    parts->grpc_server->Shutdown();
+    return Tagged(absl::Status(http.status().code(), absl::StrCat("--http ", options.http_listen,
+                                                                  ": ", http.status().message())),
+                  StartStage::kListen);
   }
+  parts->http_server = std::move(*http);
+  parts->http_address = parts->http_server->address();
+  if (options.own_mcp != nullptr) {
+    parts->own_mcp.Set(options.own_mcp(parts->address, parts->http_address));
+  }
+  return absl::OkStatus();
+}
+
+// Starts the default run (options.default_mode and the rest) and makes it
+// the run of calls that name none. Its StartRun error, prefixed "default
+// run: " (kReferenced for NOT_FOUND, else kOptions), after shutting the
+// gRPC server down.
+absl::Status StartDefaultRun(const ServerOptions& options, Server::Parts* parts) {
+  v1::StartRunRequest request;
+  request.set_mode(options.default_mode);
+  request.set_session(options.default_session);
+  request.set_strict(options.default_strict);
+  request.set_repeat(options.default_repeat);
+  absl::StatusOr<v1::Run> run = parts->engine->StartRun(request);
+  if (!run.ok()) {
+    parts->grpc_server->Shutdown();
+    return Tagged(absl::Status(run.status().code(),
+                               absl::StrCat("default run: ", run.status().message())),
+                  absl::IsNotFound(run.status()) ? StartStage::kReferenced
+                                                 : StartStage::kOptions);
+  }
+  parts->default_run = run->id();
+  // Calls naming no run go to it from now on.
+  parts->engine->SetDefaultRun(run->id());
+  return absl::OkStatus();
+}
+
+// Starts the retention pruner on the store (options.retention, every
+// options.prune_interval) and logs its bounds.
+void StartPruner(const ServerOptions& options, Server::Parts* parts) {
+  store::PrunerOptions pruner_options;
+  pruner_options.retention = options.retention;
+  pruner_options.interval = options.prune_interval;
+  parts->pruner = store::Pruner::Start(parts->store.get(), pruner_options);
+  const store::RetentionOptions& bounds = options.retention;
+  Log(LogLevel::kInfo, "retention",
+      {{"keep_runs",
+        bounds.keep_runs.has_value() ? absl::StrCat(*bounds.keep_runs) : "unbounded"},
+       {"keep_trace_for", bounds.keep_trace_for.has_value()
+                              ? absl::FormatDuration(*bounds.keep_trace_for)
+                              : "unbounded"},
+       {"interval", absl::FormatDuration(options.prune_interval)}});
+}
+
+// Logs what the started server serves, and where.
+void LogServing(const ServerOptions& options, const Server::Parts& parts) {
   Log(LogLevel::kInfo, "serving",
-      {{"grpc", parts->address}, {"http", parts->http_address.empty() ? "none" : parts->http_address},
+      {{"grpc", parts.address}, {"http", parts.http_address.empty() ? "none" : parts.http_address},
        {"db", options.db_path},
        {"snapshot_of", options.snapshot_of.empty() ? "none" : options.snapshot_of},
        {"upstreams", options.upstreams.empty() ? "none" : absl::StrJoin(options.upstreams, ",")},
        {"mcp_upstreams",
         options.mcp_upstreams.empty() ? "none" : absl::StrJoin(options.mcp_upstreams, ",")},
-       {"ui", parts->ui_api == nullptr
+       {"ui", parts.ui_api == nullptr
                   ? "off"
-                  : absl::StrCat(parts->tls_cert_pem.empty() ? "http://" : "https://",
-                                 parts->http_address, "/ui/")},
-       {"default_run", parts->default_run}});
+                  : absl::StrCat(parts.tls_cert_pem.empty() ? "http://" : "https://",
+                                 parts.http_address, "/ui/")},
+       {"default_run", parts.default_run}});
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(const ServerOptions& options) {
+  auto parts = std::make_unique<Parts>();
+  parts->options = options;
+
+  // Options first, so that a bad flag never touches the database.
+  engine::EngineOptions engine_options;
+  US_RETURN_IF_ERROR(CheckOptions(options, parts.get(), &engine_options));
+  US_RETURN_IF_ERROR(OpenStoreAndEngine(options, parts.get(), &engine_options));
+  MakeServices(options, parts.get());
+  US_RETURN_IF_ERROR(StartGrpc(options, parts.get()));
+  if (!options.http_listen.empty()) {
+    MakeHttpApi(options, parts.get());
+    US_RETURN_IF_ERROR(StartHttp(options, parts.get()));
+  }
+  if (options.default_mode != v1::RUN_MODE_UNSPECIFIED) {
+    US_RETURN_IF_ERROR(StartDefaultRun(options, parts.get()));
+  }
+  if (options.retention.enabled()) StartPruner(options, parts.get());
+  LogServing(options, *parts);
   return std::unique_ptr<Server>(new Server(std::move(parts)));
 }
 
