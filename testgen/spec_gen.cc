@@ -304,7 +304,7 @@ struct Exchange {
   std::vector<absl::string_view> request;           // contents and arguments
 };
 
-// What trace/assertions.cc's feedback check reads of an exchange event.
+// What trace/assertions_checks.cc's feedback check reads of an exchange event.
 Exchange ExchangeOf(const v1::TraceEvent& e) {
   Exchange x;
   x.seq = e.seq();

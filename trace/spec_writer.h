@@ -29,7 +29,7 @@ std::string SpecQuoted(absl::string_view s);
 // SpecQuoted otherwise.
 std::string SpecScalar(absl::string_view s);
 
-// A JSON value as YAML flow text that spec.cc reads back as the same JSON
+// A JSON value as YAML flow text that spec_check.cc reads back as the same JSON
 // (validation::YamlToJson): strings always quoted (so "5" stays a string),
 // numbers, booleans and null plain, keys in the object's (sorted) order.
 std::string SpecFlow(const nlohmann::json& v);
