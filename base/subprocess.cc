@@ -251,6 +251,108 @@ std::string CommandResult::Describe() const {
   return absl::StrCat("timed out after ", absl::FormatDuration(elapsed), " (", how, ")");
 }
 
+namespace {
+
+// One of the child's output pipes and the string it is read into.
+struct Stream {
+  int fd;
+  std::string* text;
+};
+
+// Writes to the child's stdin what the pipe takes of `options.input` past
+// `written`; closes stdin once all of it is in or the child will not read
+// the rest.
+void FeedStdin(ChildProcess& child, const RunOptions& options, size_t& written) {
+  const ssize_t n = WriteWithoutSigpipe(child.stdin_fd(), options.input.data() + written,
+                                        options.input.size() - written);
+  if (n > 0) written += static_cast<size_t>(n);
+  // EPIPE and the like: the child will not read the rest.
+  const bool failed = n < 0 && errno != EAGAIN && errno != EINTR;
+  if (failed || written == options.input.size()) child.CloseStdin();
+}
+
+// Reads the output pipes that polled ready (fds[i] is streams[i]'s) into
+// their strings, up to `options.max_output` each (the rest is dropped and
+// `result.truncated` set); keeps in `streams` those not at EOF.
+void ReadStreams(const std::vector<pollfd>& fds, const RunOptions& options,
+                 std::vector<Stream>& streams, CommandResult& result) {
+  char buffer[16384];
+  std::vector<Stream> open;
+  for (size_t i = 0; i < streams.size(); ++i) {
+    if (fds[i].revents == 0) {
+      open.push_back(streams[i]);
+      continue;
+    }
+    const ssize_t n = ::read(streams[i].fd, buffer, sizeof(buffer));
+    if (n == 0) continue;  // EOF
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EINTR) open.push_back(streams[i]);
+      continue;
+    }
+    std::string& text = *streams[i].text;
+    const size_t room = options.max_output - std::min(options.max_output, text.size());
+    const size_t take = std::min(room, static_cast<size_t>(n));
+    text.append(buffer, take);
+    if (take < static_cast<size_t>(n)) result.truncated = true;
+    open.push_back(streams[i]);
+  }
+  streams = std::move(open);
+}
+
+// Calls `options.on_ready` for each of the caller's descriptors that polled
+// ready (fds[watched_at + i] is watched[i]'s); keeps in `watched` those
+// still to watch. kAbandon sets `result.abandoned` and stops there.
+void ServeWatched(const std::vector<pollfd>& fds, size_t watched_at, const RunOptions& options,
+                  std::vector<int>& watched, CommandResult& result) {
+  std::vector<int> still;
+  for (size_t i = 0; i < watched.size() && !result.abandoned; ++i) {
+    if (fds[watched_at + i].revents == 0) {
+      still.push_back(watched[i]);
+      continue;
+    }
+    switch (options.on_ready(watched[i])) {
+      case WatchResult::kKeepWatching:
+        still.push_back(watched[i]);
+        break;
+      case WatchResult::kStopWatching:
+        break;
+      case WatchResult::kAbandon:
+        result.abandoned = true;
+        break;
+    }
+  }
+  if (result.abandoned) return;
+  watched = std::move(still);
+}
+
+// After the loop: the abandoned command's group is killed, a timed-out one
+// gets SIGTERM, 2 s, then SIGKILL; else the leader is waited for (until the
+// deadline) and what it left behind killed. Returns the leader's wait
+// status when known (`status`, when the loop saw it exit).
+std::optional<int> EndChild(ChildProcess& child, const CommandResult& result,
+                            std::optional<int> status, absl::Time deadline) {
+  child.CloseStdin();
+  if (result.abandoned) {
+    child.Signal(SIGKILL);
+    status = child.WaitFor(absl::Seconds(5));
+  } else if (result.timed_out) {
+    child.Signal(SIGTERM);
+    status = child.WaitFor(absl::Seconds(2));
+    if (!status.has_value()) {
+      child.Signal(SIGKILL);
+      status = child.WaitFor(absl::Seconds(5));
+    }
+  } else {
+    // (poll failing is the only other way out of the loop.)
+    if (!status.has_value()) status = child.WaitFor(std::max(deadline - Env::Default()->Now(), absl::ZeroDuration()));
+    // The leader is gone; nothing it left behind outlives the run.
+    child.Signal(SIGKILL);
+  }
+  return status;
+}
+
+}  // namespace
+
 absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
                                          const RunOptions& options) {
   const absl::Time start = Env::Default()->Now();
@@ -267,15 +369,10 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
   // whatever it started that kept the descriptors) is gone. A grandchild
   // holding one past the deadline does not hold us: the whole group is
   // ended. Meanwhile stdin takes `input` as fast as the child reads it.
-  struct Stream {
-    int fd;
-    std::string* text;
-  };
   std::vector<Stream> streams = {{child.stdout_fd(), &result.output}};
   if (child.stderr_fd() >= 0) streams.push_back({child.stderr_fd(), &result.error_output});
   std::vector<int> watched = options.watch_fds;
   std::optional<int> status;
-  char buffer[16384];
   // Until EOF on every output pipe, then until the leader exits; the
   // caller's descriptors are watched all along.
   for (;;) {
@@ -306,72 +403,12 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
     const int ready = ::poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
-    if (writing && fds[stdin_at].revents != 0) {
-      const ssize_t n = WriteWithoutSigpipe(child.stdin_fd(), options.input.data() + written,
-                                            options.input.size() - written);
-      if (n > 0) written += static_cast<size_t>(n);
-      // EPIPE and the like: the child will not read the rest.
-      const bool failed = n < 0 && errno != EAGAIN && errno != EINTR;
-      if (failed || written == options.input.size()) child.CloseStdin();
-    }
-    std::vector<Stream> open;
-    for (size_t i = 0; i < streams.size(); ++i) {
-      if (fds[i].revents == 0) {
-        open.push_back(streams[i]);
-        continue;
-      }
-      const ssize_t n = ::read(streams[i].fd, buffer, sizeof(buffer));
-      if (n == 0) continue;  // EOF
-      if (n < 0) {
-        if (errno == EAGAIN || errno == EINTR) open.push_back(streams[i]);
-        continue;
-      }
-      std::string& text = *streams[i].text;
-      const size_t room = options.max_output - std::min(options.max_output, text.size());
-      const size_t take = std::min(room, static_cast<size_t>(n));
-      text.append(buffer, take);
-      if (take < static_cast<size_t>(n)) result.truncated = true;
-      open.push_back(streams[i]);
-    }
-    streams = std::move(open);
-    std::vector<int> still;
-    for (size_t i = 0; i < watched.size() && !result.abandoned; ++i) {
-      if (fds[watched_at + i].revents == 0) {
-        still.push_back(watched[i]);
-        continue;
-      }
-      switch (options.on_ready(watched[i])) {
-        case WatchResult::kKeepWatching:
-          still.push_back(watched[i]);
-          break;
-        case WatchResult::kStopWatching:
-          break;
-        case WatchResult::kAbandon:
-          result.abandoned = true;
-          break;
-      }
-    }
+    if (writing && fds[stdin_at].revents != 0) FeedStdin(child, options, written);
+    ReadStreams(fds, options, streams, result);
+    ServeWatched(fds, watched_at, options, watched, result);
     if (result.abandoned) break;
-    watched = std::move(still);
   }
-  child.CloseStdin();
-  if (result.abandoned) {
-    child.Signal(SIGKILL);
-    status = child.WaitFor(absl::Seconds(5));
-  } else if (result.timed_out) {
-    child.Signal(SIGTERM);
-    status = child.WaitFor(absl::Seconds(2));
-    if (!status.has_value()) {
-      child.Signal(SIGKILL);
-      status = child.WaitFor(absl::Seconds(5));
-    }
-  } else {
-    // (poll failing is the only other way out of the loop.)
-    if (!status.has_value()) status = child.WaitFor(std::max(deadline - Env::Default()->Now(), absl::ZeroDuration()));
-    // The leader is gone; nothing it left behind outlives the run.
-    child.Signal(SIGKILL);
-  }
-  result.wait_status = status.value_or(kUnknownExit);
+  result.wait_status = EndChild(child, result, status, deadline).value_or(kUnknownExit);
   result.elapsed = Env::Default()->Now() - start;
   return result;
 }

@@ -148,14 +148,16 @@ int Fatal(absl::string_view message) {
   return 2;
 }
 
-}  // namespace
+// The log flags whose source OpenLog asks: given (flag or environment), else
+// the config's.
+struct LogOptions {
+  CLI::Option* format;
+  CLI::Option* file;
+};
 
-int SimMain(int argc, char** argv) {
-  Flags flags;
-  CLI::App app{
-      "understudy sim: a stand-in for a terminal coding agent (Claude Code-like) that "
-      "orchestrators drive through tmux: prompt indicator, scripted behaviours, hooks, "
-      "completion command, trace events."};
+// Gives `app` its name, version, flags (their values go into `flags`) and
+// help footer.
+LogOptions DefineFlags(CLI::App& app, Flags& flags) {
   app.name("understudy sim");
   app.set_version_flag("--version", std::string("understudy sim ") + UNDERSTUDY_VERSION);
   app.allow_extras();
@@ -220,6 +222,48 @@ int SimMain(int argc, char** argv) {
       "  tmux send-keys -t a -l 'deploy to prod' && tmux send-keys -t a Enter\n"
       "  understudy sim -p \"fix the tests\" --config coder.yaml\n"
       "  understudy validate coder.yaml");
+  return {log_format, log_file};
+}
+
+// The log: flags and environment, else the config's `logging` (MEOW).
+absl::StatusOr<std::unique_ptr<EventLog>> OpenLog(const Flags& flags, const SimConfig& config,
+                                                  const LogOptions& options) {
+  const LogSettings& logging = config.log;
+  const std::string format = options.format->count() > 0 ? flags.log_format : logging.format;
+  const std::string file = options.file->count() > 0 ? flags.log_file : logging.file;
+  std::string level = flags.log_level;
+  if (level.empty()) level = Getenv("MEOW_SIM_LOG_LEVEL");
+  if (level.empty()) level = logging.level;
+  absl::StatusOr<LogLevel> min_level = ParseLogLevel(level.empty() ? "debug" : level);
+  if (!min_level.ok()) return min_level.status();
+  absl::StatusOr<std::unique_ptr<EventLog>> log =
+      EventLog::Open(file, format == "json" ? LogFormat::kJson : LogFormat::kText);
+  if (!log.ok()) return log.status();
+  (*log)->set_level(*min_level);
+  return log;
+}
+
+// The prompt of `-p` without an argument: stdin, up to kMaxPromptBytes (and
+// what the last read brought), trailing whitespace dropped.
+std::string ReadPromptFromStdin() {
+  std::string text;
+  char buffer[65536];
+  ssize_t n;
+  while (text.size() <= kMaxPromptBytes && (n = read(STDIN_FILENO, buffer, sizeof(buffer))) > 0) {
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return std::string(absl::StripTrailingAsciiWhitespace(text));
+}
+
+}  // namespace
+
+int SimMain(int argc, char** argv) {
+  Flags flags;
+  CLI::App app{
+      "understudy sim: a stand-in for a terminal coding agent (Claude Code-like) that "
+      "orchestrators drive through tmux: prompt indicator, scripted behaviours, hooks, "
+      "completion command, trace events."};
+  const LogOptions log_options = DefineFlags(app, flags);
 
   std::vector<std::string> kept = DropUnknownFlags(app, argc, argv);
   std::vector<char*> args;
@@ -253,29 +297,12 @@ int SimMain(int argc, char** argv) {
   SimOptions options;
   absl::Status hooks = LoadHooks(flags, **config, cwd, &options.hooks);
   if (!hooks.ok()) return Fatal(hooks.message());
-  // The log: flags and environment, else the config's `logging` (MEOW).
-  const LogSettings& logging = (*config)->log;
-  const std::string format = log_format->count() > 0 ? flags.log_format : logging.format;
-  const std::string file = log_file->count() > 0 ? flags.log_file : logging.file;
-  std::string level = flags.log_level;
-  if (level.empty()) level = Getenv("MEOW_SIM_LOG_LEVEL");
-  if (level.empty()) level = logging.level;
-  absl::StatusOr<LogLevel> min_level = ParseLogLevel(level.empty() ? "debug" : level);
-  if (!min_level.ok()) return Fatal(min_level.status().message());
-  absl::StatusOr<std::unique_ptr<EventLog>> log =
-      EventLog::Open(file, format == "json" ? LogFormat::kJson : LogFormat::kText);
+  absl::StatusOr<std::unique_ptr<EventLog>> log = OpenLog(flags, **config, log_options);
   if (!log.ok()) return Fatal(log.status().message());
-  (*log)->set_level(*min_level);
 
   if (flags.print && flags.prompt.empty() && !isatty(STDIN_FILENO)) {
     // `cat task.md | understudy sim -p`
-    std::string text;
-    char buffer[65536];
-    ssize_t n;
-    while (text.size() <= kMaxPromptBytes && (n = read(STDIN_FILENO, buffer, sizeof(buffer))) > 0) {
-      text.append(buffer, static_cast<size_t>(n));
-    }
-    flags.prompt = std::string(absl::StripTrailingAsciiWhitespace(text));
+    flags.prompt = ReadPromptFromStdin();
   }
   if (flags.print && flags.prompt.empty()) {
     return Fatal("-p needs a prompt: an argument, or text on stdin");
