@@ -42,11 +42,6 @@ constexpr int kMaxRetries = 100;
 
 // Every action, in ActionKind order, with the fields it takes beyond the
 // ones every behaviour has (name, when, action, delay).
-struct ActionInfo {
-  ActionKind kind;
-  const char* name;
-  Keys fields;
-};
 const ActionInfo kActions[] = {
     {ActionKind::kComplete, "complete", {"output", "outputs", "events", "completion"}},
     {ActionKind::kAsk, "ask", {"question", "options", "then", "events"}},
@@ -86,23 +81,9 @@ std::string At(const std::string& path, size_t i) { return validation::JoinPath(
 // and conditions.
 enum class Place { kList, kDefault, kInline };
 
-bool TakesField(ActionKind kind, absl::string_view key) {
-  for (const ActionInfo& a : kActions) {
-    if (a.kind != kind) continue;
-    for (const char* f : a.fields) {
-      if (key == f) return true;
-    }
-  }
-  return false;
-}
-
 // "action ask" or "actions complete, fail_then_succeed, model".
 std::string ActionsTaking(absl::string_view key) {
-  std::vector<std::string> names;
-  for (const ActionInfo& a : kActions) {
-    if (TakesField(a.kind, key)) names.push_back(a.name);
-  }
-  return absl::StrCat(names.size() == 1 ? "action " : "actions ", absl::StrJoin(names, ", "));
+  return NamesTaking(kActions, key, "action");
 }
 
 // The understudy dialect.
@@ -466,14 +447,14 @@ class Checker : public SimChecker {
       }
     }
     for (const char* key : kActionFields) {
-      if (n[key].IsDefined() && !TakesField(b->action, key)) {
+      if (n[key].IsDefined() && !TakesField(kActions, b->action, key)) {
         Error(KeyNode(n, key), Join(path, key),
               absl::StrCat("only for ", ActionsTaking(key), " (this behaviour's action is ",
                            action, ")"));
       }
     }
     auto field = [&](const char* key) {
-      return n[key].IsDefined() && TakesField(b->action, key);
+      return n[key].IsDefined() && TakesField(kActions, b->action, key);
     };
     if (n["delay"].IsDefined()) Duration(n["delay"], Join(path, "delay"), &b->delay);
     if (field("output")) Lines(n["output"], Join(path, "output"), &b->output);

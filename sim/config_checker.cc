@@ -1,9 +1,12 @@
 #include "sim/config_checker.h"
 
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/duration.h"
 
 namespace understudy {
@@ -57,6 +60,25 @@ std::shared_ptr<Behaviour> SimChecker::PlainComplete(const std::string& path) co
   b->path = path;
   b->completion = out_->completion;
   return b;
+}
+
+bool TakesField(absl::Span<const ActionInfo> table, ActionKind kind, absl::string_view key) {
+  for (const ActionInfo& a : table) {
+    if (a.kind != kind) continue;
+    for (const char* f : a.fields) {
+      if (key == f) return true;
+    }
+  }
+  return false;
+}
+
+std::string NamesTaking(absl::Span<const ActionInfo> table, absl::string_view key,
+                        absl::string_view word) {
+  std::vector<std::string> names;
+  for (const ActionInfo& a : table) {
+    if (TakesField(table, a.kind, key)) names.push_back(a.name);
+  }
+  return absl::StrCat(word, names.size() == 1 ? " " : "s ", absl::StrJoin(names, ", "));
 }
 
 }  // namespace sim

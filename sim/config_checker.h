@@ -6,11 +6,14 @@
 #ifndef UNDERSTUDY_SIM_CONFIG_CHECKER_H_
 #define UNDERSTUDY_SIM_CONFIG_CHECKER_H_
 
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "sim/config.h"
 #include "validation/problems.h"
 #include "validation/yaml_checker.h"
@@ -55,6 +58,23 @@ bool IsMeowDocument(const YAML::Node& root);
 
 // Checks `root`, a MEOW-dialect config, into `out` (sim/meow_config.cc).
 void CheckMeowDocument(const YAML::Node& root, validation::Report* report, SimConfig* out);
+
+// A dialect's action (or MEOW type) and the fields it takes beyond the ones
+// every behaviour has; each dialect keeps a table of these in ActionKind
+// order.
+struct ActionInfo {
+  ActionKind kind;
+  const char* name;
+  std::initializer_list<const char*> fields;
+};
+
+// Whether the action `kind` of `table` takes the field `key`.
+bool TakesField(absl::Span<const ActionInfo> table, ActionKind kind, absl::string_view key);
+
+// "WORD NAME" or "WORDs NAME, NAME": the names in `table` of the actions
+// that take `key` ("action ask", "types complete, fail_then_succeed").
+std::string NamesTaking(absl::Span<const ActionInfo> table, absl::string_view key,
+                        absl::string_view word);
 
 }  // namespace sim
 }  // namespace understudy

@@ -63,11 +63,6 @@ constexpr char kFailMessage[] = "An error occurred";
 constexpr char kFailThenSucceedMessage[] = "Simulated failure";
 
 // Every action type, with the fields it takes beyond `type` and `delay`.
-struct ActionInfo {
-  ActionKind kind;
-  const char* name;
-  Keys fields;
-};
 const ActionInfo kActions[] = {
     {ActionKind::kComplete, "complete", {"outputs", "events"}},
     {ActionKind::kAsk, "ask", {"question", "options"}},
@@ -82,23 +77,9 @@ const ActionInfo kActions[] = {
 constexpr Keys kActionFields = {"outputs",    "events",          "question",  "options",
                                 "fail_count", "fail_message",    "exit_code", "success_outputs"};
 
-bool TakesField(ActionKind kind, absl::string_view key) {
-  for (const ActionInfo& a : kActions) {
-    if (a.kind != kind) continue;
-    for (const char* f : a.fields) {
-      if (key == f) return true;
-    }
-  }
-  return false;
-}
-
 // "type ask" or "types complete, fail_then_succeed".
 std::string TypesTaking(absl::string_view key) {
-  std::vector<std::string> names;
-  for (const ActionInfo& a : kActions) {
-    if (TakesField(a.kind, key)) names.push_back(a.name);
-  }
-  return absl::StrCat(names.size() == 1 ? "type " : "types ", absl::StrJoin(names, ", "));
+  return NamesTaking(kActions, key, "type");
 }
 
 // MEOW prints failures as "Error: MESSAGE"; a message that already says
@@ -253,13 +234,13 @@ class MeowChecker : public SimChecker {
       b->completion.reset();
     }
     for (const char* key : kActionFields) {
-      if (n[key].IsDefined() && !TakesField(b->action, key)) {
+      if (n[key].IsDefined() && !TakesField(kActions, b->action, key)) {
         Error(KeyNode(n, key), validation::JoinPath(path, key),
               absl::StrCat("only for ", TypesTaking(key), " (this action's type is ", type, ")"));
       }
     }
     const auto field = [&](const char* key) {
-      return n[key].IsDefined() && TakesField(b->action, key);
+      return n[key].IsDefined() && TakesField(kActions, b->action, key);
     };
     const auto at = [&](const char* key) { return validation::JoinPath(path, key); };
     b->delay = work_delay_;
