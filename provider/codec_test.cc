@@ -1,6 +1,7 @@
 #include "provider/codec.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status_matchers.h"
@@ -26,6 +27,28 @@ TEST(CodecRegistryTest, NamesEveryApiOnceWithItsUpstream) {
   EXPECT_EQ(Codecs().Find("ollama"), nullptr);
   EXPECT_THAT(Codecs().UpstreamNames(), ElementsAre("openai", "anthropic", "gemini"));
   EXPECT_EQ(Codecs().Default().name(), "openai");
+}
+
+TEST(CodecRegistryTest, NamesEachBaseUrlVariableOnceInRegistrationOrder) {
+  // The three OpenAI APIs share one variable, read with /v1 after the run's
+  // prefix; `record|replay -- CMD` sets exactly these.
+  using Pair = std::pair<std::string, std::string>;
+  EXPECT_THAT(Codecs().BaseUrlVariables(),
+              ElementsAre(Pair("OPENAI_BASE_URL", "/v1"), Pair("ANTHROPIC_BASE_URL", ""),
+                          Pair("GOOGLE_GEMINI_BASE_URL", "")));
+}
+
+TEST(CodecRegistryTest, EachApiNamesTheRequestFieldsItsMatchingIgnores) {
+  std::vector<std::string> names;
+  for (const Codec* codec : Codecs().All()) {
+    names.emplace_back(codec->name());
+    EXPECT_FALSE(codec->IgnoredRequestFields().empty()) << codec->name();
+  }
+  EXPECT_THAT(names, ElementsAre("openai", "openai-responses", "openai-embeddings", "anthropic",
+                                 "gemini"));
+  EXPECT_THAT(Codecs().Find("anthropic")->IgnoredRequestFields(),
+              ElementsAre("stream", "metadata"));
+  EXPECT_THAT(Codecs().Find("gemini")->IgnoredRequestFields(), ElementsAre("labels"));
 }
 
 TEST(CodecRegistryTest, RoutesPathsToTheirApi) {

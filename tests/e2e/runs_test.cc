@@ -301,6 +301,23 @@ TEST_F(RunsTest, PruneSelectsByCountAgeAndStateAndDryRunChangesNothing) {
   EXPECT_THAT(Lines(sessions.out), SizeIs(1));
 }
 
+TEST_F(RunsTest, EmitRefusesEveryKindTheEngineWritesAndKeepsServing) {
+  ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
+  Clients c(server->NewChannel());
+  ASSERT_OK(StartScripted(c, "posing").status());
+  for (const char* kind : {"run_started", "agent_execution", "tool_result", "exchange", "miss",
+                           "tool_call", "routing_decision", "phase_transition", "workflow_end",
+                           "ui_call", "run_ended"}) {
+    absl::StatusOr<v1::TraceEvent> posed = Emit(c, "posing", kind, {});
+    EXPECT_THAT(posed, StatusIs(absl::StatusCode::kInvalidArgument,
+                                HasSubstr(absl::StrCat("\"", kind, "\" is understudy's own"))))
+        << kind;
+  }
+  ASSERT_OK(Emit(c, "posing", "custom.tool_call", {}).status());
+  ASSERT_OK_AND_ASSIGN(v1::RunSummary ended, EndRun(c, "posing"));
+  EXPECT_EQ(ended.run().id(), "posing");
+}
+
 TEST_F(RunsTest, PruneGivesTheSpaceBackToTheFilesystem) {
   ASSERT_OK_AND_ASSIGN(std::unique_ptr<ServerProcess> server, StartServer());
   Clients c(server->NewChannel());
