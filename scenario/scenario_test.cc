@@ -16,6 +16,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::SizeIs;
 
 // Every field of the schema, once.
@@ -588,6 +589,21 @@ rules:
             "bad.yaml:10:60: error: rules[2].when.tool_arguments[\"b\"][\"c\"]: duplicate key\n"
             "bad.yaml:11:28: error: rules[2].respond.structured: a mapping key is itself a "
             "mapping or a list; JSON keys are strings (quote the key)");
+}
+
+// A number outside int64's range (or inf/nan) where an integer is
+// expected is refused with the generic suggestion; converting it to
+// suggest "the integer it spells" would be undefined behaviour.
+TEST(ScenarioTest, HugeFloatsWhereIntegersGoAreRefusedPlainly) {
+  for (const char* value : {"1e300", "-1e300", ".inf", ".nan", "9.3e18"}) {
+    ValidationReport report = ValidateScenario(
+        absl::StrCat("schema: understudy.scenario/v1\nrules:\n  - name: a\n    when: {tool: x}\n"
+                     "    error: {jsonrpc_code: ",
+                     value, "}\n"),
+        "big.yaml");
+    EXPECT_THAT(FormatReport(report), HasSubstr("rules[0].error.jsonrpc_code")) << value;
+    EXPECT_THAT(FormatReport(report), Not(HasSubstr("write it as an integer"))) << value;
+  }
 }
 
 TEST(ScenarioTest, ToolRulesWarnAboutModelOnlyConditionsAndFields) {

@@ -1,3 +1,4 @@
+#include <cmath>
 #include "validation/yaml_checker.h"
 
 #include <algorithm>
@@ -242,9 +243,10 @@ namespace {
 // spells when it is a whole number in another form ("3.0"), else the form.
 std::string IntSuggestion(const YAML::Node& n, const std::string& path, int64_t min) {
   double d = 0;
-  if (n.IsScalar() && absl::SimpleAtod(n.Scalar(), &d) && d == static_cast<double>(
-                                                               static_cast<int64_t>(d)) &&
-      static_cast<int64_t>(d) >= min) {
+  // Only a finite value inside int64's range may be converted: casting
+  // 1e300, inf or nan is undefined.
+  if (n.IsScalar() && absl::SimpleAtod(n.Scalar(), &d) && std::isfinite(d) &&
+      d >= -9.2e18 && d <= 9.2e18 && d == std::trunc(d) && static_cast<int64_t>(d) >= min) {
     return absl::StrCat("write it as an integer: ", ExampleAt(path, absl::StrCat(static_cast<int64_t>(d))));
   }
   return absl::StrCat(min < 0 ? std::string("write an integer")
