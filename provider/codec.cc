@@ -5,7 +5,10 @@
 #include "absl/algorithm/container.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "base/http_status.h"
+#include "nlohmann/json.hpp"
+#include "validation/json_bounds.h"
 
 namespace understudy {
 namespace provider {
@@ -20,6 +23,16 @@ std::string ModelFor(const RenderContext& context, const v1::CompletionResponse&
   if (context.call != nullptr && !context.call->model.empty()) return context.call->model;
   if (context.parsed != nullptr) return context.parsed->canonical.model();
   return "";
+}
+
+absl::string_view QueryParam(absl::string_view query, absl::string_view name) {
+  for (absl::string_view pair : absl::StrSplit(query, '&')) {
+    const size_t eq = pair.find('=');
+    if (pair.substr(0, eq) == name) {
+      return eq == absl::string_view::npos ? absl::string_view() : pair.substr(eq + 1);
+    }
+  }
+  return {};
 }
 
 bool IsEventStream(absl::string_view content_type) {
@@ -60,6 +73,18 @@ absl::StatusOr<std::string> Codec::ModelList(const std::vector<std::string>&) co
 
 const StoredResponses* Codec::stored() const { return nullptr; }
 
+bool Codec::Claims(absl::string_view, absl::string_view) const { return false; }
+
+std::string Codec::UpstreamErrorMessage(absl::string_view body) const {
+  nlohmann::json j = validation::ParseJsonOrDiscarded<nlohmann::json>(body);
+  if (!j.is_discarded() && j.is_array() && j.size() == 1) j = j[0];
+  if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_object() &&
+      j["error"].contains("message") && j["error"]["message"].is_string()) {
+    return j["error"]["message"].get<std::string>();
+  }
+  return "";
+}
+
 std::string Codec::RequestErrorBody(int http_status, absl::string_view message) const {
   return ErrorBody(absl::Status(StatusCodeForHttp(http_status), message), "");
 }
@@ -73,7 +98,12 @@ const Codec* CodecRegistry::Find(absl::string_view name) const {
   return nullptr;
 }
 
-const Codec* CodecRegistry::ForPath(absl::string_view path) const {
+const Codec* CodecRegistry::ForPath(absl::string_view path, absl::string_view query) const {
+  if (!query.empty()) {
+    for (const auto& codec : codecs_) {
+      if (codec->Claims(path, query)) return codec.get();
+    }
+  }
   for (const auto& codec : codecs_) {
     if (codec->Serves(path)) return codec.get();
   }

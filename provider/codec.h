@@ -21,6 +21,7 @@
 #include "absl/types/span.h"
 #include "google/protobuf/repeated_field.h"
 #include "provider/chunk_decoder.h"
+#include "provider/element_stream.h"
 #include "provider/parsed_request.h"
 #include "provider/stream_render.h"
 #include "understudy/v1/completion.pb.h"
@@ -28,13 +29,6 @@
 
 namespace understudy {
 namespace provider {
-
-// How a streamed answer is framed on the wire.
-enum class StreamFraming {
-  kNone,       // the route does not choose (the body asks, or no stream)
-  kSse,        // server-sent events
-  kJsonArray,  // one JSON array, element by element (JsonArraySplitter)
-};
 
 // What a request's route says besides its body, as the codec serving it
 // read it (Codec::Route).
@@ -75,6 +69,11 @@ struct RenderContext {
 // The model of a rendered answer: the answer's, else the route's, else the
 // request's, else "".
 std::string ModelFor(const RenderContext& context, const v1::CompletionResponse& response);
+
+// The value of query parameter `name` in `query` (what follows '?'), ""
+// when absent. Values are returned as sent, not percent-decoded: the
+// parameters the codecs read (alt, api-version) need none.
+absl::string_view QueryParam(absl::string_view query, absl::string_view name);
 
 // The stream form a recorded native exchange has: true for SSE.
 bool IsEventStream(absl::string_view content_type);
@@ -140,6 +139,10 @@ class Codec {
   virtual std::string NormalizePath(absl::string_view path) const;
   // True when `path` (normalized, no query) is one of its routes.
   virtual bool Serves(absl::string_view path) const = 0;
+  // True when this API claims a request whose path another API's routes
+  // serve, by what the query says (Azure OpenAI's `api-version` on
+  // /v1/responses). Claims are asked before Serves. Default: never.
+  virtual bool Claims(absl::string_view path, absl::string_view query) const;
   // What a served path and its query say (`method` names the request in
   // errors): the route's model, stream form or fetched id. Fails
   // (NOT_FOUND, INVALID_ARGUMENT) for a path of this API that names no call
@@ -194,6 +197,10 @@ class Codec {
   // An error body in this API's shape; `code` is understudy's stable code
   // ("" for none; a shape may have no place for it).
   virtual std::string ErrorBody(const absl::Status& status, absl::string_view code) const = 0;
+  // The message an upstream's error body in this API's shape carries, ""
+  // when it holds none. Default: `error.message`, also inside a
+  // one-element array (Gemini's array form).
+  virtual std::string UpstreamErrorMessage(absl::string_view body) const;
   // The body of the listener's own refusal (413, 400) of a request for
   // this API, before it was read. Default: ErrorBody of the status the
   // HTTP status stands for, with no code.
@@ -211,8 +218,9 @@ class CodecRegistry {
 
   // The codec named `name` (Codec::name), or null.
   const Codec* Find(absl::string_view name) const;
-  // The codec whose routes serve `path` (normalized, no query), or null.
-  const Codec* ForPath(absl::string_view path) const;
+  // The codec that claims `path` (normalized, no query) by `query`, else
+  // the one whose routes serve it, or null.
+  const Codec* ForPath(absl::string_view path, absl::string_view query = "") const;
   // The codec whose client header `header` finds (a request's header by
   // name, "" when absent), else the default.
   const Codec& ForClient(const std::function<absl::string_view(absl::string_view)>& header) const;

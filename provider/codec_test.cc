@@ -19,13 +19,15 @@ const CodecRegistry& Codecs() { return CodecRegistry::Builtin(); }
 
 TEST(CodecRegistryTest, NamesEveryApiOnceWithItsUpstream) {
   for (const char* name :
-       {"openai", "openai-responses", "openai-embeddings", "anthropic", "gemini"}) {
+       {"openai", "openai-responses", "openai-embeddings", "anthropic", "gemini", "vertex",
+        "azure-openai", "azure-openai-responses", "azure-openai-embeddings"}) {
     const Codec* codec = Codecs().Find(name);
     ASSERT_NE(codec, nullptr) << name;
     EXPECT_EQ(codec->name(), name);
   }
-  EXPECT_EQ(Codecs().Find("ollama"), nullptr);
-  EXPECT_THAT(Codecs().UpstreamNames(), ElementsAre("openai", "anthropic", "gemini"));
+  EXPECT_EQ(Codecs().Find("bedrock"), nullptr);
+  EXPECT_THAT(Codecs().UpstreamNames(),
+              ElementsAre("openai", "anthropic", "gemini", "vertex", "azure"));
   EXPECT_EQ(Codecs().Default().name(), "openai");
 }
 
@@ -35,7 +37,8 @@ TEST(CodecRegistryTest, NamesEachBaseUrlVariableOnceInRegistrationOrder) {
   using Pair = std::pair<std::string, std::string>;
   EXPECT_THAT(Codecs().BaseUrlVariables(),
               ElementsAre(Pair("OPENAI_BASE_URL", "/v1"), Pair("ANTHROPIC_BASE_URL", ""),
-                          Pair("GOOGLE_GEMINI_BASE_URL", "")));
+                          Pair("GOOGLE_GEMINI_BASE_URL", ""), Pair("GOOGLE_VERTEX_BASE_URL", ""),
+                          Pair("AZURE_OPENAI_ENDPOINT", "")));
 }
 
 TEST(CodecRegistryTest, EachApiNamesTheRequestFieldsItsMatchingIgnores) {
@@ -45,7 +48,8 @@ TEST(CodecRegistryTest, EachApiNamesTheRequestFieldsItsMatchingIgnores) {
     EXPECT_FALSE(codec->IgnoredRequestFields().empty()) << codec->name();
   }
   EXPECT_THAT(names, ElementsAre("openai", "openai-responses", "openai-embeddings", "anthropic",
-                                 "gemini"));
+                                 "gemini", "vertex", "azure-openai", "azure-openai-responses",
+                                 "azure-openai-embeddings"));
   EXPECT_THAT(Codecs().Find("anthropic")->IgnoredRequestFields(),
               ElementsAre("stream", "metadata"));
   EXPECT_THAT(Codecs().Find("gemini")->IgnoredRequestFields(), ElementsAre("labels"));
@@ -62,6 +66,15 @@ TEST(CodecRegistryTest, RoutesPathsToTheirApi) {
   EXPECT_EQ(Codecs().ForPath("/v1/models"), nullptr);
   EXPECT_EQ(Codecs().ForPath("/v1/models/g"), nullptr);
   EXPECT_EQ(Codecs().ForPath("/v2/other"), nullptr);
+  EXPECT_EQ(Codecs().ForPath("/v1/projects/p/locations/us-central1/publishers/google/models/"
+                             "g:generateContent")
+                ->name(),
+            "vertex");
+  EXPECT_EQ(Codecs().ForPath("/v1beta1/publishers/google/models/g:streamGenerateContent")->name(),
+            "vertex");
+  EXPECT_EQ(Codecs().ForPath("/v1/projects/p/locations/l/publishers/anthropic/models/c:rawPredict"),
+            nullptr);
+  EXPECT_EQ(Codecs().ForPath("/v1/projects//locations/l/publishers/google/models/g:x"), nullptr);
   EXPECT_EQ(Codecs().NormalizePath("/messages"), "/v1/messages");
   EXPECT_EQ(Codecs().NormalizePath("/v1/chat/completions"), "/v1/chat/completions");
 }
@@ -72,7 +85,18 @@ TEST(CodecRegistryTest, ListsRoutesInRegistrationOrder) {
                           "GET /v1/responses/{id}", "POST /v1/embeddings",
                           "POST /v1/messages (also /messages)",
                           "POST /v1beta/models/{model}:generateContent",
-                          "POST /v1beta/models/{model}:streamGenerateContent"));
+                          "POST /v1beta/models/{model}:streamGenerateContent",
+                          "POST /v1/projects/{project}/locations/{location}/publishers/google/"
+                          "models/{model}:generateContent",
+                          "POST /v1/projects/{project}/locations/{location}/publishers/google/"
+                          "models/{model}:streamGenerateContent",
+                          "POST /v1/publishers/google/models/{model}:generateContent",
+                          "POST /v1/publishers/google/models/{model}:streamGenerateContent",
+                          "POST /openai/deployments/{deployment}/chat/completions",
+                          "POST /openai/v1/chat/completions", "POST /openai/responses",
+                          "POST /openai/v1/responses",
+                          "POST /openai/deployments/{deployment}/embeddings",
+                          "POST /openai/v1/embeddings"));
 }
 
 TEST(CodecRegistryTest, TellsClientsApartByTheirHeader) {
@@ -122,7 +146,31 @@ TEST(GeminiRouteTest, ReadsModelAndStreamFormFromThePath) {
   ASSERT_THAT(parsed, IsOk());
   EXPECT_EQ(parsed->canonical.model(), "g");
   EXPECT_TRUE(parsed->stream);
-  EXPECT_TRUE(parsed->json_array_stream);
+  EXPECT_EQ(parsed->stream_framing, StreamFraming::kJsonArray);
+}
+
+TEST(GeminiRouteTest, VertexReadsTheModelFromItsLongerPath) {
+  const Codec& vertex = *Codecs().Find("vertex");
+  EXPECT_EQ(vertex.upstream(), "vertex");
+  EXPECT_EQ(vertex.BaseUrlVariable().first, "GOOGLE_VERTEX_BASE_URL");
+  const std::string path =
+      "/v1/projects/p-1/locations/us-central1/publishers/google/models/gemini-2.5-flash:"
+      "streamGenerateContent";
+  absl::StatusOr<CallRoute> sse = vertex.Route("POST", path, "alt=sse");
+  ASSERT_THAT(sse, IsOk());
+  EXPECT_EQ(sse->model, "gemini-2.5-flash");
+  EXPECT_EQ(sse->framing, StreamFraming::kSse);
+  EXPECT_EQ(vertex.RecordedPath(*sse), path + "?alt=sse");
+  absl::StatusOr<CallRoute> express =
+      vertex.Route("POST", "/v1/publishers/google/models/g:generateContent", "");
+  ASSERT_THAT(express, IsOk());
+  EXPECT_EQ(express->model, "g");
+  EXPECT_THAT(vertex.Route("POST", "/v1/publishers/google/models/:generateContent", "").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("/v1/projects/{project}/locations/{location}/publishers/google/"
+                                 "models/{model}:method")));
+  // Gemini's error shape.
+  EXPECT_THAT(vertex.ErrorBody(absl::NotFoundError("x"), ""), HasSubstr("\"NOT_FOUND\""));
 }
 
 TEST(GeminiRouteTest, RefusesOtherMethodsAndEmptyModels) {

@@ -1,6 +1,7 @@
 // The one place the model APIs are registered (provider/codec.h). The
 // first is the default: requests no route names are answered in its shape.
 #include "provider/anthropic.h"
+#include "provider/azure.h"
 #include "provider/codec.h"
 #include "provider/embeddings.h"
 #include "provider/gemini.h"
@@ -18,6 +19,10 @@ const CodecRegistry& CodecRegistry::Builtin() {
     r->Register(embeddings::NewCodec());
     r->Register(anthropic::NewCodec());
     r->Register(gemini::NewCodec());
+    r->Register(gemini::NewVertexCodec());
+    r->Register(azure::NewChatCodec());
+    r->Register(azure::NewResponsesCodec());
+    r->Register(azure::NewEmbeddingsCodec());
     return r;
   }();
   return *registry;

@@ -102,7 +102,7 @@ inline constexpr absl::string_view kIgnoredRequestFields[] = {"labels"};
 // `tools[].functionDeclarations[]` (name, description, parameters or
 // parametersJsonSchema as compact JSON) and `generationConfig` temperature,
 // topP, maxOutputTokens (params.max_tokens), stopSequences (params.stop) and
-// seed. Leaves `stream`, `include_usage` and `json_array_stream` false: the
+// seed. Leaves `stream` and `include_usage` false and `stream_framing` SSE: the
 // service sets them from the URL.
 //
 // Fails with INVALID_ARGUMENT naming the bad field's path and what was
@@ -235,8 +235,14 @@ std::string ErrorBody(const absl::Status& status);
 // kResourceExhausted); kUnknown for names it does not know.
 absl::StatusCode CodeFromStatusName(absl::string_view name);
 
-// The gemini API's codec (provider/codec.h), as provider/codecs.cc registers it.
+// The Gemini API's codec (provider/codec.h), as provider/codecs.cc
+// registers it: "gemini", upstream "gemini".
 std::unique_ptr<Codec> NewCodec();
+// Vertex AI's Gemini codec: the same bodies under Vertex's routes
+// (/v1/projects/{p}/locations/{l}/publishers/google/models/{m}:method, and
+// /v1/publishers/google/models/{m}:method for an API key's express mode);
+// "vertex", upstream "vertex", GOOGLE_VERTEX_BASE_URL.
+std::unique_ptr<Codec> NewVertexCodec();
 
 }  // namespace gemini
 }  // namespace provider

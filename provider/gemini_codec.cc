@@ -1,5 +1,6 @@
-// The Gemini codec (provider/codec.h): the model and the stream form are in
-// the route, `/{version}/models/{model}:{method}[?alt=sse]`.
+// The Gemini codecs (provider/codec.h): the Gemini API and Vertex AI, one
+// body in two route forms; the model and the stream form are in the route,
+// `…/models/{model}:{method}[?alt=sse]`.
 #include <memory>
 #include <string>
 #include <vector>
@@ -17,61 +18,100 @@ namespace provider {
 namespace gemini {
 namespace {
 
-constexpr absl::string_view kPrefixes[] = {"/v1beta/models/", "/v1/models/"};
+// The `{model}` and `{method}` of `rest`, "{model}:{method}" (`method` is
+// what follows the last ':'); false when there is no ':'.
+bool SplitModel(absl::string_view rest, absl::string_view* model, absl::string_view* method) {
+  const size_t colon = rest.rfind(':');
+  if (colon == absl::string_view::npos) return false;
+  *model = rest.substr(0, colon);
+  *method = rest.substr(colon + 1);
+  return true;
+}
 
-// The `{model}` and `{method}` of a Gemini path (`method` is what follows
-// the last ':'); false for other paths.
-bool SplitPath(absl::string_view path, absl::string_view* model, absl::string_view* method) {
-  for (absl::string_view prefix : kPrefixes) {
-    if (!absl::StartsWith(path, prefix)) continue;
-    absl::string_view rest = path.substr(prefix.size());
-    const size_t colon = rest.rfind(':');
-    if (colon == absl::string_view::npos) return false;
-    *model = rest.substr(0, colon);
-    *method = rest.substr(colon + 1);
-    return true;
+// The Gemini API's paths: /{v1beta|v1}/models/{model}:{method}.
+bool SplitGeminiPath(absl::string_view path, absl::string_view* model,
+                     absl::string_view* method) {
+  for (absl::string_view prefix : {"/v1beta/models/", "/v1/models/"}) {
+    if (absl::ConsumePrefix(&path, prefix)) return SplitModel(path, model, method);
   }
   return false;
 }
 
-// The value of query parameter `name` ("" when absent). Values are compared
-// as sent; none of the parameters read here needs percent-decoding.
-absl::string_view QueryParam(absl::string_view query, absl::string_view name) {
-  for (absl::string_view pair : absl::StrSplit(query, '&')) {
-    const size_t eq = pair.find('=');
-    if (pair.substr(0, eq) == name) {
-      return eq == absl::string_view::npos ? absl::string_view() : pair.substr(eq + 1);
-    }
+// Vertex AI's: /{v1|v1beta1}/[projects/{p}/locations/{l}/]publishers/
+// {publisher}/models/{model}:{method} (without a project: the express
+// mode of an API key). Only Google's models speak Gemini's body.
+bool SplitVertexPath(absl::string_view path, absl::string_view* model,
+                     absl::string_view* method) {
+  if (!absl::ConsumePrefix(&path, "/v1/") && !absl::ConsumePrefix(&path, "/v1beta1/")) {
+    return false;
   }
-  return {};
+  if (absl::ConsumePrefix(&path, "projects/")) {
+    const std::vector<absl::string_view> parts = absl::StrSplit(path, absl::MaxSplits('/', 3));
+    if (parts.size() != 4 || parts[0].empty() || parts[1] != "locations" || parts[2].empty()) {
+      return false;
+    }
+    path = parts[3];
+  }
+  if (!absl::ConsumePrefix(&path, "publishers/google/models/")) return false;
+  return SplitModel(path, model, method);
 }
+
+// What tells the Gemini API and Vertex AI apart; the bodies are the same.
+struct Dialect {
+  absl::string_view name;
+  absl::string_view base_url_variable;
+  bool (*split)(absl::string_view, absl::string_view*, absl::string_view*);
+  std::vector<std::string> (*routes)();
+  absl::string_view path_form;  // as errors name it
+};
+
+constexpr Dialect kGemini = {
+    "gemini", "GOOGLE_GEMINI_BASE_URL", SplitGeminiPath,
+    [] {
+      return std::vector<std::string>{"POST /v1beta/models/{model}:generateContent",
+                                      "POST /v1beta/models/{model}:streamGenerateContent"};
+    },
+    "/v1beta/models/{model}:method"};
+
+constexpr Dialect kVertex = {
+    "vertex", "GOOGLE_VERTEX_BASE_URL", SplitVertexPath,
+    [] {
+      return std::vector<std::string>{
+          "POST /v1/projects/{project}/locations/{location}/publishers/google/models/"
+          "{model}:generateContent",
+          "POST /v1/projects/{project}/locations/{location}/publishers/google/models/"
+          "{model}:streamGenerateContent",
+          "POST /v1/publishers/google/models/{model}:generateContent",
+          "POST /v1/publishers/google/models/{model}:streamGenerateContent"};
+    },
+    "/v1/projects/{project}/locations/{location}/publishers/google/models/{model}:method"};
 
 class GeminiCodec final : public Codec {
  public:
-  absl::string_view name() const override { return "gemini"; }
+  explicit GeminiCodec(const Dialect& dialect) : dialect_(dialect) {}
+
+  absl::string_view name() const override { return dialect_.name; }
   absl::Span<const absl::string_view> IgnoredRequestFields() const override {
     return kIgnoredRequestFields;
   }
-  absl::string_view upstream() const override { return "gemini"; }
-  // @google/genai. @ai-sdk/google reads none: its users pass this URL +
-  // "/v1beta" as `baseURL`.
+  absl::string_view upstream() const override { return dialect_.name; }
+  // @google/genai (GOOGLE_VERTEX_BASE_URL with `vertexai: true`).
+  // @ai-sdk/google reads none: its users pass this URL + "/v1beta" as
+  // `baseURL`.
   std::pair<absl::string_view, absl::string_view> BaseUrlVariable() const override {
-    return {"GOOGLE_GEMINI_BASE_URL", ""};
+    return {dialect_.base_url_variable, ""};
   }
-  std::vector<std::string> routes() const override {
-    return {"POST /v1beta/models/{model}:generateContent",
-            "POST /v1beta/models/{model}:streamGenerateContent"};
-  }
+  std::vector<std::string> routes() const override { return dialect_.routes(); }
   bool Serves(absl::string_view path) const override {
     absl::string_view model;
     absl::string_view method;
-    return SplitPath(path, &model, &method);
+    return dialect_.split(path, &model, &method);
   }
   absl::StatusOr<CallRoute> Route(absl::string_view http_method, absl::string_view path,
                                   absl::string_view query) const override {
     absl::string_view model;
     absl::string_view method;
-    SplitPath(path, &model, &method);
+    dialect_.split(path, &model, &method);
     CallRoute call;
     call.path = std::string(path);
     call.query = std::string(query);
@@ -87,8 +127,8 @@ class GeminiCodec final : public Codec {
     }
     absl::ConsumePrefix(&model, "models/");
     if (model.empty() || !validation::IsValidUtf8(model)) {
-      return absl::InvalidArgumentError(
-          "path: the model name in /v1beta/models/{model}:method is empty or not valid UTF-8");
+      return absl::InvalidArgumentError(absl::StrCat(
+          "path: the model name in ", dialect_.path_form, " is empty or not valid UTF-8"));
     }
     call.model = std::string(model);
     return call;
@@ -108,7 +148,7 @@ class GeminiCodec final : public Codec {
     if (parsed.ok()) {
       parsed->stream = call.framing != StreamFraming::kNone;
       parsed->include_usage = parsed->stream;
-      parsed->json_array_stream = call.framing == StreamFraming::kJsonArray;
+      if (call.framing == StreamFraming::kJsonArray) parsed->stream_framing = call.framing;
     }
     return parsed;
   }
@@ -140,11 +180,15 @@ class GeminiCodec final : public Codec {
   std::string ErrorBody(const absl::Status& status, absl::string_view) const override {
     return gemini::ErrorBody(status);
   }
+
+ private:
+  const Dialect& dialect_;
 };
 
 }  // namespace
 
-std::unique_ptr<Codec> NewCodec() { return std::make_unique<GeminiCodec>(); }
+std::unique_ptr<Codec> NewCodec() { return std::make_unique<GeminiCodec>(kGemini); }
+std::unique_ptr<Codec> NewVertexCodec() { return std::make_unique<GeminiCodec>(kVertex); }
 
 }  // namespace gemini
 }  // namespace provider

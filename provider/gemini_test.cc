@@ -144,7 +144,7 @@ TEST(GeminiParseRequest, MapsARecordedAgentRequest) {
   absl::StatusOr<ParsedRequest> parsed = ParseRequest(kRequest, "gemini-2.5-flash");
   ASSERT_THAT(parsed, IsOk());
   EXPECT_FALSE(parsed->stream);
-  EXPECT_FALSE(parsed->json_array_stream);
+  EXPECT_EQ(parsed->stream_framing, StreamFraming::kSse);
   const v1::CompletionRequest& r = parsed->canonical;
   EXPECT_EQ(r.model(), "gemini-2.5-flash");
   ASSERT_EQ(r.messages_size(), 5);

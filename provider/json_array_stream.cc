@@ -15,6 +15,10 @@ bool IsWhitespace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\
 
 }  // namespace
 
+std::string JsonArraySplitter::Element(absl::string_view segment) const {
+  return ElementJson(segment);
+}
+
 JsonArraySplitter::JsonArraySplitter(size_t max_element_bytes)
     : max_element_bytes_(max_element_bytes) {}
 

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "provider/element_stream.h"
 
 namespace understudy {
 namespace provider {
@@ -40,11 +41,8 @@ namespace provider {
 // follows strings (escapes included) and bracket nesting, and leaves the
 // rest of JSON's grammar to whoever parses an element.
 // Not thread-safe: one splitter per stream.
-class JsonArraySplitter {
+class JsonArraySplitter final : public ElementSplitter {
  public:
-  // Default bound on one segment's bytes.
-  static constexpr size_t kDefaultMaxElementBytes = size_t{64} << 20;
-
   // `max_element_bytes` bounds the bytes buffered for one segment, so that
   // a stream that never closes its element cannot grow memory without
   // limit.
@@ -62,21 +60,24 @@ class JsonArraySplitter {
   // RESOURCE_EXHAUSTED "json array stream: element larger than N bytes".
   // Segments completed before the error are still returned. After an error
   // or Finish, returns nothing and ignores `bytes`.
-  std::vector<std::string> Feed(absl::string_view bytes);
+  std::vector<std::string> Feed(absl::string_view bytes) override;
 
   // Ends the stream. OK when the array was closed; else the first error, or
   // INVALID_ARGUMENT "json array stream: ended at byte N before the array
   // was opened | inside an element | before the closing ']'".
-  absl::Status Finish();
+  absl::Status Finish() override;
 
   // OK, or the first error of Feed or Finish.
-  const absl::Status& status() const { return status_; }
+  const absl::Status& status() const override { return status_; }
 
   // The bytes fed that no returned segment holds: after a successful
   // Finish, the closing "]" and what surrounds it; after an error, the
   // bytes of the segment that failed, up to the end of the Feed call that
   // found the error.
-  const std::string& Rest() const { return pending_; }
+  const std::string& Rest() const override { return pending_; }
+
+  // ElementJson(segment).
+  std::string Element(absl::string_view segment) const override;
 
  private:
   enum class State { kBeforeArray, kAfterOpen, kAfterComma, kInElement, kAfterElement, kClosed };

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "provider/element_stream.h"
 #include "understudy/v1/completion.pb.h"
 
 namespace understudy {
@@ -32,9 +33,10 @@ struct ParsedRequest {
   // which is where the service puts the conversation a previous response
   // id names.
   int leading_messages = 0;
-  // Gemini: the caller asked for a stream without `alt=sse`, which Gemini
-  // sends as one JSON array, element by element.
-  bool json_array_stream = false;
+  // How the stream the caller asked for is framed: server-sent events
+  // unless the API or the route says otherwise (Gemini without `alt=sse`:
+  // one JSON array, element by element; Ollama: NDJSON).
+  StreamFraming stream_framing = StreamFraming::kSse;
   // OpenAI Responses: the input items that are `item_reference`s, as the
   // index in `canonical.messages` of the message standing for each (before
   // any previous_response_id conversation is put in) and the id it names.

@@ -153,7 +153,7 @@ std::string HttpApi::ServerErrorBody(int status, absl::string_view message,
     return McpApi::ErrorBody(message);
   }
   const provider::CodecRegistry& codecs = provider::CodecRegistry::Builtin();
-  const provider::Codec* api = ParseRoute(target, &route) ? codecs.ForPath(route.path) : nullptr;
+  const provider::Codec* api = ParseRoute(target, &route) ? codecs.ForPath(route.path, route.query) : nullptr;
   return (api != nullptr ? *api : codecs.Default()).RequestErrorBody(status, message);
 }
 
@@ -251,7 +251,7 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
                                 std::move(out));
   }
   // Which API the path names.
-  const provider::Codec* api = codecs.ForPath(route.path);
+  const provider::Codec* api = codecs.ForPath(route.path, route.query);
   const bool list_models = route.path == "/v1/models";
   const provider::Codec& shape = api != nullptr ? *api : client;
   if (absl::Status access =
@@ -474,7 +474,7 @@ void HttpApi::Forward(std::shared_ptr<Pending> pending, upstream::UpstreamHttpIn
     };
   }
   auto relay = std::make_shared<Relay>(api, pending->parsed.stream,
-                                       pending->parsed.json_array_stream, options_.engine,
+                                       pending->parsed.stream_framing, options_.engine,
                                        std::move(pending->decision.As<engine::ForwardUpstream>()->ticket),
                                        out, options_.env, std::move(on_recorded));
   v1::NativeExchange* native = relay->native();

@@ -8,27 +8,25 @@
 #include "absl/strings/str_cat.h"
 #include "base/http_status.h"
 #include "base/log.h"
-#include "nlohmann/json.hpp"
 #include "provider/chunks.h"
 #include "service/http_render.h"
-#include "validation/json_bounds.h"
 #include "validation/utf8.h"
 
 namespace understudy {
 namespace service {
 
-Relay::Relay(const provider::Codec& codec, bool stream, bool json_array_stream, engine::Engine* engine,
-             std::unique_ptr<engine::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
+Relay::Relay(const provider::Codec& codec, bool stream, provider::StreamFraming framing,
+             engine::Engine* engine, std::unique_ptr<engine::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
              Env* env, std::function<void(const v1::Exchange&)> on_recorded)
     : codec_(codec),
       stream_(stream),
-      json_array_stream_(json_array_stream),
       engine_(engine),
       ticket_(std::move(ticket)),
       out_(std::move(out)),
       env_(env),
       on_recorded_(std::move(on_recorded)),
       start_(env->Now()),
+      splitter_(stream ? provider::NewSplitter(framing) : nullptr),
       decoder_(codec.NewDecoder()) {}
 
 void Relay::OnHead(int status, upstream::UpstreamHttpHeaders headers) {
@@ -49,9 +47,9 @@ void Relay::OnHead(int status, upstream::UpstreamHttpHeaders headers) {
   out_headers.insert(out_headers.end(), relayed_.begin(), relayed_.end());
   const bool ok = status >= 200 && status < 300;
   sse_ = provider::IsEventStream(content_type_);
-  // Gemini's array stream comes as application/json: relayed element by
-  // element all the same.
-  streaming_ = stream_ && ok && (sse_ || (json_array_stream_ && !sse_));
+  // A stream framed otherwise (Gemini's array comes as application/json)
+  // is relayed element by element all the same.
+  streaming_ = stream_ && ok && (sse_ || splitter_ != nullptr);
   if (streaming_) out_->StartStream(status, std::move(out_headers));
 }
 
@@ -76,11 +74,18 @@ void Relay::OnData(absl::string_view bytes) {
     }
     return;
   }
-  for (std::string& segment : splitter_.Feed(bytes)) {
-    const std::string element = provider::ElementJson(segment);
-    Event(std::move(segment), [&] { return decoder_->DecodeElement(element); });
+  for (std::string& segment : splitter_->Feed(bytes)) {
+    Element(std::move(segment));
   }
-  if (!splitter_.status().ok()) failure_ = splitter_.status();
+  if (!splitter_->status().ok()) failure_ = splitter_->status();
+}
+
+void Relay::Element(std::string segment) {
+  const std::string element = splitter_->Element(segment);
+  Event(std::move(segment), [&]() -> absl::StatusOr<std::optional<v1::CompletionChunk>> {
+    if (element.empty()) return std::nullopt;
+    return decoder_->DecodeElement(element);
+  });
 }
 
 void Relay::Event(
@@ -119,15 +124,8 @@ absl::Status Relay::ResponseStatus() {
     }
     return absl::OkStatus();
   }
-  std::string message = absl::StrCat("upstream answered HTTP ", status_);
-  nlohmann::json j = validation::ParseJsonOrDiscarded<nlohmann::json>(body_);
-  // Every provider's error shape has error.message (Gemini's array form
-  // wraps it in a one-element array).
-  if (!j.is_discarded() && j.is_array() && j.size() == 1) j = j[0];
-  if (!j.is_discarded() && j.is_object() && j.contains("error") && j["error"].is_object() &&
-      j["error"].contains("message") && j["error"]["message"].is_string()) {
-    message = j["error"]["message"].get<std::string>();
-  }
+  std::string message = codec_.UpstreamErrorMessage(body_);
+  if (message.empty()) message = absl::StrCat("upstream answered HTTP ", status_);
   return absl::Status(StatusCodeForHttp(status_), message);
 }
 
@@ -141,13 +139,12 @@ void Relay::OnDone(absl::Status transport) {
         }
       }
     } else {
-      if (absl::Status end = splitter_.Finish(); !end.ok()) {
+      if (absl::Status end = splitter_->Finish(); !end.ok()) {
         failure_ = end;
-      } else if (!splitter_.Rest().empty()) {
-        // The closing bracket: part of the bytes, no chunk of its own.
-        Event(splitter_.Rest(), [] {
-          return absl::StatusOr<std::optional<v1::CompletionChunk>>(std::nullopt);
-        });
+      } else if (!splitter_->Rest().empty()) {
+        // Part of the bytes: a closing bracket, or a last line with no
+        // line break.
+        Element(splitter_->Rest());
       }
     }
   }

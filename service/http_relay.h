@@ -15,7 +15,7 @@
 #include "base/env.h"
 #include "engine/engine.h"
 #include "provider/codec.h"
-#include "provider/json_array_stream.h"
+#include "provider/element_stream.h"
 #include "provider/sse.h"
 #include "service/http_server.h"
 #include "upstream/http_upstream.h"
@@ -23,8 +23,9 @@
 namespace understudy {
 namespace service {
 
-// Relays the upstream's response: a stream event by event (SSE, or Gemini's
-// JSON array element by element), the latest event held back until the next
+// Relays the upstream's response: a stream event by event (SSE, or element
+// by element in the framing the request asked for: Gemini's JSON array,
+// Ollama's NDJSON), the latest event held back until the next
 // arrives and the last until the exchange is committed, so that a client
 // holding the whole answer knows it is recorded; a whole body once the
 // commit is done. A client that goes away cancels the upstream call (the
@@ -34,10 +35,12 @@ namespace service {
 // used from any thread.
 class Relay final : public upstream::UpstreamHttpObserver {
  public:
-  // `json_array_stream`: a Gemini stream without alt=sse. `on_recorded`
+  // `framing`: how the stream `stream` asks for is framed when it is not
+  // SSE (ParsedRequest::stream_framing). `on_recorded`
   // (may be empty) sees the exchange as committed, before the caller gets
   // the end of the answer.
-  Relay(const provider::Codec& codec, bool stream, bool json_array_stream, engine::Engine* engine,
+  Relay(const provider::Codec& codec, bool stream, provider::StreamFraming framing,
+        engine::Engine* engine,
         std::unique_ptr<engine::ForwardTicket> ticket, std::shared_ptr<HttpResponder> out,
         Env* env, std::function<void(const v1::Exchange&)> on_recorded);
 
@@ -51,6 +54,9 @@ class Relay final : public upstream::UpstreamHttpObserver {
  private:
   static constexpr size_t kMaxBody = 64 << 20;
 
+  // One segment of a stream framed otherwise than SSE, decoded as the
+  // element it holds (none: no chunk).
+  void Element(std::string segment);
   // One stream event (its raw bytes, decoded by `decode`).
   void Event(std::string raw, const std::function<absl::StatusOr<std::optional<v1::CompletionChunk>>()>& decode);
   absl::Time ticket_start() const { return ticket_ != nullptr ? ticket_->start() : start_; }
@@ -60,7 +66,6 @@ class Relay final : public upstream::UpstreamHttpObserver {
 
   const provider::Codec& codec_;
   const bool stream_;
-  const bool json_array_stream_;
   engine::Engine* const engine_;
   std::unique_ptr<engine::ForwardTicket> ticket_;
   std::shared_ptr<HttpResponder> out_;
@@ -77,7 +82,8 @@ class Relay final : public upstream::UpstreamHttpObserver {
   // The latest stream event, not yet sent (see Event).
   std::string held_;
   provider::SseParser parser_;
-  provider::JsonArraySplitter splitter_;
+  // Null for SSE (and for no stream).
+  std::unique_ptr<provider::ElementSplitter> splitter_;
   std::unique_ptr<provider::ChunkDecoder> decoder_;
   v1::Exchange exchange_;
   absl::Status failure_;

@@ -1,5 +1,8 @@
 // A fake Gemini API (generativelanguage) on 127.0.0.1:0, for
-// `--upstream gemini=URL`:
+// `--upstream gemini=URL`, and Vertex AI's Gemini for `--upstream
+// vertex=URL` (the same methods under /{v1|v1beta1}/[projects/{p}/
+// locations/{l}/]publishers/google/models/{model}:…, with an OAuth
+// `Authorization: Bearer` token or, in express mode, an API key):
 //
 //   POST /{v1beta|v1}/models/{model}:generateContent
 //   POST /{v1beta|v1}/models/{model}:streamGenerateContent?alt=sse
@@ -127,12 +130,13 @@ export async function startFakeGemini({ apiKey, reply } = {}) {
   const keys = [];
   const fake = new FakeServer('gemini', async (req, body, bodyText, res, self) => {
     const url = new URL(req.url, 'http://fake');
-    const m = /^\/(v1beta|v1)\/models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(decodeURIComponent(url.pathname));
+    const m = /^\/(v1beta|v1|v1beta1)\/(?:(?:projects\/[^/]+\/locations\/[^/]+\/)?publishers\/google\/)?models\/([^/:]+):(generateContent|streamGenerateContent)$/.exec(decodeURIComponent(url.pathname));
     if (!m || req.method !== 'POST') {
       return geminiError(self, req, res, 404, `Method not found: ${req.method} ${url.pathname}`);
     }
     const [, version, model, method] = m;
-    const headerKey = req.headers['x-goog-api-key'];
+    const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const headerKey = req.headers['x-goog-api-key'] ?? bearer;
     const queryKey = url.searchParams.get('key');
     const key = headerKey ?? queryKey;
     keys.push({ via: headerKey !== undefined ? 'header' : queryKey !== null ? 'query' : 'none', key });

@@ -64,11 +64,35 @@ function chatAnswer(body, reply) {
   };
 }
 
-export async function startFakeOpenAI({ reply, holdWhen, holdAfterEvents } = {}) {
+// Azure OpenAI's paths as the OpenAI ones they serve: `pathname` of a
+// deployment route, Azure's /openai/responses or its /openai/v1 API
+// (null for any other path).
+function azurePath(pathname) {
+  const deployment = /^\/openai\/deployments\/[^/]+(\/chat\/completions|\/embeddings)$/.exec(pathname);
+  if (deployment) return `/v1${deployment[1]}`;
+  const plain = /^\/openai(?:\/v1)?(\/responses(?:\/[^/]+)?|\/chat\/completions|\/embeddings)$/.exec(pathname);
+  return plain ? `/v1${plain[1]}` : null;
+}
+
+// Options besides those above: `azure: { apiKey }` makes it Azure OpenAI
+// for `--upstream azure=URL`: Azure's routes (azurePath), each needing an
+// `api-version` query and the `api-key` header equal to apiKey (or an
+// Entra `Authorization: Bearer` token), and `apim-request-id` on answers.
+export async function startFakeOpenAI({ reply, holdWhen, holdAfterEvents, azure } = {}) {
   const responses = new Map();
-  const fake = new FakeServer('openai', async (req, body, bodyText, res, self) => {
-    const { pathname } = new URL(req.url, 'http://fake');
-    if (!/^Bearer \S+/.test(req.headers.authorization ?? '')) {
+  const fake = new FakeServer(azure ? 'azure' : 'openai', async (req, body, bodyText, res, self) => {
+    const url = new URL(req.url, 'http://fake');
+    let { pathname } = url;
+    if (azure) {
+      if (req.headers['api-key'] !== azure.apiKey && !/^Bearer \S+/.test(req.headers.authorization ?? '')) {
+        return self.sendJson(req, res, 401, { error: { code: '401', message: 'Access denied due to invalid subscription key or wrong API endpoint.' } });
+      }
+      pathname = azurePath(pathname);
+      if (pathname === null || (!url.pathname.startsWith('/openai/v1/') && !url.searchParams.get('api-version'))) {
+        return self.sendJson(req, res, 404, { error: { code: '404', message: 'Resource not found' } });
+      }
+      res.setHeader('apim-request-id', randomAlnum(16));
+    } else if (!/^Bearer \S+/.test(req.headers.authorization ?? '')) {
       return errorOpenAI(self, req, res, 401, 'You didn\'t provide an API key.', 'invalid_request_error', 'invalid_api_key');
     }
     if (req.method === 'POST' && pathname === '/v1/responses') {

@@ -73,3 +73,33 @@ export async function post(url, body, headers = {}, { timeoutMs = 15000 } = {}) 
   }
   return { status: res.status, headers: res.headers, text, json };
 }
+
+// `understudy record -- AGENT` with every `fakes` entry ({ name: fake }) as
+// `--upstream NAME=URL`, then — the fakes closed and each port held by a
+// TCP tripwire — `understudy replay -- AGENT` three times. `env` is the
+// agent's environment when recording, `replayEnv` when replaying. Resolves
+// { recorded, replays: [3 results], wires: { name: tripwire }, db }; each
+// run exited 0. The tripwires are left for the caller to assert on.
+export async function recordThenReplayThrice(t, { fakes, agent, session, env, replayEnv, args = [] }) {
+  const { tcpTripwire } = await import('./mcp.js');
+  const dir = tempDir(t, 'understudy-node22-');
+  const db = `${dir}/${session}.db`;
+  const upstreams = Object.entries(fakes).flatMap(([name, fake]) => ['--upstream', `${name}=${fake.url}`]);
+  const recorded = await run(['record', '--db', db, '--session', session, ...upstreams, ...args, '--', ...agent],
+    { env, timeoutMs: 60000 });
+  assert.equal(recorded.code, 0, `record: ${recorded.stderr}`);
+  const wires = {};
+  for (const [name, fake] of Object.entries(fakes)) {
+    const port = Number(new URL(fake.url).port);
+    await fake.close();
+    wires[name] = await tcpTripwire(t, port);
+  }
+  const replays = [];
+  for (let i = 0; i < 3; i += 1) {
+    const r = await run(['replay', '--db', db, '--session', session, ...args, '--', ...agent],
+      { env: replayEnv, timeoutMs: 60000 });
+    assert.equal(r.code, 0, `replay ${i + 1}: ${r.stderr}`);
+    replays.push(r);
+  }
+  return { recorded, replays, wires, db };
+}
