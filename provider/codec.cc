@@ -73,6 +73,12 @@ absl::StatusOr<std::string> Codec::ModelList(const std::vector<std::string>&) co
 
 const StoredResponses* Codec::stored() const { return nullptr; }
 
+absl::string_view Codec::aws_signing_name() const { return ""; }
+
+bool Codec::AcceptsContentType(absl::string_view content_type) const {
+  return absl::StartsWith(content_type, "application/json");
+}
+
 bool Codec::Claims(absl::string_view, absl::string_view) const { return false; }
 
 std::string Codec::UpstreamErrorMessage(absl::string_view body) const {

@@ -37,9 +37,11 @@ struct CallRoute {
   std::string path;
   // What follows '?', "" when none.
   std::string query;
-  // A generation (POST, a body to answer) or the fetch of something the
-  // API's server keeps (GET, `resource_id`; Codec::stored()).
-  enum class Kind { kGenerate, kFetch };
+  // A generation (POST, a body to answer), the fetch of something the
+  // API's server keeps (GET, `resource_id`; Codec::stored()), or the list
+  // of the run's models in this API's shape (GET; Codec::ModelList), as
+  // GET /v1/models is for every API.
+  enum class Kind { kGenerate, kFetch, kListModels };
   Kind kind = Kind::kGenerate;
   // kFetch: the id in the path ("" when the path has none).
   std::string resource_id;
@@ -131,6 +133,12 @@ class Codec {
   // record|replay -- CMD` sets it. {"", ""} when its SDKs read none.
   virtual std::pair<absl::string_view, absl::string_view> BaseUrlVariable() const;
 
+  // The AWS service its upstream's requests are signed for when forwarded
+  // (SigV4, "bedrock"): the SDK signed them for understudy's address, so
+  // record and passthrough sign them again (upstream/aws_sigv4.h). ""
+  // (the default) for an API whose key travels as sent.
+  virtual absl::string_view aws_signing_name() const;
+
   // --- Routes ---
   // The routes it serves as a 404 lists them ("POST /v1/messages", ...).
   virtual std::vector<std::string> routes() const = 0;
@@ -161,6 +169,11 @@ class Codec {
   // True for a response header that is recorded and replayed for this API
   // (rate-limit state, processing time) besides the common ones.
   virtual bool ReplaysHeader(absl::string_view name) const;
+
+  // True when a request body sent with `content_type` (lower case, "" when
+  // absent) is read as this API's JSON; others are refused with 415.
+  // Default: application/json only.
+  virtual bool AcceptsContentType(absl::string_view content_type) const;
 
   // --- Requests and answers ---
   // The body translated; what the route says (a model, a stream form)

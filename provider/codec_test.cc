@@ -19,15 +19,17 @@ const CodecRegistry& Codecs() { return CodecRegistry::Builtin(); }
 
 TEST(CodecRegistryTest, NamesEveryApiOnceWithItsUpstream) {
   for (const char* name :
-       {"openai", "openai-responses", "openai-embeddings", "anthropic", "gemini", "vertex",
-        "azure-openai", "azure-openai-responses", "azure-openai-embeddings"}) {
+       {"openai", "openai-responses", "openai-embeddings", "anthropic", "gemini", "cohere",
+        "vertex", "ollama", "azure-openai", "azure-openai-responses", "azure-openai-embeddings",
+        "bedrock", "bedrock-invoke"}) {
     const Codec* codec = Codecs().Find(name);
     ASSERT_NE(codec, nullptr) << name;
     EXPECT_EQ(codec->name(), name);
   }
-  EXPECT_EQ(Codecs().Find("bedrock"), nullptr);
+  EXPECT_EQ(Codecs().Find("bedrock-agent"), nullptr);
   EXPECT_THAT(Codecs().UpstreamNames(),
-              ElementsAre("openai", "anthropic", "gemini", "vertex", "azure"));
+              ElementsAre("openai", "anthropic", "gemini", "cohere", "vertex", "ollama", "azure",
+                          "bedrock"));
   EXPECT_EQ(Codecs().Default().name(), "openai");
 }
 
@@ -37,8 +39,10 @@ TEST(CodecRegistryTest, NamesEachBaseUrlVariableOnceInRegistrationOrder) {
   using Pair = std::pair<std::string, std::string>;
   EXPECT_THAT(Codecs().BaseUrlVariables(),
               ElementsAre(Pair("OPENAI_BASE_URL", "/v1"), Pair("ANTHROPIC_BASE_URL", ""),
-                          Pair("GOOGLE_GEMINI_BASE_URL", ""), Pair("GOOGLE_VERTEX_BASE_URL", ""),
-                          Pair("AZURE_OPENAI_ENDPOINT", "")));
+                          Pair("GOOGLE_GEMINI_BASE_URL", ""), Pair("CO_API_URL", ""),
+                          Pair("GOOGLE_VERTEX_BASE_URL", ""),
+                          Pair("OLLAMA_HOST", ""), Pair("AZURE_OPENAI_ENDPOINT", ""),
+                          Pair("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", "")));
 }
 
 TEST(CodecRegistryTest, EachApiNamesTheRequestFieldsItsMatchingIgnores) {
@@ -48,11 +52,15 @@ TEST(CodecRegistryTest, EachApiNamesTheRequestFieldsItsMatchingIgnores) {
     EXPECT_FALSE(codec->IgnoredRequestFields().empty()) << codec->name();
   }
   EXPECT_THAT(names, ElementsAre("openai", "openai-responses", "openai-embeddings", "anthropic",
-                                 "gemini", "vertex", "azure-openai", "azure-openai-responses",
-                                 "azure-openai-embeddings"));
+                                 "gemini", "cohere", "vertex", "ollama", "azure-openai",
+                                 "azure-openai-responses", "azure-openai-embeddings", "bedrock",
+                                 "bedrock-invoke"));
   EXPECT_THAT(Codecs().Find("anthropic")->IgnoredRequestFields(),
               ElementsAre("stream", "metadata"));
   EXPECT_THAT(Codecs().Find("gemini")->IgnoredRequestFields(), ElementsAre("labels"));
+  EXPECT_THAT(Codecs().Find("bedrock")->IgnoredRequestFields(), ElementsAre("requestMetadata"));
+  EXPECT_THAT(Codecs().Find("ollama")->IgnoredRequestFields(), ElementsAre("stream", "keep_alive"));
+  EXPECT_THAT(Codecs().Find("cohere")->IgnoredRequestFields(), ElementsAre("stream", "priority"));
 }
 
 TEST(CodecRegistryTest, RoutesPathsToTheirApi) {
@@ -66,6 +74,16 @@ TEST(CodecRegistryTest, RoutesPathsToTheirApi) {
   EXPECT_EQ(Codecs().ForPath("/v1/models"), nullptr);
   EXPECT_EQ(Codecs().ForPath("/v1/models/g"), nullptr);
   EXPECT_EQ(Codecs().ForPath("/v2/other"), nullptr);
+  EXPECT_EQ(Codecs().ForPath("/model/m%3A0/converse")->name(), "bedrock");
+  EXPECT_EQ(Codecs().ForPath("/model/m/converse-stream")->name(), "bedrock");
+  EXPECT_EQ(Codecs().ForPath("/model/m/invoke")->name(), "bedrock-invoke");
+  EXPECT_EQ(Codecs().ForPath("/model/m/invoke-with-response-stream")->name(), "bedrock-invoke");
+  EXPECT_EQ(Codecs().ForPath("/model/m/count-tokens"), nullptr);
+  EXPECT_EQ(Codecs().ForPath("/v2/chat")->name(), "cohere");
+  EXPECT_EQ(Codecs().ForPath("/api/chat")->name(), "ollama");
+  EXPECT_EQ(Codecs().ForPath("/api/generate")->name(), "ollama");
+  EXPECT_EQ(Codecs().ForPath("/api/embed")->name(), "ollama");
+  EXPECT_EQ(Codecs().ForPath("/api/tags")->name(), "ollama");
   EXPECT_EQ(Codecs().ForPath("/v1/projects/p/locations/us-central1/publishers/google/models/"
                              "g:generateContent")
                 ->name(),
@@ -86,17 +104,22 @@ TEST(CodecRegistryTest, ListsRoutesInRegistrationOrder) {
                           "POST /v1/messages (also /messages)",
                           "POST /v1beta/models/{model}:generateContent",
                           "POST /v1beta/models/{model}:streamGenerateContent",
+                          "POST /v2/chat",
                           "POST /v1/projects/{project}/locations/{location}/publishers/google/"
                           "models/{model}:generateContent",
                           "POST /v1/projects/{project}/locations/{location}/publishers/google/"
                           "models/{model}:streamGenerateContent",
                           "POST /v1/publishers/google/models/{model}:generateContent",
                           "POST /v1/publishers/google/models/{model}:streamGenerateContent",
+                          "POST /api/chat", "POST /api/generate", "POST /api/embed",
+                          "GET /api/tags",
                           "POST /openai/deployments/{deployment}/chat/completions",
                           "POST /openai/v1/chat/completions", "POST /openai/responses",
                           "POST /openai/v1/responses",
                           "POST /openai/deployments/{deployment}/embeddings",
-                          "POST /openai/v1/embeddings"));
+                          "POST /openai/v1/embeddings", "POST /model/{modelId}/converse",
+                          "POST /model/{modelId}/converse-stream", "POST /model/{modelId}/invoke",
+                          "POST /model/{modelId}/invoke-with-response-stream"));
 }
 
 TEST(CodecRegistryTest, TellsClientsApartByTheirHeader) {
@@ -213,6 +236,11 @@ TEST(CodecErrorTest, RefusalsTakeEachApisShape) {
               HasSubstr(R"("type":"error")"));
   EXPECT_THAT(Codecs().Find("gemini")->RequestErrorBody(400, "bad"),
               HasSubstr(R"("status":"INVALID_ARGUMENT")"));
+  EXPECT_EQ(Codecs().Find("bedrock")->RequestErrorBody(400, "bad"),
+            R"({"__type":"ValidationException","message":"bad"})");
+  EXPECT_EQ(Codecs().Find("ollama")->RequestErrorBody(400, "bad"), R"({"error":"bad"})");
+  EXPECT_THAT(Codecs().Find("cohere")->RequestErrorBody(400, "bad"),
+              HasSubstr(R"("message":"bad")"));
 }
 
 }  // namespace

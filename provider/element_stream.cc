@@ -4,6 +4,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "provider/event_stream.h"
 #include "provider/json_array_stream.h"
 
 namespace understudy {
@@ -15,6 +16,8 @@ std::unique_ptr<ElementSplitter> NewSplitter(StreamFraming framing) {
       return std::make_unique<JsonArraySplitter>();
     case StreamFraming::kNdjson:
       return std::make_unique<NdjsonSplitter>();
+    case StreamFraming::kEventStream:
+      return std::make_unique<EventStreamSplitter>();
     case StreamFraming::kNone:
     case StreamFraming::kSse:
       break;

@@ -21,6 +21,7 @@ enum class StreamFraming {
   kSse,        // server-sent events (SseParser)
   kJsonArray,  // one JSON array, element by element (JsonArraySplitter)
   kNdjson,     // one JSON object per line (NdjsonSplitter)
+  kEventStream,  // AWS event stream binary frames (EventStreamSplitter, provider/event_stream.h)
 };
 
 // Cuts a stream into segments, each holding at most one element, as its

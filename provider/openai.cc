@@ -21,44 +21,6 @@ using nlohmann::ordered_json;
 // A text part with nothing but its type and text.
 bool IsPlainText(const Json& part) { return HasOnlyKeys(part, {"type", "text"}); }
 
-// `tool_calls` of an assistant message (request or response). Calls of type
-// "function" become ToolCalls; when any call has another type or fields
-// beyond id/type/function{name, arguments}, the whole list also goes
-// verbatim into extra["tool_calls"] (when `extra` is given).
-absl::Status ParseToolCalls(const Json& calls, const std::string& path, v1::Message* message,
-                            Json* extra) {
-  if (!calls.is_array()) return ExpectedError(path, "an array of tool calls", calls);
-  bool exact = true;
-  for (size_t i = 0; i < calls.size(); ++i) {
-    const Json& call = calls[i];
-    const std::string call_path = JoinPath(path, i);
-    if (!call.is_object()) return ExpectedError(call_path, "a tool call object", call);
-    std::string type;
-    US_RETURN_IF_ERROR(ReadOptionalString(call, "type", call_path, &type));
-    if (!type.empty() && type != "function") {
-      exact = false;
-      continue;
-    }
-    const std::string fn_path = JoinPath(call_path, "function");
-    const Json* fn = FindMember(call, "function");
-    if (fn == nullptr) return MissingError(fn_path, "an object");
-    if (!fn->is_object()) return ExpectedError(fn_path, "an object", *fn);
-    v1::ToolCall* out = message->add_tool_calls();
-    US_RETURN_IF_ERROR(ReadOptionalString(call, "id", call_path, out->mutable_id()));
-    US_RETURN_IF_ERROR(ReadRequiredString(*fn, "name", fn_path, out->mutable_name()));
-    const Json* arguments = FindMember(*fn, "arguments");
-    if (arguments != nullptr && !arguments->is_string()) {
-      return ExpectedError(JoinPath(fn_path, "arguments"), "a string (JSON text)", *arguments);
-    }
-    if (arguments != nullptr) out->set_arguments(arguments->get<std::string>());
-    exact = exact && !type.empty() && arguments != nullptr &&
-            HasOnlyKeys(call, {"id", "type", "function"}) &&
-            HasOnlyKeys(*fn, {"name", "arguments"});
-  }
-  if (!exact && extra != nullptr) (*extra)["tool_calls"] = calls;
-  return absl::OkStatus();
-}
-
 absl::Status ParseMessage(const Json& in, const std::string& path, v1::Message* message) {
   if (!in.is_object()) return ExpectedError(path, "a message object", in);
   Json extra = Json::object();
@@ -77,7 +39,7 @@ absl::Status ParseMessage(const Json& in, const std::string& path, v1::Message* 
   US_RETURN_IF_ERROR(ReadOptionalString(in, "name", path, message->mutable_name()));
   US_RETURN_IF_ERROR(ReadOptionalString(in, "tool_call_id", path, message->mutable_tool_call_id()));
   if (const Json* calls = FindMember(in, "tool_calls")) {
-    US_RETURN_IF_ERROR(ParseToolCalls(*calls, JoinPath(path, "tool_calls"), message, &extra));
+    US_RETURN_IF_ERROR(ParseFunctionToolCalls(*calls, JoinPath(path, "tool_calls"), message, &extra));
   }
   for (auto it = in.begin(); it != in.end(); ++it) {
     const std::string& key = it.key();
@@ -88,37 +50,6 @@ absl::Status ParseMessage(const Json& in, const std::string& path, v1::Message* 
     extra[key] = *it;
   }
   if (!extra.empty()) message->set_extra(DumpJson(extra));
-  return absl::OkStatus();
-}
-
-absl::Status ParseTools(const Json& tools, v1::CompletionRequest* request, Json* extra) {
-  const std::string path = "tools";
-  if (!tools.is_array()) return ExpectedError(path, "an array of tools", tools);
-  bool exact = true;
-  for (size_t i = 0; i < tools.size(); ++i) {
-    const Json& tool = tools[i];
-    const std::string tool_path = JoinPath(path, i);
-    if (!tool.is_object()) return ExpectedError(tool_path, "a tool object", tool);
-    std::string type;
-    US_RETURN_IF_ERROR(ReadOptionalString(tool, "type", tool_path, &type));
-    if (!type.empty() && type != "function") {
-      exact = false;
-      continue;
-    }
-    const std::string fn_path = JoinPath(tool_path, "function");
-    const Json* fn = FindMember(tool, "function");
-    if (fn == nullptr) return MissingError(fn_path, "an object");
-    if (!fn->is_object()) return ExpectedError(fn_path, "an object", *fn);
-    v1::ToolDefinition* out = request->add_tools();
-    US_RETURN_IF_ERROR(ReadRequiredString(*fn, "name", fn_path, out->mutable_name()));
-    US_RETURN_IF_ERROR(ReadOptionalString(*fn, "description", fn_path, out->mutable_description()));
-    if (const Json* parameters = FindMember(*fn, "parameters")) {
-      out->set_parameters(DumpJson(*parameters));
-    }
-    exact = exact && !type.empty() && HasOnlyKeys(tool, {"type", "function"}) &&
-            HasOnlyKeys(*fn, {"name", "description", "parameters"});
-  }
-  if (!exact) (*extra)["tools"] = tools;
   return absl::OkStatus();
 }
 
@@ -168,7 +99,7 @@ absl::StatusOr<ParsedRequest> ParseRequest(absl::string_view body) {
         ParseMessage((*messages)[i], JoinPath("messages", i), request.add_messages()));
   }
   if (const Json* tools = FindMember(root, "tools")) {
-    US_RETURN_IF_ERROR(ParseTools(*tools, &request, &extra));
+    US_RETURN_IF_ERROR(ParseFunctionTools(*tools, &request, &extra));
   }
 
   using Sampling = SamplingField::Kind;
@@ -241,7 +172,7 @@ absl::StatusOr<v1::CompletionResponse> ParseResponse(absl::string_view body) {
       ReadOptionalString(*message, "content", "choices[0].message", m->mutable_content()));
   if (const Json* calls = FindMember(*message, "tool_calls")) {
     US_RETURN_IF_ERROR(
-        ParseToolCalls(*calls, "choices[0].message.tool_calls", m, /*extra=*/nullptr));
+        ParseFunctionToolCalls(*calls, "choices[0].message.tool_calls", m, /*extra=*/nullptr));
   }
   US_RETURN_IF_ERROR(
       ReadOptionalString(choice, "finish_reason", "choices[0]", out.mutable_finish_reason()));

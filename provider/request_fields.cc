@@ -98,5 +98,70 @@ absl::Status ParseTextParts(const Json* value, const std::string& path,
   return absl::OkStatus();
 }
 
+absl::Status ParseFunctionTools(const Json& tools, v1::CompletionRequest* request, Json* extra) {
+  const std::string path = "tools";
+  if (!tools.is_array()) return ExpectedError(path, "an array of tools", tools);
+  bool exact = true;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const Json& tool = tools[i];
+    const std::string tool_path = JoinPath(path, i);
+    if (!tool.is_object()) return ExpectedError(tool_path, "a tool object", tool);
+    std::string type;
+    US_RETURN_IF_ERROR(ReadOptionalString(tool, "type", tool_path, &type));
+    if (!type.empty() && type != "function") {
+      exact = false;
+      continue;
+    }
+    const std::string fn_path = JoinPath(tool_path, "function");
+    const Json* fn = FindMember(tool, "function");
+    if (fn == nullptr) return MissingError(fn_path, "an object");
+    if (!fn->is_object()) return ExpectedError(fn_path, "an object", *fn);
+    v1::ToolDefinition* out = request->add_tools();
+    US_RETURN_IF_ERROR(ReadRequiredString(*fn, "name", fn_path, out->mutable_name()));
+    US_RETURN_IF_ERROR(ReadOptionalString(*fn, "description", fn_path, out->mutable_description()));
+    if (const Json* parameters = FindMember(*fn, "parameters")) {
+      out->set_parameters(DumpJson(*parameters));
+    }
+    exact = exact && !type.empty() && HasOnlyKeys(tool, {"type", "function"}) &&
+            HasOnlyKeys(*fn, {"name", "description", "parameters"});
+  }
+  if (!exact) (*extra)["tools"] = tools;
+  return absl::OkStatus();
+}
+
+absl::Status ParseFunctionToolCalls(const Json& calls, const std::string& path,
+                                    v1::Message* message, Json* extra) {
+  if (!calls.is_array()) return ExpectedError(path, "an array of tool calls", calls);
+  bool exact = true;
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Json& call = calls[i];
+    const std::string call_path = JoinPath(path, i);
+    if (!call.is_object()) return ExpectedError(call_path, "a tool call object", call);
+    std::string type;
+    US_RETURN_IF_ERROR(ReadOptionalString(call, "type", call_path, &type));
+    if (!type.empty() && type != "function") {
+      exact = false;
+      continue;
+    }
+    const std::string fn_path = JoinPath(call_path, "function");
+    const Json* fn = FindMember(call, "function");
+    if (fn == nullptr) return MissingError(fn_path, "an object");
+    if (!fn->is_object()) return ExpectedError(fn_path, "an object", *fn);
+    v1::ToolCall* out = message->add_tool_calls();
+    US_RETURN_IF_ERROR(ReadOptionalString(call, "id", call_path, out->mutable_id()));
+    US_RETURN_IF_ERROR(ReadRequiredString(*fn, "name", fn_path, out->mutable_name()));
+    const Json* arguments = FindMember(*fn, "arguments");
+    if (arguments != nullptr && !arguments->is_string()) {
+      return ExpectedError(JoinPath(fn_path, "arguments"), "a string (JSON text)", *arguments);
+    }
+    if (arguments != nullptr) out->set_arguments(arguments->get<std::string>());
+    exact = exact && !type.empty() && arguments != nullptr &&
+            HasOnlyKeys(call, {"id", "type", "function"}) &&
+            HasOnlyKeys(*fn, {"name", "arguments"});
+  }
+  if (!exact && extra != nullptr) (*extra)["tool_calls"] = calls;
+  return absl::OkStatus();
+}
+
 }  // namespace provider
 }  // namespace understudy

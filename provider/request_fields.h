@@ -34,6 +34,21 @@ void CopyUnmapped(const Json& object, absl::Span<const absl::string_view> ignore
   }
 }
 
+// OpenAI's function tools, [{type: "function", function: {name,
+// description, parameters}}], at "tools" (Chat Completions; Cohere v2
+// writes them the same), into request->tools. When a tool has another type
+// or fields beyond those, the whole array also goes verbatim into
+// (*extra)["tools"]. Fails with ExpectedError / MissingError at the path.
+absl::Status ParseFunctionTools(const Json& tools, v1::CompletionRequest* request, Json* extra);
+
+// OpenAI's function tool calls, [{id, type: "function", function: {name,
+// arguments (JSON text)}}], at `path` (an assistant message's tool_calls,
+// in a request or an answer), into message->tool_calls. When a call has
+// another type or fields beyond those, the whole array also goes verbatim
+// into (*extra)["tool_calls"] (when `extra` is given).
+absl::Status ParseFunctionToolCalls(const Json& calls, const std::string& path,
+                                    v1::Message* message, Json* extra);
+
 // How a sampling parameter is spelled in an API's request.
 struct SamplingField {
   enum class Kind {

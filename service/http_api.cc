@@ -278,9 +278,16 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   if (wire->kind == provider::CallRoute::Kind::kFetch) {
     return GetResponse(*api, call, request.method, *wire, *out);
   }
+  if (wire->kind == provider::CallRoute::Kind::kListModels) {
+    if (request.method != "GET") return MethodNotAllowed(shape, "GET", *out);
+    if (absl::Status names = CheckNames(call); !names.ok()) {
+      return RespondError(shape, names, *out);
+    }
+    return ListModels(call, *api, *out);
+  }
   if (request.method != "POST") return MethodNotAllowed(shape, "POST", *out);
   absl::string_view content_type = request.Header("content-type");
-  if (!absl::StartsWith(absl::AsciiStrToLower(content_type), "application/json")) {
+  if (!api->AcceptsContentType(absl::AsciiStrToLower(content_type))) {
     return out->Respond(
         415, {{"content-type", kJsonContentType}},
         shape.ErrorBody(absl::InvalidArgumentError(

@@ -1,8 +1,10 @@
 #include "service/server.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <system_error>
@@ -35,6 +37,7 @@
 #include "service/ui_api.h"
 #include "store/retention.h"
 #include "store/store.h"
+#include "upstream/aws_sigv4.h"
 #include "upstream/grpc_upstream.h"
 #include "upstream/http_upstream.h"
 
@@ -490,6 +493,26 @@ absl::Status ConfigureAccess(const ServerOptions& options, Server::Parts* parts)
   return absl::OkStatus();
 }
 
+// The signing hook of upstream `name` when an API forwarding to it signs
+// with AWS's SigV4 (Codec::aws_signing_name), else none. Credentials are
+// read from the environment now; when they are missing, each forwarded
+// request fails saying so (a replay never forwards, and needs none).
+std::function<absl::Status(absl::string_view, upstream::UpstreamHttpRequest*)> AwsSigningFor(
+    const std::string& name, const std::string& base_url) {
+  for (const provider::Codec* codec : provider::CodecRegistry::Builtin().All()) {
+    if (codec->upstream() != name || codec->aws_signing_name().empty()) continue;
+    auto signer = std::make_shared<absl::StatusOr<upstream::AwsSigner>>(
+        upstream::AwsSigner::FromEnvironment(codec->aws_signing_name(), base_url, ::getenv));
+    return [signer](absl::string_view url, upstream::UpstreamHttpRequest* request) {
+      if (!signer->ok()) return signer->status();
+      (*signer)->Sign(request->method, url, &request->headers, request->body,
+                      Env::Default()->Now());
+      return absl::OkStatus();
+    };
+  }
+  return nullptr;
+}
+
 absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
                              engine::EngineOptions* engine_options) {
   auto bad = [](absl::Status status) { return Tagged(std::move(status), StartStage::kOptions); };
@@ -519,6 +542,7 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
     upstream::HttpUpstream::Options http_options;
     http_options.base_url = upstream.substr(eq + 1);
     http_options.flag = absl::StrCat("--upstream ", name);
+    http_options.sign = AwsSigningFor(name, http_options.base_url);
     absl::StatusOr<std::unique_ptr<upstream::HttpUpstream>> http_upstream =
         upstream::HttpUpstream::Create(http_options);
     if (!http_upstream.ok()) return bad(http_upstream.status());

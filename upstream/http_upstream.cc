@@ -377,6 +377,12 @@ class Worker {
       return;
     }
     const HttpUpstream::Options& options = core_->options;
+    if (options.sign) {
+      if (absl::Status s = options.sign(t->url, &t->request); !s.ok()) {
+        Finish(t, s);
+        return;
+      }
+    }
     absl::Duration timeout = std::min(t->request.deadline - options.env->Now(), options.total_timeout);
     if (timeout <= absl::ZeroDuration()) {
       Finish(t, Failure(absl::StatusCode::kDeadlineExceeded, *t, "deadline passed before sending"));

@@ -31,6 +31,7 @@
 #define UNDERSTUDY_UPSTREAM_HTTP_UPSTREAM_H_
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -166,6 +167,12 @@ class HttpUpstream final : public UpstreamHttpInterface {
     size_t max_response_bytes = size_t{64} << 20;
     // PEM file of CA certificates for https; empty for the system's.
     std::string ca_file;
+    // Called on the worker thread just before a request is sent, with the
+    // URL it goes to: may add or replace headers (AWS's SigV4 signature,
+    // which must be computed for the upstream's host and path, not the
+    // agent's). A failure ends that transfer with its status, before
+    // anything is sent. Empty: requests go as given.
+    std::function<absl::Status(absl::string_view url, UpstreamHttpRequest* request)> sign;
     // What a request's deadline is read against. Not owned. curl's own
     // timeouts run on real time, so this stays the real Env outside tests.
     Env* env = Env::Default();

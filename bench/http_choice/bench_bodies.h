@@ -61,6 +61,34 @@
 //     response.completed (the whole `response` object, with usage): 20
 //     events. The pieces are all 7 characters, so a tool that cuts a text
 //     into fixed-size pieces (aimock's chunkSize) can send the same ones.
+//   * kOllamaChatPath, kOllamaChatRequestBody: Ollama's chat route and the
+//     request of the NDJSON streaming case (Ollama streams by default; the
+//     body also says "stream":true, as its npm and Python clients do).
+//   * OllamaChatLine(i) for i in [0, kOllamaLineCount): the i-th line of the
+//     answer to it (Content-Type: application/x-ndjson), each one compact
+//     JSON object ended by "\n", Ollama's shape: lines 0..198 are
+//     {"model":"llama3.2:3b","created_at":"2026-01-01T00:00:00Z","message":
+//     {"role":"assistant","content":"piece N "},"done":false} with N = i;
+//     line 199 has content "", "done_reason":"stop", "done":true and the
+//     durations and token counts Ollama closes a stream with: 200 lines,
+//     sent at once. "piece 198 " (kOllamaStreamMarker) is the last piece.
+//   * kBedrockStreamPath, kBedrockStreamRequestBody: AWS Bedrock's
+//     ConverseStream route for the model "bench-model" and the request of
+//     the event stream case (a Converse body: no model, no stream flag; the
+//     path says both).
+//   * BedrockStreamEvent(i) for i in [0, kBedrockEventCount): the type and
+//     JSON payload of the i-th event of the answer to it, in Bedrock's
+//     order: messageStart {"role":"assistant"}, then 198 contentBlockDelta
+//     {"contentBlockIndex":0,"delta":{"text":"piece N "}} with N = 0..197,
+//     then messageStop {"stopReason":"end_turn"}: 200 events. Bedrock ends
+//     its streams with a metadata event (usage) after messageStop; it is
+//     left out so that the stream has the 200 events of the other stream
+//     cases. "piece 197 " (kBedrockStreamMarker) is the last piece. A server
+//     sends each as one "application/vnd.amazon.eventstream" frame (the
+//     layout is in provider/event_stream.h) with the string headers
+//     :event-type TYPE, :content-type "application/json" and :message-type
+//     "event", in that order, and the payload as is; the framing (and its
+//     CRC32s) is the server's, so this header needs no zlib.
 //
 // Everything here is immutable and safe to use from any thread.
 #ifndef UNDERSTUDY_BENCH_HTTP_CHOICE_BENCH_BODIES_H_
@@ -278,6 +306,62 @@ inline std::string ResponsesEvent(int i) {
   }
   return "event: " + type + "\ndata: {\"type\":\"" + type +
          "\",\"sequence_number\":" + std::to_string(i) + "," + fields + "}\n\n";
+}
+
+inline constexpr std::string_view kOllamaChatPath = "/api/chat";
+
+inline constexpr std::string_view kOllamaChatRequestBody =
+    R"({"model":"llama3.2:3b","messages":[{"role":"user",)"
+    R"("content":"Stream the plan for the NDJSON benchmark."}],)"
+    R"("stream":true})";
+
+inline constexpr int kOllamaLineCount = 200;
+inline constexpr std::string_view kOllamaStreamMarker = "piece 198 ";
+
+// Returns the i-th line of the Ollama chat stream, "\n" included (see
+// contract above). Precondition: 0 <= i < kOllamaLineCount.
+inline std::string OllamaChatLine(int i) {
+  const std::string head =
+      R"({"model":"llama3.2:3b","created_at":"2026-01-01T00:00:00Z",)"
+      R"("message":{"role":"assistant","content":")";
+  if (i < kOllamaLineCount - 1) {
+    return head + "piece " + std::to_string(i) + R"( "},"done":false})" + "\n";
+  }
+  return head +
+         R"("},"done_reason":"stop","done":true,)"
+         R"("total_duration":2034567890,"load_duration":12345678,)"
+         R"("prompt_eval_count":18,"prompt_eval_duration":23456789,)"
+         R"("eval_count":199,"eval_duration":1987654321})" +
+         "\n";
+}
+
+inline constexpr std::string_view kBedrockStreamPath =
+    "/model/bench-model/converse-stream";
+
+inline constexpr std::string_view kBedrockStreamRequestBody =
+    R"({"messages":[{"role":"user","content":[{"text":)"
+    R"("Stream the plan for the event stream benchmark."}]}],)"
+    R"("inferenceConfig":{"maxTokens":512}})";
+
+inline constexpr int kBedrockEventCount = 200;
+inline constexpr std::string_view kBedrockStreamMarker = "piece 197 ";
+
+// One event of a Bedrock stream: its :event-type and its JSON payload.
+struct BedrockEvent {
+  std::string type;
+  std::string payload;
+};
+
+// Returns the i-th event of the Bedrock ConverseStream answer (see contract
+// above). Precondition: 0 <= i < kBedrockEventCount.
+inline BedrockEvent BedrockStreamEvent(int i) {
+  if (i == 0) return {"messageStart", R"({"role":"assistant"})"};
+  if (i == kBedrockEventCount - 1) {
+    return {"messageStop", R"({"stopReason":"end_turn"})"};
+  }
+  return {"contentBlockDelta",
+          R"({"contentBlockIndex":0,"delta":{"text":"piece )" +
+              std::to_string(i - 1) + R"( "}})"};
 }
 
 }  // namespace understudy::bench

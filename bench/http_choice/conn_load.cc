@@ -9,8 +9,9 @@
 //   conn_load --port=P [--host=127.0.0.1] [--conns=256] [--duration=10]
 //             [--warmup=0] [--rate=0] [--max-requests=50000000]
 //             [--path=/v1/chat/completions] [--body-file=FILE]
-//             [--header=K:V]... [--expect=STRING] [--sse]
-//             [--expect-events=N] [--streams=0]
+//             [--header=K:V]... [--expect=STRING]
+//             [--sse | --ndjson | --eventstream] [--expect-events=N]
+//             [--streams=0]
 //
 // Flags:
 //   --port=P         server port (required).
@@ -59,8 +60,24 @@
 //                    a chat chunk "data: {...}\n\n" and a Responses event
 //                    "event: TYPE\ndata: {...}\n\n" are one event each.
 //                    A 2xx response with no event at all is wrong.
-//   --expect-events=N  (with --sse) a 2xx response with a number of events
-//                    other than N is wrong.
+//   --ndjson         POST responses are newline-delimited JSON streams
+//                    (Ollama's application/x-ndjson): an event is a line
+//                    ended by "\n" (or "\r\n") with at least one byte
+//                    before its end; blank lines are not events, and bytes
+//                    after the last "\n" are not one. Otherwise as --sse.
+//   --eventstream    POST responses are AWS event streams (Bedrock's
+//                    application/vnd.amazon.eventstream): an event is one
+//                    whole binary frame, delimited by the total length in
+//                    its prelude (big-endian uint32). A frame whose lengths
+//                    cannot be (total < 16 or > 16 MiB, or headers longer
+//                    than the frame) makes the response wrong; the CRC32s
+//                    are not checked (that is the codec's job, and would
+//                    cost every server measured the same client CPU), and a
+//                    trailing partial frame is not an event. Otherwise as
+//                    --sse.
+//   --expect-events=N  (with --sse, --ndjson or --eventstream) a 2xx
+//                    response with a number of events other than N is
+//                    wrong.
 //
 // Each POST response that completes in the measured window is exactly one of:
 // a success (2xx and every expectation met), non2xx, or wrong (2xx but an
@@ -111,8 +128,11 @@
 //   backlog          (--rate) requests that were due but had not gone out,
 //                    because no connection was free, when the run stopped
 //                    (they are in no latency figure); 0 in closed loop.
-//   sse              1 with --sse, else 0. The remaining fields are 0
-//                    without --sse:
+//   sse              1 with --sse, --ndjson or --eventstream (events are
+//                    counted), else 0. The remaining fields are 0 without
+//                    one of them, and count that framing's events (SSE
+//                    frames, NDJSON lines or event stream frames) -- the
+//                    names say "sse" because SSE came first:
 //   sse_events       events in the successful responses.
 //   events_per_s     sse_events / secs (chunks/s).
 //   ttfc_p50_us ttfc_p99_us ttfc_max_us
@@ -121,6 +141,7 @@
 //                    event received.
 //   events_per_resp_min events_per_resp_max
 //                    fewest and most events in one 2xx response.
+//   framing          none, sse, ndjson or eventstream.
 //
 // Single-threaded (one epoll loop), so the client uses at most one core.
 #include <arpa/inet.h>
@@ -144,6 +165,7 @@
 #include <deque>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -188,6 +210,24 @@ std::string_view Trim(std::string_view s) {
   return s;
 }
 
+// How POST response bodies are cut into events (--sse, --ndjson,
+// --eventstream); kNone: they are not.
+enum class Framing { kNone, kSse, kNdjson, kEventStream };
+
+const char* FramingName(Framing f) {
+  switch (f) {
+    case Framing::kSse:
+      return "sse";
+    case Framing::kNdjson:
+      return "ndjson";
+    case Framing::kEventStream:
+      return "eventstream";
+    case Framing::kNone:
+      break;
+  }
+  return "none";
+}
+
 struct Flags {
   std::string host = "127.0.0.1";
   int port = 0;
@@ -201,7 +241,7 @@ struct Flags {
   std::string body = std::string(bench::kChatRequestBody);
   std::vector<std::pair<std::string, std::string>> headers;
   std::string expect;  // Empty = no body check.
-  bool sse = false;
+  Framing framing = Framing::kNone;
   int expect_events = 0;  // 0 = any number of events (at least one).
 };
 
@@ -211,8 +251,9 @@ struct Flags {
                "usage: %s --port=P [--host=127.0.0.1] [--conns=256] "
                "[--duration=10] [--warmup=0] [--rate=0] [--max-requests=N] "
                "[--path=/v1/chat/completions] [--body-file=FILE] "
-               "[--header=K:V]... [--expect=STRING] [--sse] "
-               "[--expect-events=N] [--streams=0]\n",
+               "[--header=K:V]... [--expect=STRING] "
+               "[--sse | --ndjson | --eventstream] [--expect-events=N] "
+               "[--streams=0]\n",
                argv0);
   std::exit(1);
 }
@@ -231,6 +272,11 @@ T Number(const char* argv0, const char* flag, const char* v) {
 
 Flags ParseFlags(int argc, char** argv) {
   Flags f;
+  auto set_framing = [&](Framing framing) {
+    if (f.framing != Framing::kNone && f.framing != framing)
+      Usage(argv[0], "--sse, --ndjson and --eventstream exclude each other");
+    f.framing = framing;
+  };
   for (int i = 1; i < argc; ++i) {
     auto value = [&](const char* name) -> const char* {
       size_t n = std::strlen(name);
@@ -276,7 +322,11 @@ Flags ParseFlags(int argc, char** argv) {
     } else if (const char* v = value("--expect")) {
       f.expect = v;
     } else if (std::strcmp(argv[i], "--sse") == 0) {
-      f.sse = true;
+      set_framing(Framing::kSse);
+    } else if (std::strcmp(argv[i], "--ndjson") == 0) {
+      set_framing(Framing::kNdjson);
+    } else if (std::strcmp(argv[i], "--eventstream") == 0) {
+      set_framing(Framing::kEventStream);
     } else if (const char* v = value("--expect-events")) {
       f.expect_events = Number<int>(argv[0], "--expect-events", v);
     } else {
@@ -292,8 +342,8 @@ Flags ParseFlags(int argc, char** argv) {
           "600, 0 <= warmup <= 600, rate >= 0, expect-events >= 0, path "
           "starts with /)");
   }
-  if (f.expect_events > 0 && !f.sse)
-    Usage(argv[0], "--expect-events needs --sse");
+  if (f.expect_events > 0 && f.framing == Framing::kNone)
+    Usage(argv[0], "--expect-events needs --sse, --ndjson or --eventstream");
   return f;
 }
 
@@ -356,15 +406,28 @@ class Histogram {
   uint64_t max_ns_ = 0;
 };
 
-// Finds the ends of Server-Sent Event frames in a body fed in arbitrary
-// pieces: a frame ends at a blank line, whatever the line ends ("\n", "\r\n"
-// or "\r", as the SSE spec allows); a blank line with no bytes before it in
-// its frame ends nothing.
-class SseFrameCounter {
+// Counts the events of one streamed response body fed in arbitrary pieces,
+// whatever its framing; one implementation per framing (NewEventCounter).
+// Not thread-safe; each connection owns one and resets it per response.
+class EventCounter {
  public:
-  // Scans n bytes; calls on_event() once per frame that ends in them.
-  template <typename OnEvent>
-  void Feed(const char* p, size_t n, OnEvent&& on_event) {
+  virtual ~EventCounter() = default;
+  // Scans the next n bytes of the body; returns how many events end in them.
+  virtual int Feed(const char* p, size_t n) = 0;
+  // True once the body so far cannot be of this framing: the response is
+  // wrong, and Feed counts nothing more until Reset.
+  virtual bool malformed() const { return false; }
+  // Forgets the body so far, for the next response.
+  virtual void Reset() = 0;
+};
+
+// Server-Sent Events: a frame ends at a blank line, whatever the line ends
+// ("\n", "\r\n" or "\r", as the SSE spec allows); a blank line with no
+// bytes before it in its frame ends nothing.
+class SseFrameCounter final : public EventCounter {
+ public:
+  int Feed(const char* p, size_t n) override {
+    int events = 0;
     for (size_t k = 0; k < n; ++k) {
       const char ch = p[k];
       if (ch == '\n' && after_cr_) {  // The LF of a CRLF: already counted.
@@ -375,7 +438,7 @@ class SseFrameCounter {
       if (ch == '\n' || ch == '\r') {
         if (at_line_start_ && frame_has_bytes_) {
           frame_has_bytes_ = false;
-          on_event();
+          ++events;
         }
         at_line_start_ = true;
       } else {
@@ -383,15 +446,121 @@ class SseFrameCounter {
         frame_has_bytes_ = true;
       }
     }
+    return events;
   }
 
-  void Reset() { *this = SseFrameCounter(); }
+  void Reset() override { *this = SseFrameCounter(); }
 
  private:
   bool at_line_start_ = true;
   bool after_cr_ = false;
   bool frame_has_bytes_ = false;
 };
+
+// Newline-delimited JSON: an event is a line ended by "\n" with at least
+// one byte before it other than the "\r" of a "\r\n".
+class NdjsonLineCounter final : public EventCounter {
+ public:
+  int Feed(const char* p, size_t n) override {
+    int events = 0;
+    while (n > 0) {
+      const void* found = std::memchr(p, '\n', n);
+      const size_t len =
+          found == nullptr
+              ? n
+              : static_cast<size_t>(static_cast<const char*>(found) - p);
+      // A lone "\r" is the first half of a blank line's "\r\n"; one split
+      // from its line's text by a read was counted with that text.
+      if (len > 1 || (len == 1 && p[0] != '\r')) line_has_bytes_ = true;
+      if (found == nullptr) break;
+      if (line_has_bytes_) ++events;
+      line_has_bytes_ = false;
+      p += len + 1;
+      n -= len + 1;
+    }
+    return events;
+  }
+
+  void Reset() override { line_has_bytes_ = false; }
+
+ private:
+  bool line_has_bytes_ = false;
+};
+
+// AWS event stream: an event is one whole frame, delimited by its prelude
+// (total length, headers length; big-endian uint32s). The CRC32s are not
+// checked.
+class EventStreamFrameCounter final : public EventCounter {
+ public:
+  int Feed(const char* p, size_t n) override {
+    int events = 0;
+    while (n > 0 && !malformed_) {
+      if (prelude_got_ < kLengths) {
+        const size_t take = std::min(n, kLengths - prelude_got_);
+        std::memcpy(prelude_ + prelude_got_, p, take);
+        prelude_got_ += take;
+        p += take;
+        n -= take;
+        if (prelude_got_ == kLengths) StartFrame();
+        continue;
+      }
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(n, rest_));
+      p += take;
+      n -= take;
+      rest_ -= take;
+      if (rest_ == 0) {
+        ++events;
+        prelude_got_ = 0;
+      }
+    }
+    return events;
+  }
+
+  bool malformed() const override { return malformed_; }
+
+  void Reset() override { *this = EventStreamFrameCounter(); }
+
+ private:
+  // The two lengths of the prelude; its CRC follows them.
+  static constexpr size_t kLengths = 8;
+  // Prelude (12 bytes) and message CRC (4): a frame with nothing else.
+  static constexpr uint32_t kMinFrame = 16;
+  static constexpr uint32_t kMaxFrame = uint32_t{16} << 20;  // The SDKs'.
+
+  static uint32_t BigEndian(const unsigned char* b) {
+    return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) |
+           (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+  }
+
+  // The lengths are in: checks them and skips the rest of the frame.
+  void StartFrame() {
+    const uint32_t total = BigEndian(prelude_);
+    const uint32_t headers = BigEndian(prelude_ + 4);
+    malformed_ =
+        total < kMinFrame || total > kMaxFrame || headers > total - kMinFrame;
+    if (!malformed_) rest_ = total - kLengths;
+  }
+
+  unsigned char prelude_[kLengths] = {};
+  size_t prelude_got_ = 0;
+  uint64_t rest_ = 0;  // Bytes of the current frame after its lengths.
+  bool malformed_ = false;
+};
+
+// The counter of `framing`; nullptr for Framing::kNone.
+std::unique_ptr<EventCounter> NewEventCounter(Framing framing) {
+  switch (framing) {
+    case Framing::kSse:
+      return std::make_unique<SseFrameCounter>();
+    case Framing::kNdjson:
+      return std::make_unique<NdjsonLineCounter>();
+    case Framing::kEventStream:
+      return std::make_unique<EventStreamFrameCounter>();
+    case Framing::kNone:
+      break;
+  }
+  return nullptr;
+}
 
 // Incremental HTTP/1.1 response reader: Content-Length, chunked and
 // close-delimited bodies.
@@ -423,7 +592,9 @@ struct Conn {
   // Per request: when it was due (--rate) or written, and what the body
   // showed so far.
   Clock::time_point start_at{};
-  SseFrameCounter frames;
+  // GET /stream connections: SSE; POST ones: --sse/--ndjson/--eventstream's
+  // counter, or nullptr without one.
+  std::unique_ptr<EventCounter> frames;
   int resp_events = 0;
   Clock::time_point first_event_at{};
   Clock::time_point last_event_at{};
@@ -470,6 +641,8 @@ class Load {
       conns_[i].stream = f_.streams > 0 &&
                          (static_cast<int64_t>(i) * f_.streams / f_.conns !=
                           static_cast<int64_t>(i + 1) * f_.streams / f_.conns);
+      conns_[i].frames =
+          NewEventCounter(conns_[i].stream ? Framing::kSse : f_.framing);
     }
     // Connections open one after the other, each once the previous one's
     // handshake is done: opened all at once, they overflow a small listen
@@ -664,7 +837,7 @@ class Load {
     c.waiting = true;
     c.phase = Phase::kHeaders;
     c.start_at = start;
-    c.frames.Reset();
+    if (c.frames != nullptr) c.frames->Reset();
     c.resp_events = 0;
     c.expect_found = false;
     c.expect_tail.clear();
@@ -887,13 +1060,13 @@ class Load {
   void OnBody(int i, const char* p, size_t n) {
     Conn& c = conns_[i];
     if (c.stream) {
-      c.frames.Feed(p, n, [&] { OnStreamEvent(c); });
+      for (int k = c.frames->Feed(p, n); k > 0; --k) OnStreamEvent(c);
       return;
     }
-    if (f_.sse) {
-      c.frames.Feed(p, n, [&] {
-        if (c.resp_events++ == 0) c.first_event_at = Clock::now();
-      });
+    if (c.frames != nullptr) {
+      const int ended = c.frames->Feed(p, n);
+      if (ended > 0 && c.resp_events == 0) c.first_event_at = Clock::now();
+      c.resp_events += ended;
     }
     if (!f_.expect.empty() && !c.expect_found) FindExpected(c, p, n);
   }
@@ -956,25 +1129,31 @@ class Load {
   void Account(const Conn& c, Clock::time_point now) {
     ++responses_;
     const bool ok_status = c.status >= 200 && c.status < 300;
-    if (f_.sse && ok_status) {
+    const bool counting = c.frames != nullptr;
+    if (counting && ok_status) {
       events_per_resp_min_ = std::min(events_per_resp_min_, c.resp_events);
       events_per_resp_max_ = std::max(events_per_resp_max_, c.resp_events);
     }
     if (!ok_status) {
       ++non2xx_;
     } else if ((!f_.expect.empty() && !c.expect_found) ||
-               (f_.sse &&
-                (c.resp_events == 0 || (f_.expect_events > 0 &&
-                                        c.resp_events != f_.expect_events)))) {
+               (counting && !EventsAsExpected(c))) {
       ++wrong_;
     } else {
       ++ok_;
       latency_.Record(now - c.start_at);
-      if (f_.sse) {
+      if (counting) {
         sse_events_ += static_cast<uint64_t>(c.resp_events);
         ttfc_.Record(c.first_event_at - c.start_at);
       }
     }
+  }
+
+  // A counted response's events: well framed, at least one, and
+  // --expect-events of them when given.
+  bool EventsAsExpected(const Conn& c) const {
+    return !c.frames->malformed() && c.resp_events > 0 &&
+           (f_.expect_events == 0 || c.resp_events == f_.expect_events);
   }
 
   void Report() {
@@ -1024,12 +1203,14 @@ class Load {
         "responses; latency us p50 %.0f p99 %.0f p99.9 %.0f max %.0f\n",
         f_.path.c_str(), ull(ok_), rps, ull(wrong_), ull(non2xx_),
         ull(responses_), p50, p99, p999, max);
-    if (f_.sse) {
+    const bool counting = f_.framing != Framing::kNone;
+    if (counting) {
       std::printf(
-          "sse: %llu events in ok responses (%.0f events/s); events per "
+          "%s: %llu events in ok responses (%.0f events/s); events per "
           "2xx response %d..%d; first event us p50 %.0f p99 %.0f max %.0f\n",
-          ull(sse_events_), events_per_s, ev_min, ev_max,
-          ttfc_.PercentileUs(0.50), ttfc_.PercentileUs(0.99), ttfc_.MaxUs());
+          FramingName(f_.framing), ull(sse_events_), events_per_s, ev_min,
+          ev_max, ttfc_.PercentileUs(0.50), ttfc_.PercentileUs(0.99),
+          ttfc_.MaxUs());
     }
     std::printf(
         "per request connection: min %llu median %llu max %llu; "
@@ -1057,16 +1238,16 @@ class Load {
         "p999_us=%.0f max_us=%.0f responses=%llu wrong=%llu non2xx=%llu "
         "backlog=%llu sse=%d sse_events=%llu events_per_s=%.0f "
         "ttfc_p50_us=%.0f ttfc_p99_us=%.0f ttfc_max_us=%.0f "
-        "events_per_resp_min=%d events_per_resp_max=%d\n",
+        "events_per_resp_min=%d events_per_resp_max=%d framing=%s\n",
         f_.conns, ull(stream_conns), secs, ull(ok_), rps, p50 / 1000,
         p99 / 1000, max / 1000, ull(cmin), ull(cmed), ull(cmax), ull(zero),
         ull(waiting), oldest_wait, ull(streams_done_), ull(events_),
         ull(stream_zero), first_event_max_ms_, max_gap_ms_, ull(reconnects_),
         ull(errors_), ull(non_200_), f_.warmup_s, f_.rate, p50, p99, p999, max,
         ull(responses_), ull(wrong_), ull(non2xx_), ull(backlog_),
-        f_.sse ? 1 : 0, ull(sse_events_), events_per_s,
+        counting ? 1 : 0, ull(sse_events_), events_per_s,
         ttfc_.PercentileUs(0.50), ttfc_.PercentileUs(0.99), ttfc_.MaxUs(),
-        ev_min, ev_max);
+        ev_min, ev_max, FramingName(f_.framing));
   }
 
   static constexpr size_t kMaxHead = 64 * 1024;

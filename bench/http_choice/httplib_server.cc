@@ -22,6 +22,13 @@
 //     200, text/event-stream, chunked; bench::ResponsesEvent(0..19), all at
 //     once, one chunk per event; otherwise -> 200, application/json,
 //     bench::kResponseObjectBody.
+//   * POST /api/chat (Ollama; whatever the body) -> 200,
+//     application/x-ndjson, chunked; bench::OllamaChatLine(0..199), all at
+//     once, one chunk per line.
+//   * POST /model/bench-model/converse-stream (Bedrock; whatever the body)
+//     -> 200, application/vnd.amazon.eventstream, chunked; one event stream
+//     frame per bench::BedrockStreamEvent(0..199) (EventStreamFrame below),
+//     all at once, one chunk per frame.
 //   * GET /stream -> 200, text/event-stream, chunked; bench::SseEvent(0..19),
 //     event 0 at once, then one every 50 ms. Each open stream holds one pool
 //     thread (blocking sleep), which is how cpp-httplib streams.
@@ -43,9 +50,11 @@
 #include <httplib.h>
 #include <signal.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -95,6 +104,64 @@ Flags ParseFlags(int argc, char** argv) {
   return f;
 }
 
+// Appends v as 4 bytes, big-endian.
+void AppendU32(std::string& out, uint32_t v) {
+  for (int shift = 24; shift >= 0; shift -= 8)
+    out.push_back(static_cast<char>((v >> shift) & 0xff));
+}
+
+uint32_t Crc32(std::string_view bytes) {
+  return static_cast<uint32_t>(
+      crc32(crc32(0L, Z_NULL, 0), reinterpret_cast<const Bytef*>(bytes.data()),
+            static_cast<uInt>(bytes.size())));
+}
+
+// Appends one event stream header whose value is a string (wire type 7).
+// Precondition: name < 256 bytes, value < 64 KiB.
+void AppendStringHeader(std::string& out, std::string_view name,
+                        std::string_view value) {
+  out.push_back(static_cast<char>(name.size()));
+  out.append(name);
+  out.push_back(7);
+  out.push_back(static_cast<char>(value.size() >> 8));
+  out.push_back(static_cast<char>(value.size() & 0xff));
+  out.append(value);
+}
+
+// The "application/vnd.amazon.eventstream" frame of one Bedrock event, as
+// Bedrock sends it: total length, headers length, the prelude's CRC32, the
+// headers :event-type, :content-type and :message-type, the payload, and the
+// CRC32 of everything before it (provider/event_stream.h has the layout).
+std::string EventStreamFrame(const bench::BedrockEvent& event) {
+  std::string headers;
+  AppendStringHeader(headers, ":event-type", event.type);
+  AppendStringHeader(headers, ":content-type", "application/json");
+  AppendStringHeader(headers, ":message-type", "event");
+  std::string frame;
+  AppendU32(frame,
+            static_cast<uint32_t>(16 + headers.size() + event.payload.size()));
+  AppendU32(frame, static_cast<uint32_t>(headers.size()));
+  AppendU32(frame, Crc32(frame));
+  frame += headers;
+  frame += event.payload;
+  AppendU32(frame, Crc32(frame));
+  return frame;
+}
+
+// Answers with `events` all at once, chunked, one chunk each, as fast as the
+// socket takes them. `events` must outlive the response (they are static).
+void SendAllAtOnce(httplib::Response& res, const char* content_type,
+                   const std::vector<std::string>& events) {
+  res.set_chunked_content_provider(
+      content_type, [&events](size_t /*offset*/, httplib::DataSink& sink) {
+        for (const std::string& event : events) {
+          if (!sink.write(event.data(), event.size())) return false;
+        }
+        sink.done();
+        return true;
+      });
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -135,6 +202,18 @@ int main(int argc, char** argv) {
       events.push_back(bench::ResponsesEvent(i));
     return events;
   }();
+  static const std::vector<std::string> ollama_lines = [] {
+    std::vector<std::string> lines;
+    for (int i = 0; i < bench::kOllamaLineCount; ++i)
+      lines.push_back(bench::OllamaChatLine(i));
+    return lines;
+  }();
+  static const std::vector<std::string> bedrock_frames = [] {
+    std::vector<std::string> frames;
+    for (int i = 0; i < bench::kBedrockEventCount; ++i)
+      frames.push_back(EventStreamFrame(bench::BedrockStreamEvent(i)));
+    return frames;
+  }();
   // The handler of one route: `body` as JSON, or for a body that asks for a
   // stream, `events` all at once, one chunk each (`short_events` instead
   // when the body asks for the short answer and the route has one). All
@@ -154,15 +233,7 @@ int main(int argc, char** argv) {
               ? *short_events
               : events;
       res.set_header("Cache-Control", "no-cache");
-      res.set_chunked_content_provider(
-          "text/event-stream",
-          [&stream](size_t /*offset*/, httplib::DataSink& sink) {
-            for (const std::string& event : stream) {
-              if (!sink.write(event.data(), event.size())) return false;
-            }
-            sink.done();
-            return true;
-          });
+      SendAllAtOnce(res, "text/event-stream", stream);
     };
   };
   server.Post(
@@ -170,6 +241,15 @@ int main(int argc, char** argv) {
       answer(bench::kChatCompletionBody, chat_events, &short_chat_events));
   server.Post(std::string(bench::kResponsesPath),
               answer(bench::kResponseObjectBody, responses_events));
+  server.Post(std::string(bench::kOllamaChatPath),
+              [](const httplib::Request&, httplib::Response& res) {
+                SendAllAtOnce(res, "application/x-ndjson", ollama_lines);
+              });
+  server.Post(std::string(bench::kBedrockStreamPath),
+              [](const httplib::Request&, httplib::Response& res) {
+                SendAllAtOnce(res, "application/vnd.amazon.eventstream",
+                              bedrock_frames);
+              });
 
   server.Get(std::string(bench::kStreamPath), [](const httplib::Request&,
                                                  httplib::Response& res) {

@@ -55,7 +55,8 @@ export function cleanEnv(extra = {}) {
   const env = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (/^UNDERSTUDY_/.test(k)) continue;
-    if (/^(OPENAI|ANTHROPIC)_/.test(k)) continue;
+    // Provider keys and endpoints of the machine never reach a test's processes.
+    if (/^(OPENAI|ANTHROPIC|AWS|AZURE|GEMINI|GOOGLE|CO|OLLAMA)_/.test(k)) continue;
     if (/^(http|https|all|no)_proxy$/i.test(k)) continue;
     env[k] = v;
   }
