@@ -10,10 +10,11 @@
 import assert from 'node:assert/strict';
 import path from 'node:path';
 import { test } from 'node:test';
-import { exportSession, requireBinary, run } from '../node/lib/harness.js';
+import { Server, exportSession, requireBinary, run, tempDir } from '../node/lib/harness.js';
+import { postBytes, rawRequest } from '../node/lib/raw_http.js';
 import { startFakeGemini } from './fakes/gemini.js';
 import { startFakeOpenAI } from './fakes/openai.js';
-import { assertNowhere, dbBytes, recordThenReplayThrice } from './lib/journey.js';
+import { assertNowhere, dbBytes, post, recordThenReplayThrice } from './lib/journey.js';
 import { FIXTURES, NODE22_BIN } from './lib/sdk.js';
 
 requireBinary();
@@ -81,4 +82,58 @@ test('cloud: AzureOpenAI and Vertex AI record once and replay three times, byte 
     ['vertex', '/v1beta1/publishers/google/models/gemini-2.5-flash:generateContent'],
     ['vertex', '/v1beta1/projects/acme-agents/locations/us-central1/publishers/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse'],
   ]);
+});
+
+test('cloud: bad input on Azure\'s and Vertex\'s routes answered in each API\'s shape, nothing forwarded or recorded, still serving', { timeout: 60000 }, async (t) => {
+  const dir = tempDir(t, 'understudy-node22-cloud-bad-');
+  const azure = await startFakeOpenAI({ azure: { apiKey: AZURE_KEY } });
+  const vertex = await startFakeGemini();
+  t.after(() => azure.close());
+  t.after(() => vertex.close());
+  const server = await Server.start(t, dir, {
+    args: ['--mode', 'record', '--session', 'bad', '--upstream', `azure=${azure.url}`, '--upstream', `vertex=${vertex.url}`,
+      '--max-body-bytes', '262144'],
+  });
+  const chat = `${server.http}/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21`;
+  const generate = `${server.http}/v1beta1/projects/p/locations/l/publishers/google/models/gemini-2.5-flash:generateContent`;
+  const AZ = { 'api-key': AZURE_KEY };
+  const VX = { authorization: `Bearer ${OAUTH_TOKEN}` };
+  const azureError = async (body, pattern, what, status = 400) => {
+    const res = await post(chat, body, AZ);
+    assert.equal(res.status, status, `${what}: ${res.text}`);
+    assert.equal(res.json?.error?.type, 'invalid_request_error', `${what}: OpenAI's shape: ${res.text}`);
+    assert.match(res.json.error.message, pattern, `${what}: ${res.text}`);
+  };
+  const vertexError = async (body, pattern, what, status = 400) => {
+    const res = await post(generate, body, VX);
+    assert.equal(res.status, status, `${what}: ${res.text}`);
+    assert.deepEqual(Object.keys(res.json?.error ?? {}).sort(), ['code', 'message', 'status'], `${what}: Gemini's shape: ${res.text}`);
+    assert.match(res.json.error.message, pattern, `${what}: ${res.text}`);
+  };
+  const deep = (n) => '['.repeat(n) + ']'.repeat(n);
+  await azureError('{"model":"gpt-4o","messages":', /invalid JSON at byte \d+/, 'malformed JSON');
+  await azureError(JSON.stringify({ model: 'gpt-4o', messages: 'hi' }), /^messages: expected/, 'messages of the wrong type');
+  await azureError(`{"model":"m","messages":${deep(100000)}}`, /nested deeper than 256 levels/, '100k-deep JSON');
+  await azureError(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x'.repeat(300000) }] }), /262144 bytes/, 'over the body limit', 413);
+  await vertexError(JSON.stringify({ contents: [{ role: 'user', parts: [{ bogus: 1 }] }] }), /^contents\[0\]\.parts\[0\]: unknown part/, 'an unknown part kind');
+  await vertexError(`{"contents":${deep(100000)}}`, /nested deeper than 256 levels/, '100k-deep JSON');
+  for (const [url, headers] of [[chat, AZ], [generate, VX]]) {
+    const badUtf8 = await rawRequest(server.http, postBytes(url,
+      Buffer.concat([Buffer.from('{"model":"m","contents":[{"parts":[{"text":"'), Buffer.from([0xc3, 0x28]), Buffer.from('"}]}],"messages":[]}')]),
+      { 'Content-Type': 'application/json', ...headers }));
+    assert.equal(badUtf8.status, 400, badUtf8.body.toString());
+    assert.match(JSON.parse(badUtf8.body.toString()).error.message, /invalid UTF-8 at byte \d+/);
+  }
+  // A deployment path that is not a route: Azure's 404, listing the routes.
+  const noRoute = await post(`${server.http}/openai/deployments/d/completions?api-version=1`, '{}', AZ);
+  assert.equal(noRoute.status, 404, noRoute.text);
+  assert.match(noRoute.json.error.message, /POST \/openai\/deployments\/\{deployment\}\/chat\/completions/);
+  assert.equal(azure.requests.length + vertex.requests.length, 0, 'nothing malformed was forwarded');
+
+  const ok = await post(chat, JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'still here' }] }), AZ);
+  assert.equal(ok.status, 200, ok.text);
+  const okVertex = await post(generate, JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'still here' }] }] }), VX);
+  assert.equal(okVertex.status, 200, okVertex.text);
+  assert.equal(await server.stop(), 0, server.stderr());
+  assert.equal((await exportSession(server.db, 'bad')).exchanges.length, 2, 'only the two good requests were recorded');
 });
