@@ -60,13 +60,6 @@ constexpr ErrorRow kErrorTypes[] = {
 
 constexpr absl::string_view kPayload = "element.payload";
 
-// `status` with its path put under `parent` (ReadSampling names the members
-// of the object it reads as if they were at the root).
-absl::Status Under(absl::string_view parent, absl::Status status) {
-  if (status.ok() || !absl::IsInvalidArgument(status)) return status;
-  return absl::InvalidArgumentError(absl::StrCat(parent, ".", status.message()));
-}
-
 void SetExtra(const Json& extra, v1::Message* message) {
   if (!extra.empty()) message->set_extra(DumpJson(extra));
 }
@@ -276,12 +269,12 @@ absl::Status ParseInferenceConfig(const Json& config, v1::CompletionRequest* req
   using Sampling = SamplingField::Kind;
   v1::SamplingParams params;
   US_RETURN_IF_ERROR(
-      Under("inferenceConfig", ReadSampling(config,
-                                            {{"maxTokens", Sampling::kMaxTokens},
-                                             {"temperature", Sampling::kTemperature},
-                                             {"topP", Sampling::kTopP},
-                                             {"stopSequences", Sampling::kStopArray}},
-                                            &params)));
+      ReadSampling(config,
+                   {{"maxTokens", Sampling::kMaxTokens},
+                    {"temperature", Sampling::kTemperature},
+                    {"topP", Sampling::kTopP},
+                    {"stopSequences", Sampling::kStopArray}},
+                   &params, "inferenceConfig"));
   if (params.ByteSizeLong() > 0) *request->mutable_params() = std::move(params);
   Json rest = Json::object();
   CopyUnmapped(config, {}, {"maxTokens", "temperature", "topP", "stopSequences"}, &rest);

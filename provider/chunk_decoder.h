@@ -34,7 +34,9 @@ class ChunkDecoder {
   // Decodes one server-sent event.
   virtual absl::StatusOr<std::optional<v1::CompletionChunk>> Decode(const SseEvent& event) = 0;
 
-  // Decodes one element of a JSON-array stream (JsonArraySplitter), as
+  // Decodes one element of a stream framed otherwise than SSE, as the
+  // stream's ElementSplitter (provider/element_stream.h) gives it: a JSON
+  // array's element, an NDJSON line, an event-stream frame's bytes. As
   // Decode does the data of an event. UNIMPLEMENTED for an API that never
   // streams that way.
   virtual absl::StatusOr<std::optional<v1::CompletionChunk>> DecodeElement(

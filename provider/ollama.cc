@@ -38,13 +38,6 @@ constexpr absl::string_view kAnswerExpected =
     "a message object (chat), or a `response` string (generate) or an `embeddings` array "
     "(embed)";
 
-// `status` with its path put under `parent` (ReadSampling names the members
-// of the object it reads as if they were at the root).
-absl::Status Under(absl::string_view parent, absl::Status status) {
-  if (status.ok() || !absl::IsInvalidArgument(status)) return status;
-  return absl::InvalidArgumentError(absl::StrCat(parent, ".", status.message()));
-}
-
 void SetExtra(const Extra& extra, std::string* out) {
   if (!extra.empty()) *out = DumpJson(extra);
 }
@@ -158,13 +151,13 @@ absl::Status ReadOptions(const Json& root, v1::CompletionRequest* request, Extra
   if (!options->is_object()) return ExpectedError("options", "an object", *options);
   using Sampling = SamplingField::Kind;
   v1::SamplingParams params;
-  US_RETURN_IF_ERROR(Under("options", ReadSampling(*options,
-                                                   {{"temperature", Sampling::kTemperature},
-                                                    {"top_p", Sampling::kTopP},
-                                                    {"num_predict", Sampling::kMaxTokens},
-                                                    {"stop", Sampling::kStopArray},
-                                                    {"seed", Sampling::kSeed}},
-                                                   &params)));
+  US_RETURN_IF_ERROR(ReadSampling(*options,
+                                  {{"temperature", Sampling::kTemperature},
+                                   {"top_p", Sampling::kTopP},
+                                   {"num_predict", Sampling::kMaxTokens},
+                                   {"stop", Sampling::kStopArray},
+                                   {"seed", Sampling::kSeed}},
+                                  &params, "options"));
   if (params.ByteSizeLong() > 0) *request->mutable_params() = std::move(params);
   Extra rest = Extra::object();
   CopyUnmapped(*options, {}, {"temperature", "top_p", "num_predict", "stop", "seed"}, &rest);

@@ -29,35 +29,36 @@ absl::Status ReadStop(const Json& stop, absl::string_view key, bool string_too,
 }  // namespace
 
 absl::Status ReadSampling(const Json& object, std::initializer_list<SamplingField> fields,
-                          v1::SamplingParams* params) {
+                          v1::SamplingParams* params, absl::string_view path) {
   using Kind = SamplingField::Kind;
   for (const SamplingField& field : fields) {
     const Json* v = FindMember(object, field.key);
     if (v == nullptr) continue;
+    const std::string key = path.empty() ? std::string(field.key) : JoinPath(std::string(path), field.key);
     switch (field.kind) {
       case Kind::kTemperature: {
-        US_ASSIGN_OR_RETURN(double t, JsonToDouble(*v, field.key));
+        US_ASSIGN_OR_RETURN(double t, JsonToDouble(*v, key));
         params->set_temperature(t);
         break;
       }
       case Kind::kTopP: {
-        US_ASSIGN_OR_RETURN(double p, JsonToDouble(*v, field.key));
+        US_ASSIGN_OR_RETURN(double p, JsonToDouble(*v, key));
         params->set_top_p(p);
         break;
       }
       case Kind::kMaxTokens: {
-        US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, field.key));
+        US_ASSIGN_OR_RETURN(int64_t n, JsonToInt64(*v, key));
         params->set_max_tokens(n);
         break;
       }
       case Kind::kSeed: {
-        US_ASSIGN_OR_RETURN(int64_t seed, JsonToInt64(*v, field.key));
+        US_ASSIGN_OR_RETURN(int64_t seed, JsonToInt64(*v, key));
         params->set_seed(seed);
         break;
       }
       case Kind::kStopArray:
       case Kind::kStop:
-        US_RETURN_IF_ERROR(ReadStop(*v, field.key, field.kind == Kind::kStop, params));
+        US_RETURN_IF_ERROR(ReadStop(*v, key, field.kind == Kind::kStop, params));
         break;
     }
   }

@@ -63,11 +63,12 @@ struct SamplingField {
   Kind kind;
 };
 
-// Reads the members of `object` that `fields` name, in that order, into
-// `*params` (absent and null members are skipped). Fails with
-// ExpectedError at the member (or its element) for a value of another type.
+// Reads the members of `object` (at `path`, "" for the body's root) that
+// `fields` name, in that order, into `*params` (absent and null members are
+// skipped). Fails with ExpectedError at the member's path (or its
+// element's) for a value of another type.
 absl::Status ReadSampling(const Json& object, std::initializer_list<SamplingField> fields,
-                          v1::SamplingParams* params);
+                          v1::SamplingParams* params, absl::string_view path = "");
 
 // `value`, a message's content (at `path`): a string, or an array of content
 // parts whose text parts (of a type in `text_types`) are joined into the
