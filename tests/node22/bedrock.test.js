@@ -13,7 +13,7 @@ import { test } from 'node:test';
 import { Server, exportSession, requireBinary, run, tempDir } from '../node/lib/harness.js';
 import { startFakeBedrock } from './fakes/bedrock.js';
 import { assertNowhere, dbBytes, post, recordThenReplayThrice } from './lib/journey.js';
-import { FIXTURES, NODE22_BIN } from './lib/sdk.js';
+import { FIXTURES, NODE22_BIN, NODE22_DIR } from './lib/sdk.js';
 
 requireBinary();
 
@@ -89,4 +89,25 @@ test('bedrock: bad input refused in Bedrock\'s shape, nothing forwarded; no cred
   assert.equal(await rec.stop(), 0, rec.stderr());
   const exported = await run(['export', 'bad', '--db', rec.db]);
   assert.match(exported.stderr, /session "bad" not found/, 'nothing recorded: the session was never created');
+});
+
+test('bedrock: a replay miss names the field, in Bedrock\'s error shape', { timeout: 60000 }, async (t) => {
+  const dir = tempDir(t, 'understudy-node22-bedrock-miss-');
+  const bedrock = await startFakeBedrock({ credentials: CREDENTIALS });
+  t.after(() => bedrock.close());
+  const r = await run(['record', '--db', `${dir}/m.db`, '--session', 'm', '--upstream', `bedrock=${bedrock.url}`, '--',
+    NODE22_BIN, '-e', `
+      const { BedrockRuntimeClient, ConverseCommand } = await import('@aws-sdk/client-bedrock-runtime');
+      const { NodeHttpHandler } = await import('@smithy/node-http-handler');
+      const c = new BedrockRuntimeClient({ requestHandler: new NodeHttpHandler() });
+      const out = await c.send(new ConverseCommand({ modelId: 'm', messages: [{ role: 'user', content: [{ text: 'Hello there' }] }] }));
+      console.log(out.output.message.content[0].text);`], { env: awsEnv(CREDENTIALS), timeoutMs: 30000, cwd: NODE22_DIR });
+  assert.equal(r.code, 0, r.stderr);
+  await bedrock.close();
+  const rep = await Server.start(t, dir, { db: 'm.db', name: 'replay', args: ['--mode', 'none', '--session', 'm'] });
+  const miss = await post(`${rep.http}/run/${rep.run}/model/m/converse`, JSON.stringify({ messages: [{ role: 'user', content: [{ text: 'Hello here' }] }] }));
+  assert.equal(miss.status, 404, miss.text);
+  assert.equal(typeof miss.json.message, 'string', miss.text);
+  assert.match(miss.json.message, /messages\[0\]\.content: recorded "Hello there" got "Hello here"/);
+  assert.equal(await rep.stop(), 0, rep.stderr());
 });

@@ -136,4 +136,21 @@ test('cloud: bad input on Azure\'s and Vertex\'s routes answered in each API\'s 
   assert.equal(okVertex.status, 200, okVertex.text);
   assert.equal(await server.stop(), 0, server.stderr());
   assert.equal((await exportSession(server.db, 'bad')).exchanges.length, 2, 'only the two good requests were recorded');
+
+  // Replayed strictly, a request that drifted is a miss naming the field,
+  // in each API's shape.
+  await azure.close();
+  await vertex.close();
+  const rep = await Server.start(t, dir, { name: 'replay', args: ['--mode', 'none', '--session', 'bad'] });
+  const azureMiss = await post(`${rep.http}/run/${rep.run}/openai/deployments/gpt-4o-prod/chat/completions?api-version=2024-10-21`,
+    JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'still there' }] }), AZ);
+  assert.equal(azureMiss.status, 404, azureMiss.text);
+  assert.equal(azureMiss.json.error.code, 'understudy_no_recording');
+  assert.match(azureMiss.json.error.message, /messages\[0\]\.content: recorded "still here" got "still there"/);
+  const vertexMiss = await post(`${rep.http}/run/${rep.run}/v1beta1/projects/p/locations/l/publishers/google/models/gemini-2.5-flash:generateContent`,
+    JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'still there' }] }] }), VX);
+  assert.equal(vertexMiss.status, 404, vertexMiss.text);
+  assert.equal(vertexMiss.json.error.status, 'NOT_FOUND');
+  assert.match(vertexMiss.json.error.message, /messages\[0\]\.content: recorded "still here" got "still there"/);
+  assert.equal(await rep.stop(), 0, rep.stderr());
 });
