@@ -20,7 +20,7 @@ if (Number(process.versions.node.split('.')[0]) < 22) {
   throw new Error(
     `tests/node22 needs Node >= 22 (openai 7 and @google/genai do); this is ${process.version}. ` +
       `Run it with ${path.relative(process.cwd(), NODE22_BIN)} --test --test-concurrency=1 '${path.relative(process.cwd(), NODE22_DIR)}/*.test.js' ` +
-      '(scripts/setup installs that binary), or npm test there, or ctest -R node22_e2e',
+      '(scripts/setup installs that binary), or npm test there, or ctest -R node22_',
   );
 }
 
