@@ -114,3 +114,40 @@ test('scripted answers in every new API\'s shape, read by each official client',
   const models = new Set(exchanges.map((e) => e.request?.model));
   for (const m of ['gpt-4o', 'gemini-2.5-flash', 'llama3.2:3b', 'command-a-03-2025', modelId]) assert.ok(models.has(m), `${m} in ${[...models]}`);
 });
+
+test('scripted answers are the same bytes from two server processes, whole and streamed, in every new API\'s shape', { timeout: 60000 }, async (t) => {
+  const dir = tempDir(t, 'understudy-node22-scripted-bytes-');
+  const rules = path.join(FIXTURES, 'scripted_rules.yaml');
+  const calls = [
+    ['/openai/deployments/d/chat/completions?api-version=2024-10-21', { model: 'gpt-4o', messages: [{ role: 'user', content: 'hello' }] }],
+    ['/openai/deployments/d/chat/completions?api-version=2024-10-21', { model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: WEATHER }] }],
+    ['/v1/publishers/google/models/g:generateContent', { contents: [{ role: 'user', parts: [{ text: 'hello' }] }] }],
+    ['/v1/publishers/google/models/g:streamGenerateContent?alt=sse', { contents: [{ role: 'user', parts: [{ text: WEATHER }] }] }],
+    ['/api/chat', { model: 'llama3.2:3b', stream: false, messages: [{ role: 'user', content: 'hello' }] }],
+    ['/api/chat', { model: 'llama3.2:3b', messages: [{ role: 'user', content: WEATHER }] }],
+    ['/api/generate', { model: 'llama3.2:3b', prompt: 'hello' }],
+    ['/v2/chat', { model: 'command-a-03-2025', messages: [{ role: 'user', content: 'hello' }] }],
+    ['/v2/chat', { model: 'command-a-03-2025', stream: true, messages: [{ role: 'user', content: WEATHER }] }],
+    ['/model/m/converse', { messages: [{ role: 'user', content: [{ text: WEATHER }] }] }],
+    ['/model/m/converse-stream', { messages: [{ role: 'user', content: [{ text: 'hello' }] }] }],
+    ['/model/m/invoke-with-response-stream', { anthropic_version: 'bedrock-2023-05-31', max_tokens: 9, messages: [{ role: 'user', content: 'hello' }] }],
+  ];
+  const answers = [];
+  for (const name of ['first', 'second']) {
+    const server = await Server.start(t, dir, { name, db: `${name}.db`, args: ['--mode', 'replay', '--scenario', rules] });
+    const got = [];
+    for (const [route, body] of calls) {
+      const res = await fetch(`${server.http}/run/${server.run}${route}`, {
+        method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(15000),
+      });
+      const bytes = Buffer.from(await res.arrayBuffer());
+      assert.equal(res.status, 200, `${route}: ${bytes}`);
+      got.push({ route, type: res.headers.get('content-type'), bytes: bytes.toString('base64') });
+    }
+    assert.equal(await server.stop(), 0, server.stderr());
+    answers.push(got);
+  }
+  assert.deepEqual(answers[1], answers[0], 'the same bytes from both processes');
+  assert.deepEqual([...new Set(answers[0].map((a) => a.type.split(';')[0]))].sort(),
+    ['application/json', 'application/vnd.amazon.eventstream', 'application/x-ndjson', 'text/event-stream']);
+});
