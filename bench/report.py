@@ -27,10 +27,10 @@ def main(path):
     def row(case, ours, base, ratio, target, ok):
         rows.append((case, ours, base, ratio, target, "" if ok is None else ("ok" if ok else "MISSED")))
 
-    def unserved(server):
-        """", N of 16 connections unserved" when the server left any unanswered."""
+    def unserved(server, conns=16):
+        """", N of CONNS connections unserved" when the server left any unanswered."""
         n = int(f.get(f"{server}_unserved", 0))
-        return f", {n} of 16 connections unserved" if n else ""
+        return f", {n} of {conns} connections unserved" if n else ""
 
     def ratio_row(case, ours, base, r, minimum=None):
         """A row whose figure is the ratio r; met when r >= minimum (None: informational)."""
@@ -103,6 +103,18 @@ def main(path):
         ratio_row("SSE replay, 11 events, vs WireMock", f"{f['sse_short']:,.0f} events/s",
                   f"WireMock {f['wiremock_sse_short']:,.0f} events/s, first "
                   f"{f['wiremock_sse_short_ttfc'] / 1000:.2f} ms", f["sse_short"] / f["wiremock_sse_short"])
+    # The framed streams (ndjson, eventstream): the ratio is the median of
+    # each round's, with its range.
+    for case, name in (("ndjson", "NDJSON stream replay (Ollama), 200 lines"),
+                       ("eventstream", "Event stream replay (Bedrock), 200 frames")):
+        if not have(case, f"httplib_{case}", f"{case}_ratio"):
+            continue
+        r = f[f"{case}_ratio"]
+        row(name,
+            f"{f[case]:,.0f}{spread(case, fmt='{:,.0f}')} events/s, first {f[case + '_ttfc'] / 1000:.2f} ms",
+            f"httplib {f['httplib_' + case]:,.0f}{spread('httplib_' + case, fmt='{:,.0f}')} events/s, first "
+            f"{f['httplib_' + case + '_ttfc'] / 1000:.2f} ms{unserved('httplib_' + case, 8)}",
+            f"{r:.2f}x{spread(case + '_ratio')}", ">= 0.90x", r >= 0.9)
     if have("resp_rps", "httplib_resp_rps"):
         ratio_row("HTTP replay /v1/responses",
                   f"{f['resp_rps']:,.0f} req/s, p50 {f['resp_p50'] / 1000:.2f} p99 {f['resp_p99'] / 1000:.2f} ms",
