@@ -42,6 +42,12 @@ constexpr size_t kMaxBufferedWhileAnswering = 1 << 20;
 constexpr auto kLingerTimeout = std::chrono::seconds(2);
 // Most queued pieces gathered into one write.
 constexpr size_t kMaxPiecesPerWrite = 64;
+// The first bytes an HTTP/2 client with prior knowledge sends (RFC 9113
+// §3.4), and what the GOAWAY that refuses it says.
+constexpr absl::string_view kHttp2Preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr absl::string_view kHttp2RefusedMessage =
+    "understudy speaks HTTP/1.1: configure the client for HTTP/1.1 (the AWS SDK for "
+    "JavaScript: requestHandler: new NodeHttpHandler() from @smithy/node-http-handler)";
 
 absl::string_view ReasonPhrase(int status) {
   const http::status s = http::int_to_status(static_cast<unsigned>(status));
@@ -198,6 +204,16 @@ void Connection::Parse() {
       header_seen_ = false;
     }
     if (buffer_.size() == 0) break;
+    if (!preface_checked_) {
+      const absl::string_view seen(static_cast<const char*>(buffer_.data().data()),
+                                   buffer_.size());
+      const size_t n = std::min(seen.size(), kHttp2Preface.size());
+      if (seen.substr(0, n) == kHttp2Preface.substr(0, n)) {
+        if (n < kHttp2Preface.size()) break;  // wait for the rest of it
+        return RefuseHttp2();
+      }
+      preface_checked_ = true;
+    }
     if (request_started_ == SteadyClock::time_point::max()) request_started_ = SteadyClock::now();
     beast::error_code ec;
     const size_t n = parser_->put(buffer_.data(), ec);
@@ -277,6 +293,40 @@ void Connection::Dispatch() {
   dispatching_ = false;
   t_dispatching = outer;
   Pump();
+}
+
+void Connection::RefuseHttp2() {
+  Log(LogLevel::kWarning, "http2_refused",
+      {{"client", "HTTP/2 with prior knowledge"}, {"reason", std::string(kHttp2RefusedMessage)}});
+  // Frames (RFC 9113 §4.1): 24-bit length, type, flags, 31-bit stream id.
+  auto frame = [](uint8_t type, absl::string_view payload) {
+    std::string f;
+    const size_t n = payload.size();
+    f.push_back(static_cast<char>((n >> 16) & 0xff));
+    f.push_back(static_cast<char>((n >> 8) & 0xff));
+    f.push_back(static_cast<char>(n & 0xff));
+    f.push_back(static_cast<char>(type));
+    f.append(5, '\0');  // flags, stream 0
+    f.append(payload.data(), payload.size());
+    return f;
+  };
+  constexpr uint8_t kSettings = 0x4;
+  constexpr uint8_t kGoaway = 0x7;
+  constexpr char kHttp11Required[] = {0, 0, 0, 0xd};
+  std::string goaway(4, '\0');  // last stream id 0: no stream was processed
+  goaway.append(kHttp11Required, sizeof(kHttp11Required));
+  goaway.append(kHttp2RefusedMessage.data(), kHttp2RefusedMessage.size());
+  buffer_.consume(buffer_.size());
+  parser_.reset();
+  keep_alive_ = false;
+  Piece piece;
+  piece.head = absl::StrCat(frame(kSettings, ""), frame(kGoaway, goaway));
+  piece.after = After::kHalfClose;
+  state_ = State::kClosing;
+  DisarmReadTimer();
+  ArmReadTimer(kLingerTimeout);
+  Queue(std::move(piece));
+  StartRead();
 }
 
 void Connection::Reject(int status, absl::string_view message) {

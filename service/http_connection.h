@@ -218,6 +218,12 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   void Parse();
   void OnHeader();
   void Dispatch();
+  // A client that opened the connection in HTTP/2 with prior knowledge
+  // (cleartext, as the AWS SDK for JavaScript does): answered with HTTP/2's
+  // own SETTINGS and a GOAWAY whose error is HTTP_1_1_REQUIRED and whose
+  // debug data says why, then closed, instead of an HTTP/1.1 400 it cannot
+  // read.
+  void RefuseHttp2();
   void Reject(int status, absl::string_view message);
   bool IsCurrent(uint64_t id) const { return state_ == State::kAnswering && id == answer_id_; }
   // Frames a stream piece of `size` bytes (chunk header and trailer); false
@@ -269,6 +275,8 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   bool header_seen_ = false;
+  // The connection's first bytes were looked at for HTTP/2's preface.
+  bool preface_checked_ = false;
   // When the request being received began (its first byte), for
   // request_timeout; max() between requests.
   SteadyClock::time_point request_started_ = SteadyClock::time_point::max();

@@ -504,6 +504,47 @@ TEST(HttpServerTest, MalformedRequestLineGets400AndTheConnectionCloses) {
   EXPECT_EQ(calls.load(), 0);
 }
 
+// An HTTP/2 client with prior knowledge (the AWS SDK for JavaScript's
+// default) gets HTTP/2's own refusal it can read: the server's SETTINGS,
+// then a GOAWAY with HTTP_1_1_REQUIRED (0xd) and a message saying what to
+// do; the handler never runs. A request whose first bytes only start like
+// the preface ("P") is HTTP/1.1 as usual.
+TEST(HttpServerTest, AnHttp2ClientIsToldHttp11IsRequiredInHttp2) {
+  std::atomic<int> calls{0};
+  std::unique_ptr<HttpServer> server =
+      StartServer({}, [&](HttpRequest, std::shared_ptr<HttpResponder> out) {
+        ++calls;
+        out->Respond(200, {}, "ok");
+      });
+  ASSERT_NE(server, nullptr);
+  TestClient h2(server->port());
+  h2.Send("PRI * HTTP/2.0\r\n");  // the preface, in two pieces
+  absl::SleepFor(absl::Milliseconds(20));
+  h2.Send("\r\nSM\r\n\r\n");
+  const std::string settings = h2.ReadExactly(9);
+  EXPECT_EQ(settings, std::string("\0\0\0\x04\0\0\0\0\0", 9));
+  const std::string head = h2.ReadExactly(9);
+  ASSERT_EQ(head.size(), 9u);
+  EXPECT_EQ(head[3], '\x07') << "a GOAWAY frame";
+  const size_t length = (static_cast<uint8_t>(head[0]) << 16) | (static_cast<uint8_t>(head[1]) << 8) |
+                        static_cast<uint8_t>(head[2]);
+  const std::string payload = h2.ReadExactly(length);
+  ASSERT_EQ(payload.size(), length);
+  EXPECT_EQ(payload.substr(0, 8), std::string("\0\0\0\0\0\0\0\x0d", 8)) << "HTTP_1_1_REQUIRED";
+  EXPECT_THAT(payload.substr(8), HasSubstr("understudy speaks HTTP/1.1"));
+  EXPECT_TRUE(h2.WaitForClose());
+  EXPECT_EQ(calls.load(), 0);
+
+  TestClient http1(server->port());
+  http1.Send("P");
+  absl::SleepFor(absl::Milliseconds(20));
+  http1.Send("OST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n");
+  std::optional<TestClient::Response> response = http1.ReadResponse();
+  ASSERT_TRUE(response.has_value());
+  EXPECT_EQ(response->head.status, 200);
+  EXPECT_EQ(calls.load(), 1);
+}
+
 TEST(HttpServerTest, OversizedHeadersGet431) {
   HttpServerOptions options;
   options.max_header_bytes = 1024;

@@ -111,3 +111,16 @@ test('bedrock: a replay miss names the field, in Bedrock\'s error shape', { time
   assert.match(miss.json.message, /messages\[0\]\.content: recorded "Hello there" got "Hello here"/);
   assert.equal(await rep.stop(), 0, rep.stderr());
 });
+
+test('bedrock: the SDK\'s default HTTP/2 is refused in HTTP/2 (HTTP_1_1_REQUIRED), and the log says what to pass', { timeout: 60000 }, async (t) => {
+  const dir = tempDir(t, 'understudy-node22-bedrock-h2-');
+  const server = await Server.start(t, dir, { args: ['--mode', 'replay', '--scenario', path.join(FIXTURES, 'scripted_rules.yaml')] });
+  const { BedrockRuntimeClient, ConverseCommand } = await import('@aws-sdk/client-bedrock-runtime');
+  const client = new BedrockRuntimeClient({ region: 'us-east-1', endpoint: server.http, maxAttempts: 1,
+    credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+  await assert.rejects(client.send(new ConverseCommand({ modelId: 'm', messages: [{ role: 'user', content: [{ text: 'hi' }] }] })),
+    /error code 13/, 'HTTP_1_1_REQUIRED is 13');
+  client.destroy();
+  assert.equal(await server.stop(), 0, server.stderr());
+  assert.match(server.stderr(), /http2_refused .*understudy speaks HTTP\/1\.1.*NodeHttpHandler/);
+});
