@@ -181,11 +181,7 @@ absl::Status ParseMessage(const Json& in, const std::string& path, v1::Completio
   if (!in.is_object()) return ExpectedError(path, "a message object", in);
   std::string role;
   US_RETURN_IF_ERROR(ReadRequiredString(in, "role", path, &role));
-  if (role != "user" && role != "assistant") {
-    return absl::InvalidArgumentError(absl::StrCat(JoinPath(path, "role"),
-                                                   ": expected \"user\" or \"assistant\", got ",
-                                                   DumpJson(Json(role))));
-  }
+  US_RETURN_IF_ERROR(CheckRole(role, path, {"user", "assistant"}));
   Json extra = Json::object();
   for (auto it = in.begin(); it != in.end(); ++it) {
     if (it->is_null() || it.key() == "role" || it.key() == "content") continue;

@@ -221,11 +221,7 @@ absl::Status ParseMessage(const Json& in, const std::string& path, v1::Completio
   if (!in.is_object()) return ExpectedError(path, "a message object", in);
   std::string role;
   US_RETURN_IF_ERROR(ReadRequiredString(in, "role", path, &role));
-  if (role != "user" && role != "assistant") {
-    return absl::InvalidArgumentError(absl::StrCat(JoinPath(path, "role"),
-                                                   ": expected \"user\" or \"assistant\", got ",
-                                                   DumpJson(Json(role))));
-  }
+  US_RETURN_IF_ERROR(CheckRole(role, path, {"user", "assistant"}));
   Json extra = Json::object();
   CopyUnmapped(in, {}, {"role", "content"}, &extra);
   const std::string content_path = JoinPath(path, "content");
@@ -343,16 +339,6 @@ ordered_json UsageJson(const v1::Usage& usage) {
 }
 
 ordered_json MetricsJson() { return ordered_json{{"latencyMs", 0}}; }
-
-// `arguments` as a toolUse `input` (see RenderResponse).
-ordered_json InputJson(const std::string& arguments) {
-  if (arguments.empty()) return ordered_json::object();
-  absl::StatusOr<Json> parsed = ParseJson(arguments, "arguments");
-  if (parsed.ok()) return *std::move(parsed);
-  ordered_json wrapped = ordered_json::object();
-  wrapped["arguments"] = arguments;
-  return wrapped;
-}
 
 // --- Streams ----------------------------------------------------------------
 
@@ -732,7 +718,7 @@ std::string RenderResponse(const v1::CompletionResponse& response) {
   }
   for (const v1::ToolCall& call : m.tool_calls()) {
     ordered_json use = ordered_json::object();
-    use["input"] = InputJson(call.arguments());
+    use["input"] = ArgumentsObject(call.arguments());
     use["name"] = call.name();
     use["toolUseId"] = call.id();
     content.push_back(ordered_json{{"toolUse", std::move(use)}});

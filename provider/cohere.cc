@@ -153,13 +153,8 @@ absl::Status ParseMessage(const Json& in, const std::string& path, v1::Message* 
   if (!in.is_object()) return ExpectedError(path, "a message object", in);
   std::string role;
   US_RETURN_IF_ERROR(ReadRequiredString(in, "role", path, &role));
+  US_RETURN_IF_ERROR(CheckRole(role, path, {"system", "user", "assistant", "tool"}));
   const RoleParts* parts = FindRole(role);
-  if (parts == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(JoinPath(path, "role"),
-                     ": expected \"system\", \"user\", \"assistant\" or \"tool\", got ",
-                     DumpJson(Json(role))));
-  }
   message->set_role(role);
   Json extra = Json::object();
   US_RETURN_IF_ERROR(ParseContent(in, path, *parts, message, &extra));

@@ -14,6 +14,7 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "provider/json_util.h"
+#include "provider/request_fields.h"
 
 namespace understudy {
 namespace provider {
@@ -477,22 +478,12 @@ absl::Status UpstreamError(const Json& error, const std::string& path) {
                                          status.empty() ? "no status" : status, "): ", message));
 }
 
-// `arguments` as the `args` object of a functionCall (see RenderResponse).
-ordered_json ArgsJson(const std::string& arguments) {
-  if (arguments.empty()) return ordered_json::object();
-  absl::StatusOr<Json> parsed = ParseJson(arguments, "arguments");
-  if (parsed.ok() && parsed->is_object()) return *std::move(parsed);
-  ordered_json wrapped = ordered_json::object();
-  wrapped["arguments"] = arguments;
-  return wrapped;
-}
-
 ordered_json FunctionCallPart(const std::string& id, const std::string& name,
                               const std::string& arguments) {
   ordered_json call = ordered_json::object();
   if (!id.empty()) call["id"] = id;
   call["name"] = name;
-  call["args"] = ArgsJson(arguments);
+  call["args"] = ArgumentsObject(arguments);
   ordered_json part = ordered_json::object();
   part["functionCall"] = std::move(call);
   return part;

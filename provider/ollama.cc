@@ -31,7 +31,6 @@ using nlohmann::ordered_json;
 // give the same bytes.
 using Extra = nlohmann::json;
 
-constexpr absl::string_view kRoles[] = {"system", "user", "assistant", "tool"};
 constexpr absl::string_view kEmbeddingsOperation = "embeddings";
 // What a whole answer must hold for its endpoint to be known.
 constexpr absl::string_view kAnswerExpected =
@@ -89,17 +88,10 @@ absl::Status ParseToolCalls(const Json& calls, const std::string& path, v1::Mess
   return absl::OkStatus();
 }
 
-absl::Status CheckRole(const std::string& role, const std::string& path) {
-  if (absl::c_linear_search(kRoles, role)) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(
-      JoinPath(path, "role"), ": expected \"system\", \"user\", \"assistant\" or \"tool\", got \"",
-      absl::CHexEscape(Shorten(role, 40)), "\""));
-}
-
 absl::Status ParseMessage(const Json& in, const std::string& path, v1::Message* out) {
   if (!in.is_object()) return ExpectedError(path, "a message object", in);
   US_RETURN_IF_ERROR(ReadRequiredString(in, "role", path, out->mutable_role()));
-  US_RETURN_IF_ERROR(CheckRole(out->role(), path));
+  US_RETURN_IF_ERROR(CheckRole(out->role(), path, {"system", "user", "assistant", "tool"}));
   US_RETURN_IF_ERROR(ReadOptionalString(in, "content", path, out->mutable_content()));
   US_RETURN_IF_ERROR(ReadOptionalString(in, "tool_name", path, out->mutable_name()));
   Extra extra = Extra::object();
@@ -365,22 +357,12 @@ absl::Status UpstreamError(const Json& error) {
 
 // ---- Rendering ----
 
-// `arguments` as the `arguments` object of a tool call (see RenderResponse).
-ordered_json ArgumentsJson(const std::string& arguments) {
-  if (arguments.empty()) return ordered_json::object();
-  absl::StatusOr<Json> parsed = ParseJson(arguments, "arguments");
-  if (parsed.ok() && parsed->is_object()) return *std::move(parsed);
-  ordered_json wrapped = ordered_json::object();
-  wrapped["arguments"] = arguments;
-  return wrapped;
-}
-
 ordered_json ToolCallJson(const std::string& id, const std::string& name,
                           const std::string& arguments, int64_t index) {
   ordered_json fn = ordered_json::object();
   fn["index"] = index;
   fn["name"] = name;
-  fn["arguments"] = ArgumentsJson(arguments);
+  fn["arguments"] = ArgumentsObject(arguments);
   ordered_json call = ordered_json::object();
   if (!id.empty()) call["id"] = id;
   call["function"] = std::move(fn);

@@ -2,7 +2,10 @@
 
 #include <utility>
 
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "base/text.h"
 
 namespace understudy {
 namespace provider {
@@ -162,6 +165,29 @@ absl::Status ParseFunctionToolCalls(const Json& calls, const std::string& path,
   }
   if (!exact && extra != nullptr) (*extra)["tool_calls"] = calls;
   return absl::OkStatus();
+}
+
+absl::Status CheckRole(absl::string_view role, const std::string& path,
+                       std::initializer_list<absl::string_view> roles) {
+  std::string expected;
+  size_t i = 0;
+  for (absl::string_view r : roles) {
+    if (r == role) return absl::OkStatus();
+    absl::StrAppend(&expected, i == 0 ? "" : (i + 1 == roles.size() ? " or " : ", "), "\"", r, "\"");
+    ++i;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(JoinPath(path, "role"), ": expected ", expected,
+                                                 ", got \"", absl::CHexEscape(Shorten(role, 40)),
+                                                 "\""));
+}
+
+Json ArgumentsObject(const std::string& arguments) {
+  if (arguments.empty()) return Json::object();
+  absl::StatusOr<Json> parsed = ParseJson(arguments, "arguments");
+  if (parsed.ok() && parsed->is_object()) return *std::move(parsed);
+  Json wrapped = Json::object();
+  wrapped["arguments"] = arguments;
+  return wrapped;
 }
 
 }  // namespace provider

@@ -34,6 +34,19 @@ void CopyUnmapped(const Json& object, absl::Span<const absl::string_view> ignore
   }
 }
 
+// OK when `role` (a message's, at `path`) is one of `roles`; else
+// INVALID_ARGUMENT `PATH.role: expected "a", "b" or "c", got "ROLE"` (ROLE
+// escaped and cut to 40 bytes).
+absl::Status CheckRole(absl::string_view role, const std::string& path,
+                       std::initializer_list<absl::string_view> roles);
+
+// A tool call's `arguments` (JSON text) as the object the APIs that carry
+// arguments as JSON put in an answer (Gemini's `args`, Ollama's
+// `arguments`, Bedrock's `input`): {} when empty, the object the text
+// spells, else {"arguments": TEXT}, so that arguments that are no object
+// are kept rather than lost.
+Json ArgumentsObject(const std::string& arguments);
+
 // OpenAI's function tools, [{type: "function", function: {name,
 // description, parameters}}], at "tools" (Chat Completions; Cohere v2
 // writes them the same), into request->tools. When a tool has another type
