@@ -639,11 +639,14 @@ TEST_F(HardeningTest, HttpClientsThatNeverReadARenderedStreamHoldAFewEventsEach)
   Clients c(server->NewChannel());
   const std::string address = server->http_address();
   const bool jemalloc = RunsOnJemalloc(server->pid());
-  // Chat Completions, and Responses, whose last events carry the whole text.
+  // Chat Completions, and Responses, whose last events carry the whole
+  // text; Ollama's NDJSON lines and Bedrock's event-stream frames.
   const std::vector<std::pair<std::string, std::string>> apis = {
       {"/v1/chat/completions",
        R"({"model":"m","messages":[{"role":"user","content":"big"}],"stream":true})"},
-      {"/v1/responses", R"({"model":"m","input":"big","stream":true})"}};
+      {"/v1/responses", R"({"model":"m","input":"big","stream":true})"},
+      {"/api/chat", R"({"model":"m","messages":[{"role":"user","content":"big"}]})"},
+      {"/model/m/converse-stream", R"({"messages":[{"role":"user","content":[{"text":"big"}]}]})"}};
   size_t answered = 0;
   for (const auto& [path, body] : apis) {
     // A warm-up: one client that reads it all, then the server left to
