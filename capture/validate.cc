@@ -5,13 +5,14 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "provider/canonical.h"
 
 namespace understudy {
 namespace capture {
 
 absl::Status ValidateRequest(const v1::CompletionRequest& request, absl::string_view path) {
-  // An MCP request (operation "mcp:METHOD") has its params in `extra`.
-  if (request.messages_size() == 0 && !absl::StartsWith(request.operation(), "mcp:")) {
+  // An MCP or A2A request has its params in `extra`.
+  if (request.messages_size() == 0 && !provider::IsCallRequest(request)) {
     return absl::InvalidArgumentError(absl::StrCat(path, "messages: must not be empty"));
   }
   for (int i = 0; i < request.messages_size(); ++i) {

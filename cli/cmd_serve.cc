@@ -38,8 +38,8 @@ CLI::Option* AddServerList(CLI::App* cmd, std::set<std::string>* keys, const std
   return AddServerOption(cmd, keys, name, target, help)->delimiter('\n');
 }
 
-// The upstreams a record or passthrough forwards to: model APIs and MCP
-// tool servers.
+// The upstreams a record or passthrough forwards to: model APIs, MCP tool
+// servers and A2A agents.
 void AddUpstreamFlags(CLI::App* cmd, ServerCommandFlags* flags) {
   service::ServerOptions& server = flags->serve.server;
   std::set<std::string>* keys = &flags->config_keys;
@@ -49,6 +49,10 @@ void AddUpstreamFlags(CLI::App* cmd, ServerCommandFlags* flags) {
   AddServerList(cmd, keys, "mcp-upstream", server.mcp_upstreams,
                 "MCP tool server for record/passthrough: NAME=URL of its Streamable HTTP "
                 "endpoint, served at /mcp/NAME (repeatable; docs/mcp.md)");
+  AddServerList(cmd, keys, "a2a-upstream", server.a2a_upstreams,
+                "A2A agent for record/passthrough: NAME=URL of its JSON-RPC endpoint (its card "
+                "at the URL's /.well-known/agent-card.json), served at /a2a/NAME (repeatable; "
+                "docs/a2a.md)");
 }
 
 // The listeners' options: `serve` only (record and replay pick free

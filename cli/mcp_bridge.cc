@@ -20,6 +20,7 @@
 #include "base/log.h"
 #include "base/subprocess.h"
 #include "cli/mcp_stdio.h"
+#include "provider/jsonrpc.h"
 #include "provider/mcp.h"
 #include "service/http_server.h"
 #include "validation/json_bounds.h"
@@ -29,6 +30,7 @@ namespace understudy {
 namespace cli {
 namespace {
 
+namespace jsonrpc = provider::jsonrpc;
 namespace mcp = provider::mcp;
 using Json = provider::Json;
 
@@ -116,18 +118,18 @@ class StdioBridge::Impl {
       out->Respond(405, {{"allow", "POST, DELETE"}}, "");
       return;
     }
-    absl::StatusOr<mcp::Message> m = mcp::ParseMessage(request.body, "message");
+    absl::StatusOr<jsonrpc::Message> m = jsonrpc::ParseMessage(request.body, "message");
     absl::StatusOr<std::string> line =
         m.ok() ? ToOneLine(std::move(request.body)) : absl::StatusOr<std::string>(m.status());
     if (!line.ok()) {
       out->Respond(
           400, {{"content-type", "application/json"}},
-          mcp::ErrorResponse(nullptr, mcp::ErrorCodeFor(line.status()),
+          jsonrpc::ErrorResponse(nullptr, jsonrpc::ErrorCodeFor(line.status()),
                              absl::StrCat("understudy mcp-proxy: ", line.status().message())));
       return;
     }
-    const bool request_kind = m->kind == mcp::Message::Kind::kRequest;
-    const std::string id = mcp::IdText(*m);
+    const bool request_kind = m->kind == jsonrpc::Message::Kind::kRequest;
+    const std::string id = jsonrpc::IdText(*m);
     uint64_t seq = 0;
     std::string refusal;
     int refusal_status = 0;
@@ -155,7 +157,7 @@ class StdioBridge::Impl {
     if (refusal_status != 0) {
       out->Respond(
           refusal_status, {{"content-type", "application/json"}},
-          mcp::ErrorResponse(request_kind ? m->id : Json(nullptr), mcp::kInternalError, refusal));
+          jsonrpc::ErrorResponse(request_kind ? m->id : Json(nullptr), jsonrpc::kInternalError, refusal));
       return;
     }
     if (!request_kind) {
@@ -332,7 +334,7 @@ class StdioBridge::Impl {
       return;
     }
     if (absl::StripAsciiWhitespace(line.text).empty()) return;
-    absl::StatusOr<mcp::Message> m = mcp::ParseMessage(line.text, "message");
+    absl::StatusOr<jsonrpc::Message> m = jsonrpc::ParseMessage(line.text, "message");
     if (!m.ok()) {
       Log(LogLevel::kWarning, "mcp_server_output_dropped",
           {{"command", command_},
@@ -341,20 +343,20 @@ class StdioBridge::Impl {
       return;
     }
     switch (m->kind) {
-      case mcp::Message::Kind::kRequest: {
+      case jsonrpc::Message::Kind::kRequest: {
         Log(LogLevel::kWarning, "mcp_server_request_refused",
             {{"command", command_},
              {"method", m->method},
              {"reason", "understudy mcp-proxy does not relay server-to-client requests"}});
         absl::MutexLock lock(&mu_);
         replies_.push_back(
-            mcp::ErrorResponse(m->id, mcp::kMethodNotFound,
+            jsonrpc::ErrorResponse(m->id, jsonrpc::kMethodNotFound,
                                "understudy mcp-proxy does not relay server-to-client requests"));
         return;
       }
-      case mcp::Message::Kind::kResponse: {
+      case jsonrpc::Message::Kind::kResponse: {
         absl::MutexLock lock(&mu_);
-        const std::string id = mcp::IdText(*m);
+        const std::string id = jsonrpc::IdText(*m);
         if (id == kInitId && awaiting_init_) {
           awaiting_init_ = false;
           init_answered_ = true;
@@ -370,7 +372,7 @@ class StdioBridge::Impl {
         pending_.erase(it);
         return;
       }
-      case mcp::Message::Kind::kNotification: {
+      case jsonrpc::Message::Kind::kNotification: {
         absl::MutexLock lock(&mu_);
         const Json token_json = mcp::ProgressTokenOf(*m);
         const std::string token = token_json.is_null() ? "" : provider::DumpJson(token_json);
@@ -431,7 +433,7 @@ class StdioBridge::Impl {
       return;
     }
     pending.out->Respond(502, {{"content-type", "application/json"}},
-                         mcp::ErrorResponse(pending.id, mcp::kInternalError, reason));
+                         jsonrpc::ErrorResponse(pending.id, jsonrpc::kInternalError, reason));
   }
 
   const StdioBridgeOptions options_;

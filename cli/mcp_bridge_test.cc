@@ -35,7 +35,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "provider/mcp.h"
+#include "provider/jsonrpc.h"
 #include "service/http_server.h"
 #include "upstream/http_upstream.h"
 
@@ -130,7 +130,7 @@ TEST_F(StdioBridgeTest, ChildCrashingMidCallFailsEveryPendingAndLaterRequest) {
   for (const Response* r : {&crash, &hung}) {
     EXPECT_EQ(r->status, 502);
     const Json error = Parse(r->body)["error"];
-    EXPECT_EQ(error["code"], provider::mcp::kInternalError);
+    EXPECT_EQ(error["code"], provider::jsonrpc::kInternalError);
     EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("exited with status 3"));
     EXPECT_THAT(error["message"].get<std::string>(), HasSubstr("python3"));
   }

@@ -27,6 +27,7 @@
 #include "base/worker_pool.h"
 #include "cli/mcp_bridge.h"
 #include "cli/mcp_stdio.h"
+#include "provider/jsonrpc.h"
 #include "provider/mcp.h"
 #include "provider/sse.h"
 #include "service/access.h"
@@ -38,6 +39,7 @@ namespace understudy {
 namespace cli {
 namespace {
 
+namespace jsonrpc = provider::jsonrpc;
 namespace mcp = provider::mcp;
 using Json = provider::Json;
 
@@ -53,8 +55,8 @@ bool IsEventStream(absl::string_view content_type) {
 // One message from the agent: parsed (provider/mcp.h), and the line as the
 // agent wrote it, which is what is relayed.
 struct AgentMessage {
-  mcp::Message rpc;
-  std::string id;  // mcp::IdText(rpc): "" for a notification.
+  jsonrpc::Message rpc;
+  std::string id;  // jsonrpc::IdText(rpc): "" for a notification.
   std::string text;
 };
 
@@ -188,18 +190,18 @@ class McpProxy::Impl {
   // One line from the agent.
   void Dispatch(LineSplitter::Line line) {
     if (line.too_long) {
-      FailLine(mcp::kInvalidRequest, "understudy mcp-proxy: a message longer than 16 MiB");
+      FailLine(jsonrpc::kInvalidRequest, "understudy mcp-proxy: a message longer than 16 MiB");
       return;
     }
     if (absl::StripAsciiWhitespace(line.text).empty()) return;
-    absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(line.text, "message");
+    absl::StatusOr<jsonrpc::Message> parsed = jsonrpc::ParseMessage(line.text, "message");
     if (!parsed.ok()) {
-      FailLine(mcp::ErrorCodeFor(parsed.status()),
+      FailLine(jsonrpc::ErrorCodeFor(parsed.status()),
                absl::StrCat("understudy mcp-proxy: ", parsed.status().message()));
       return;
     }
     auto message = std::make_shared<AgentMessage>();
-    message->id = mcp::IdText(*parsed);
+    message->id = jsonrpc::IdText(*parsed);
     message->rpc = std::move(*parsed);
     message->text = std::move(line.text);
     const AgentMessage& m = *message;
@@ -216,7 +218,7 @@ class McpProxy::Impl {
     // stdio the server reads messages in order, and order matters for
     // these: notifications/initialized must come before the requests that
     // follow it, notifications/cancelled after the request it cancels.
-    const bool barrier = message->rpc.kind != mcp::Message::Kind::kRequest;
+    const bool barrier = message->rpc.kind != jsonrpc::Message::Kind::kRequest;
     uint64_t number = 0;
     {
       absl::MutexLock lock(&mu_);
@@ -300,7 +302,7 @@ class McpProxy::Impl {
   void Conclude(const AgentMessage& m, const Answer& answer) {
     // A request the agent cancelled gets no answer (as the protocol says).
     if (answer.cancelled_by_agent) return;
-    const bool request = m.rpc.kind == mcp::Message::Kind::kRequest;
+    const bool request = m.rpc.kind == jsonrpc::Message::Kind::kRequest;
     if (!answer.transport.ok()) {
       if (!request || Answered(answer)) {
         Log(LogLevel::kWarning, "mcp_proxy_failed",
@@ -357,16 +359,16 @@ class McpProxy::Impl {
 
   // Whether `body` is a JSON-RPC error response to request `m`.
   static bool IsErrorFor(const AgentMessage& m, absl::string_view body) {
-    const absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(body, "answer");
-    return parsed.ok() && parsed->kind == mcp::Message::Kind::kResponse && parsed->id == m.rpc.id &&
-           mcp::OutcomeOf(*parsed).is_error;
+    const absl::StatusOr<jsonrpc::Message> parsed = jsonrpc::ParseMessage(body, "answer");
+    return parsed.ok() && parsed->kind == jsonrpc::Message::Kind::kResponse && parsed->id == m.rpc.id &&
+           jsonrpc::OutcomeOf(*parsed).is_error;
   }
 
   // Whether the answer's last event is a JSON-RPC response.
   static bool Answered(const Answer& answer) {
     if (answer.events == 0) return false;
-    const absl::StatusOr<mcp::Message> last = mcp::ParseMessage(answer.last_event, "answer");
-    return last.ok() && last->kind == mcp::Message::Kind::kResponse;
+    const absl::StatusOr<jsonrpc::Message> last = jsonrpc::ParseMessage(answer.last_event, "answer");
+    return last.ok() && last->kind == jsonrpc::Message::Kind::kResponse;
   }
 
   // Keeps the session id an answer carries (the one to an initialize
@@ -512,8 +514,8 @@ class McpProxy::Impl {
     }
 
     static bool IsResponse(absl::string_view line) {
-      const absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(line, "event");
-      return parsed.ok() && parsed->kind == mcp::Message::Kind::kResponse;
+      const absl::StatusOr<jsonrpc::Message> parsed = jsonrpc::ParseMessage(line, "event");
+      return parsed.ok() && parsed->kind == jsonrpc::Message::Kind::kResponse;
     }
 
     Impl* const proxy_;
@@ -561,7 +563,7 @@ class McpProxy::Impl {
         handle->Cancel();
       } else {
         calls_[key] = handle;
-        if (message != nullptr && message->rpc.kind == mcp::Message::Kind::kRequest) {
+        if (message != nullptr && message->rpc.kind == jsonrpc::Message::Kind::kRequest) {
           request_calls_[message->id] = key;
         }
       }
@@ -570,7 +572,7 @@ class McpProxy::Impl {
     {
       absl::MutexLock lock(&mu_);
       calls_.erase(key);
-      if (message != nullptr && message->rpc.kind == mcp::Message::Kind::kRequest) {
+      if (message != nullptr && message->rpc.kind == jsonrpc::Message::Kind::kRequest) {
         auto it = request_calls_.find(message->id);
         if (it != request_calls_.end() && it->second == key) request_calls_.erase(it);
         if (cancelled_requests_.erase(message->id) > 0) {
@@ -679,8 +681,8 @@ class McpProxy::Impl {
   void Fail(const AgentMessage& m, const std::string& message) {
     Log(LogLevel::kWarning, "mcp_proxy_failed",
         {{"method", m.rpc.method}, {"id", m.id}, {"error", message}});
-    if (m.rpc.kind == mcp::Message::Kind::kRequest) {
-      WriteLine(mcp::ErrorResponse(m.rpc.id, mcp::kInternalError, message));
+    if (m.rpc.kind == jsonrpc::Message::Kind::kRequest) {
+      WriteLine(jsonrpc::ErrorResponse(m.rpc.id, jsonrpc::kInternalError, message));
     }
   }
 
@@ -688,7 +690,7 @@ class McpProxy::Impl {
   void FailLine(int code, const std::string& message) {
     Log(LogLevel::kWarning, "mcp_proxy_bad_input",
         {{"code", absl::StrCat(code)}, {"error", message}});
-    WriteLine(mcp::ErrorResponse(nullptr, code, message));
+    WriteLine(jsonrpc::ErrorResponse(nullptr, code, message));
   }
 
   enum class BridgeState { kNone, kStarting, kRunning, kFailed };

@@ -38,7 +38,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "provider/mcp.h"
+#include "provider/jsonrpc.h"
 #include "service/http_server.h"
 #include "upstream/http_upstream.h"
 
@@ -436,13 +436,13 @@ TEST_F(McpProxyTest, LinesThatAreNoMessageAreAnsweredWithErrorsAndReadingGoesOn)
   proxy.Send(ToolCall(4, "echo"));
   Json parse_error = proxy.NextJson();
   EXPECT_TRUE(parse_error["id"].is_null());
-  EXPECT_EQ(parse_error["error"]["code"], provider::mcp::kParseError);
+  EXPECT_EQ(parse_error["error"]["code"], provider::jsonrpc::kParseError);
   EXPECT_THAT(parse_error["error"]["message"].get<std::string>(),
               StartsWith("understudy mcp-proxy: message: invalid JSON at byte"));
   Json batch = proxy.NextJson();
-  EXPECT_EQ(batch["error"]["code"], provider::mcp::kInvalidRequest);
+  EXPECT_EQ(batch["error"]["code"], provider::jsonrpc::kInvalidRequest);
   EXPECT_THAT(batch["error"]["message"].get<std::string>(), HasSubstr("batch"));
-  EXPECT_EQ(proxy.NextJson()["error"]["code"], provider::mcp::kInvalidRequest);
+  EXPECT_EQ(proxy.NextJson()["error"]["code"], provider::jsonrpc::kInvalidRequest);
   EXPECT_EQ(proxy.NextJson()["id"], 4);
 }
 
@@ -455,7 +455,7 @@ TEST_F(McpProxyTest, LineOver16MiBIsAnsweredWithAnError) {
   });
   Json error = proxy.NextJson();
   EXPECT_TRUE(error["id"].is_null());
-  EXPECT_EQ(error["error"]["code"], provider::mcp::kInvalidRequest);
+  EXPECT_EQ(error["error"]["code"], provider::jsonrpc::kInvalidRequest);
   EXPECT_THAT(error["error"]["message"].get<std::string>(), HasSubstr("16 MiB"));
   EXPECT_EQ(proxy.NextJson()["id"], 1);
   writer.join();
@@ -472,7 +472,7 @@ TEST_F(McpProxyTest, HttpErrorBecomesAJsonRpcErrorForRequestsOnly) {
   proxy.Send(R"({"jsonrpc":"2.0","id":"x-1","method":"tools/list"})");
   Json error = proxy.NextJson();
   EXPECT_EQ(error["id"], "x-1");
-  EXPECT_EQ(error["error"]["code"], provider::mcp::kInternalError);
+  EXPECT_EQ(error["error"]["code"], provider::jsonrpc::kInternalError);
   const std::string message = error["error"]["message"];
   EXPECT_THAT(message, StartsWith("understudy mcp-proxy: 500 boom: zzz"));
   EXPECT_LT(message.size(), 260u);
@@ -510,7 +510,7 @@ TEST_F(McpProxyTest, UnreachableServerBecomesAJsonRpcError) {
   proxy.Send(ToolCall(7, "echo"));
   Json error = proxy.NextJson();
   EXPECT_EQ(error["id"], 7);
-  EXPECT_EQ(error["error"]["code"], provider::mcp::kInternalError);
+  EXPECT_EQ(error["error"]["code"], provider::jsonrpc::kInternalError);
   EXPECT_THAT(error["error"]["message"].get<std::string>(), StartsWith("understudy mcp-proxy: "));
 }
 

@@ -24,7 +24,7 @@
 #include "grpcpp/grpcpp.h"
 #include "mcpserver/protocol.h"
 #include "mcpserver/tools.h"
-#include "provider/mcp.h"
+#include "provider/jsonrpc.h"
 #include "service/server.h"
 
 namespace understudy {
@@ -100,8 +100,8 @@ int McpServe(const McpServeFlags& flags, const std::string& version) {
     }
     for (LineSplitter::Line& line : lines) {
       if (line.too_long) {
-        reply(provider::mcp::ErrorResponse(
-            provider::Json(), provider::mcp::kInvalidRequest,
+        reply(provider::jsonrpc::ErrorResponse(
+            provider::Json(), provider::jsonrpc::kInvalidRequest,
             absl::StrCat("message longer than ", kMaxMcpMessageBytes, " bytes; dropped")));
         continue;
       }

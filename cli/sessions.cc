@@ -10,6 +10,7 @@
 #include "base/files.h"
 #include "engine/engine.h"
 #include "nlohmann/json.hpp"
+#include "provider/canonical.h"
 #include "trace/proto_json.h"
 
 namespace understudy {
@@ -73,13 +74,13 @@ int SessionsShow(const DbFlags& db, const std::string& ref) {
   for (const v1::Exchange& e : *exchanges) {
     const auto& messages = e.request().messages();
     std::string last = messages.empty() ? "" : messages[messages.size() - 1].content();
-    // An MCP request: its method, and its params for what was asked.
-    const bool mcp = absl::StartsWith(e.request().operation(), "mcp:");
-    if (mcp) last = e.request().extra();
+    // An MCP or A2A request: its method, and its params for what was asked.
+    const bool call = provider::IsCallRequest(e.request());
+    if (call) last = e.request().extra();
     std::cout << "#" << e.seq() << " " << (e.agent().empty() ? "-" : e.agent()) << "  "
-              << e.request().model() << (mcp ? " " + e.request().operation() : "") << "  "
+              << e.request().model() << (call ? " " + e.request().operation() : "") << "  "
               << Quote(last) << " → ";
-    if (e.has_error() && mcp) {
+    if (e.has_error() && call) {
       std::cout << "JSON-RPC error " << e.error().code() << " " << Quote(e.error().message());
     } else if (e.has_error()) {
       std::cout << "error " << absl::StatusCodeToString(static_cast<absl::StatusCode>(e.error().code()));

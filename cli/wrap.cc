@@ -17,6 +17,8 @@
 #include "cli/command_base.h"
 #include "cli/wrap_env.h"
 #include "engine/engine.h"
+#include "provider/a2a.h"
+#include "provider/mcp.h"
 
 namespace understudy {
 namespace cli {
@@ -32,13 +34,16 @@ bool RunWasUsed(const v1::RunSummary& summary) {
 namespace {
 
 // What a summary line says an exchange was: "mcp SERVER METHOD [TOOL]" for
-// an MCP exchange, else the operation (when not a completion) and the
-// model; then the agent, when there is one.
+// an MCP exchange, "a2a AGENT METHOD" for an A2A one, else the operation
+// (when not a completion) and the model; then the agent, when there is one.
 std::string Describe(const v1::ExchangeRef& r) {
   std::string out;
-  if (absl::StartsWith(r.operation(), engine::kMcpOperationPrefix)) {
-    out = absl::StrCat("mcp ", r.model(), " ",
-                       absl::string_view(r.operation()).substr(sizeof(engine::kMcpOperationPrefix) - 1));
+  if (absl::StartsWith(r.operation(), provider::mcp::kOperationPrefix) ||
+      absl::StartsWith(r.operation(), provider::a2a::kOperationPrefix)) {
+    // "mcp:tools/call" -> "mcp SERVER tools/call".
+    const size_t colon = r.operation().find(':');
+    out = absl::StrCat(r.operation().substr(0, colon), " ", r.model(), " ",
+                       r.operation().substr(colon + 1));
     if (!r.tool().empty()) absl::StrAppend(&out, " ", r.tool());
   } else {
     out = absl::StrCat(r.operation().empty() ? "model" : r.operation(), " ", r.model());

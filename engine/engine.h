@@ -39,7 +39,8 @@
 // EndRun, GetRun, EndAllRuns, ReleaseHangs, and the lookups of an active
 // run), engine_decide.cc (Decide), engine_forward.cc (ForwardTicket,
 // FinishForward), engine_grpc.cc (Complete, StreamComplete),
-// engine_events.cc (Emit, Subscribe), engine_mcp.cc (MCP requests);
+// engine_events.cc (Emit, Subscribe), engine_mcp.cc (MCP requests),
+// engine_a2a.cc (A2A requests), engine_calls.cc (what those two share);
 // run_state.h is the per-run state they share.
 #ifndef UNDERSTUDY_ENGINE_ENGINE_H_
 #define UNDERSTUDY_ENGINE_ENGINE_H_
@@ -119,12 +120,15 @@ struct EngineOptions {
 inline constexpr char kMissPayloadUrl[] = "type.googleapis.com/understudy.v1.MissReport";
 
 // MCP requests (docs/mcp.md) are canonical requests too: `operation` is
-// kMcpOperationPrefix + the JSON-RPC method ("mcp:tools/call"), `model` the
+// provider::mcp::kOperationPrefix + the JSON-RPC method ("mcp:tools/call"), `model` the
 // MCP server's name, `extra` the request's params without `_meta`. Their
 // answers: `message.content` is the JSON text of the JSON-RPC result; a
 // JSON-RPC error is the exchange's `error`, its code the JSON-RPC code.
-inline constexpr char kMcpOperationPrefix[] = "mcp:";
 bool IsMcpRequest(const v1::CompletionRequest& request);
+// A2A requests (docs/a2a.md; provider/a2a.h) likewise: `operation` is "a2a:"
+// + the JSON-RPC method, `model` the called agent's name; answers as MCP's.
+// Both are calls (provider::IsCallRequest): they never count an iteration
+// and the extractors never observe their answers.
 
 // How a run's summary names `exchange`: its seq, agent, model (an MCP
 // server's name), operation and, for an MCP tools/call, the tool.
@@ -499,6 +503,20 @@ class Engine {
   // the upstream, mock_tools, a miss. Never counts an iteration.
   absl::StatusOr<Decision> DecideMcp(const std::shared_ptr<RunState>& run, const CallInfo& call,
                                      const v1::CompletionRequest& request);
+  // Decide for an A2A request (engine_a2a.cc): A2A rules, the recording or
+  // the upstream, a scripted agent card, a miss. Traces a message's
+  // agent_call before it is answered. Never counts an iteration.
+  absl::StatusOr<Decision> DecideA2a(const std::shared_ptr<RunState>& run, const CallInfo& call,
+                                     const v1::CompletionRequest& request);
+  // The step MCP and A2A calls share (engine_calls.cc): in replay and new
+  // mode, the run's recording (`quiet`: a replay miss is not traced, as a
+  // later source may answer); in any mode but replay, a ticket to forward
+  // with `attrs` (moved into it). Sets `decision` and returns true when one
+  // of them answers; false leaves both untouched.
+  absl::StatusOr<bool> RecordingOrUpstream(const std::shared_ptr<RunState>& run,
+                                           const CallInfo& call,
+                                           const v1::CompletionRequest& request, bool quiet,
+                                           TraceAttributes* attrs, Decision* decision);
   absl::StatusOr<bool> Perform(const std::shared_ptr<RunState>& run, const CallInfo& call,
                                const v1::CompletionRequest& request, bool streamed,
                                const scenario::Step& step, AnswerSource origin, int overall_iteration,

@@ -17,6 +17,7 @@
 #include "engine/engine.h"
 #include "engine/engine_internal.h"
 #include "engine/run_state.h"
+#include "provider/a2a.h"
 #include "provider/canonical.h"
 #include "scenario/playbook.h"
 #include "trace/vocabulary.h"
@@ -368,6 +369,7 @@ absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
   }
   const CallInfo& call = named.has_value() ? *named : given;
   if (IsMcpRequest(request)) return DecideMcp(run, call, request);
+  if (provider::a2a::IsA2aRequest(request)) return DecideA2a(run, call, request);
 
   Decision decision;
   decision.speed = options_.speed;

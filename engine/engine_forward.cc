@@ -66,13 +66,13 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
   const absl::Status traced =
       status.ok() && exchange.has_error() ? StatusFromRecorded(exchange.error()) : status;
   const bool record = !ticket->record_session_.empty() && !NeverRecorded(status);
-  if (IsMcpRequest(exchange.request())) {
-    // A tool call's latency is part of its trace (the model's is the
-    // exchange's own).
+  if (provider::IsCallRequest(exchange.request())) {
+    // A tool or agent call's latency is part of its trace (the model's is
+    // the exchange's own).
     ticket->extra_.emplace_back(trace::attr::kLatencyMs,
                                 absl::StrFormat("%.3f", exchange.latency_micros() / 1000.0));
   }
-  if (status.ok() && !IsMcpRequest(exchange.request())) {
+  if (status.ok() && !provider::IsCallRequest(exchange.request())) {
     run->ObserveAnswer(exchange.agent(), exchange.response());
   }
   if (!record) {

@@ -8,8 +8,10 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "engine/engine.h"
+#include "engine/engine_internal.h"
 #include "engine/run_state.h"
 #include "provider/canonical.h"
+#include "provider/mcp.h"
 #include "scenario/mocks.h"
 #include "trace/vocabulary.h"
 
@@ -17,7 +19,7 @@ namespace understudy {
 namespace engine {
 
 bool IsMcpRequest(const v1::CompletionRequest& request) {
-  return absl::StartsWith(request.operation(), kMcpOperationPrefix);
+  return absl::StartsWith(request.operation(), provider::mcp::kOperationPrefix);
 }
 
 namespace {
@@ -26,7 +28,7 @@ constexpr size_t kMaxPendingToolCalls = 1024;
 constexpr size_t kMaxTracedValueBytes = 64 << 10;
 
 absl::string_view McpMethod(const v1::CompletionRequest& request) {
-  return absl::string_view(request.operation()).substr(sizeof(kMcpOperationPrefix) - 1);
+  return absl::string_view(request.operation()).substr(sizeof(provider::mcp::kOperationPrefix) - 1);
 }
 
 // What a tools/call asks for: the tool and its arguments ({} when absent,
@@ -59,20 +61,8 @@ nlohmann::json TextResult(absl::string_view text, bool is_error) {
   return result;
 }
 
-// An answer built as an exchange: the result JSON, or a JSON-RPC error.
 std::shared_ptr<v1::Exchange> ResultExchange(const nlohmann::json& result) {
-  auto exchange = std::make_shared<v1::Exchange>();
-  v1::Message* message = exchange->mutable_response()->mutable_message();
-  message->set_role("tool");
-  message->set_content(Dump(result));
-  return exchange;
-}
-
-std::shared_ptr<v1::Exchange> JsonRpcErrorExchange(int code, absl::string_view message) {
-  auto exchange = std::make_shared<v1::Exchange>();
-  exchange->mutable_error()->set_code(code);
-  exchange->mutable_error()->set_message(std::string(message));
-  return exchange;
+  return internal::ContentExchange(Dump(result), "tool");
 }
 
 // What the scenario's mock_tools answer for `method`, or null when they
@@ -263,7 +253,7 @@ absl::StatusOr<Decision> Engine::DecideMcp(const std::shared_ptr<RunState>& run,
         case scenario::Step::Kind::kError:
           attrs.emplace_back(trace::attr::kAction, "error");
           answer = step.error->jsonrpc_code.has_value()
-                       ? JsonRpcErrorExchange(*step.error->jsonrpc_code, step.error->message)
+                       ? internal::JsonRpcErrorExchange(*step.error->jsonrpc_code, step.error->message)
                        : ResultExchange(TextResult(step.error->message, true));
           break;
         case scenario::Step::Kind::kHang: {
@@ -296,26 +286,10 @@ absl::StatusOr<Decision> Engine::DecideMcp(const std::shared_ptr<RunState>& run,
 
   // 2. The recording, or the upstream.
   std::shared_ptr<v1::Exchange> mock = MockAnswer(script.scenario(), request.model(), method, request);
-  const v1::RunMode mode = run->mode();
-  if ((mode == v1::RUN_MODE_REPLAY || mode == v1::RUN_MODE_NEW) && run->has_index()) {
-    const bool forward_misses = mode == v1::RUN_MODE_NEW;
-    US_ASSIGN_OR_RETURN(const v1::Exchange* ex,
-                        run->Match(call, request, /*streamed=*/false, forward_misses,
-                                   /*quiet=*/!forward_misses && mock != nullptr, attrs));
-    if (ex != nullptr) {
-      decision.what = ReplyFromExchange{run->index_, ex};
-      decision.source = AnswerSource::kRecording;
-      return decision;
-    }
-  }
-  if (mode != v1::RUN_MODE_REPLAY) {
-    US_ASSIGN_OR_RETURN(std::unique_ptr<ForwardTicket> ticket,
-                        NewTicket(run, call, request, /*streamed=*/false));
-    ticket->extra_ = std::move(attrs);
-    decision.what = ForwardUpstream{std::move(ticket)};
-    decision.source = AnswerSource::kUpstream;
-    return decision;
-  }
+  US_ASSIGN_OR_RETURN(const bool answered,
+                      RecordingOrUpstream(run, call, request, /*quiet=*/mock != nullptr, &attrs,
+                                          &decision));
+  if (answered) return decision;
 
   // 3. mock_tools.
   if (mock != nullptr) {

@@ -1,5 +1,6 @@
 #include "engine/run_state.h"
 
+
 #include <algorithm>
 #include <random>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "base/status_macros.h"
 #include "capture/validate.h"
 #include "matching/miss_report.h"
+#include "provider/a2a.h"
 #include "provider/canonical.h"
 #include "provider/chunks.h"
 #include "scenario/playbook.h"
@@ -81,6 +83,9 @@ v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionReque
   if (IsMcpRequest(request)) {
     return McpExchangeEvent(agent, request, response, status, source, exchange_seq, extra);
   }
+  if (provider::a2a::IsA2aRequest(request)) {
+    return A2aExchangeEvent(agent, request, response, status, source, exchange_seq, extra);
+  }
   v1::TraceEvent event;
   event.set_kind(trace::event::kExchange);
   event.set_agent(agent);
@@ -118,7 +123,7 @@ store::TraceRecord RunState::ReplayedRecord(const std::string& agent,
                                             const v1::Exchange& exchange,
                                             AnswerSource source, bool streamed,
                                             const TraceAttributes& extra) const {
-  bool compact = !IsMcpRequest(request);
+  bool compact = !provider::IsCallRequest(request);
   for (const auto& [name, value] : extra) compact &= !MayBeDerived(name);
   if (!compact) {
     const absl::Status status =
@@ -190,9 +195,9 @@ absl::StatusOr<const v1::Exchange*> RunState::Match(const CallInfo& call,
       consumed_[i] = 1;
       run_.set_served(run_.served() + 1);
       absl::Status status = ex.has_error() ? StatusFromRecorded(ex.error()) : absl::OkStatus();
-      if (IsMcpRequest(request)) {
-        // A replayed tool call is traced with the latency it was recorded
-        // with.
+      if (provider::IsCallRequest(request)) {
+        // A replayed tool or agent call is traced with the latency it was
+        // recorded with.
         Attributes with_latency = extra;
         with_latency.emplace_back(trace::attr::kRecordedLatencyMs,
                                   absl::StrFormat("%.3f", ex.latency_micros() / 1000.0));
@@ -303,7 +308,8 @@ void RunState::EndRecorded(const v1::Exchange& exchange, int64_t version, bool s
   // event would not be derived the same way.
   const int64_t row_id = record_version_ == version ? record_row_id_.load() : 0;
   const std::string traced_type = traced.ok() ? "" : absl::StatusCodeToString(traced.code());
-  bool compact = row_id != 0 && !IsMcpRequest(exchange.request()) && exchange.has_response() &&
+  bool compact = row_id != 0 && !provider::IsCallRequest(exchange.request()) &&
+                 exchange.has_response() &&
                  (exchange.has_error() ? store::ErrorTypeOf(exchange.error()) : "") ==
                      traced_type;
   for (const auto& [name, value] : extra) compact &= !MayBeDerived(name);

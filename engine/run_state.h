@@ -410,8 +410,17 @@ v1::TraceEvent McpExchangeEvent(const std::string& agent, const v1::CompletionRe
                                 AnswerSource source, int64_t exchange_seq,
                                 const TraceAttributes& extra);
 
-// The trace event for one answered request: `exchange`, or for an MCP
-// request McpExchangeEvent's.
+// The trace events of an A2A call (engine_a2a.cc): agent_call, before it is
+// answered (a message's); and the answer's: agent_result for a message, an
+// `exchange` for any other method (a card, a task's state).
+v1::TraceEvent A2aCallEvent(const std::string& agent, const v1::CompletionRequest& request);
+v1::TraceEvent A2aExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
+                                const v1::CompletionResponse* response, const absl::Status& status,
+                                AnswerSource source, int64_t exchange_seq,
+                                const TraceAttributes& extra);
+
+// The trace event for one answered request: `exchange`, or for an MCP or
+// A2A request McpExchangeEvent's or A2aExchangeEvent's.
 v1::TraceEvent ExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
                              const v1::CompletionResponse* response, const absl::Status& status,
                              AnswerSource source, int64_t exchange_seq, bool streamed,

@@ -12,16 +12,16 @@
 #include "mcpserver/protocol.h"
 #include "mcpserver/tools.h"
 #include "nlohmann/json.hpp"
-#include "provider/mcp.h"
+#include "provider/jsonrpc.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace understudy;
-  namespace mcp = provider::mcp;
+  namespace jsonrpc = provider::jsonrpc;
   static const mcpserver::Tools* const tools = new mcpserver::Tools(mcpserver::ToolsOptions{});
   static const mcpserver::Protocol* const protocol = new mcpserver::Protocol(tools, "fuzz");
   const absl::string_view text = fuzz::View(data, size);
 
-  absl::StatusOr<mcp::Message> message = mcp::ParseMessage(text);
+  absl::StatusOr<jsonrpc::Message> message = jsonrpc::ParseMessage(text);
   if (message.ok() && message->method == "tools/call" && message->params.is_object()) {
     const auto name = message->params.find("name");
     if (name != message->params.end() && name->is_string() &&
@@ -30,12 +30,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   const std::string reply = protocol->Handle(text);
-  const bool owed = !message.ok() || message->kind == mcp::Message::Kind::kRequest;
+  const bool owed = !message.ok() || message->kind == jsonrpc::Message::Kind::kRequest;
   FUZZ_CHECK(reply.empty() != owed, "a request (or unreadable text) gets one answer, nothing else does");
   if (reply.empty()) return 0;
   FUZZ_CHECK(reply.find('\n') == std::string::npos, "an answer is one line");
-  absl::StatusOr<mcp::Message> answer = mcp::ParseMessage(reply);
-  FUZZ_CHECK(answer.ok() && answer->kind == mcp::Message::Kind::kResponse,
+  absl::StatusOr<jsonrpc::Message> answer = jsonrpc::ParseMessage(reply);
+  FUZZ_CHECK(answer.ok() && answer->kind == jsonrpc::Message::Kind::kResponse,
              "the answer is a JSON-RPC response");
   if (message.ok()) FUZZ_CHECK(answer->id == message->id, "the answer carries the request's id");
   if (message.ok() && message->method == "tools/call" && answer->error.is_null()) {

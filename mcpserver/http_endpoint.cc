@@ -6,7 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "provider/mcp.h"
+#include "provider/jsonrpc.h"
 
 namespace understudy {
 namespace mcpserver {
@@ -46,8 +46,8 @@ void HttpEndpoint::Handle(McpHttpRequest request, std::function<void(McpHttpResp
   if (request.method != "POST") {
     McpHttpResponse response{405, json_type, ""};
     response.headers.push_back({"Allow", "POST"});
-    response.body = provider::mcp::ErrorResponse(
-        provider::Json(), provider::mcp::kInvalidRequest,
+    response.body = provider::jsonrpc::ErrorResponse(
+        provider::Json(), provider::jsonrpc::kInvalidRequest,
         "method not allowed: understudy's MCP endpoint takes POST only (no "
         "server-initiated stream, no session to delete)");
     return respond(std::move(response));
@@ -58,14 +58,14 @@ void HttpEndpoint::Handle(McpHttpRequest request, std::function<void(McpHttpResp
   // page can call tools (run_tests runs commands).
   if (!absl::StartsWithIgnoreCase(request.content_type, "application/json")) {
     return respond({415, json_type,
-                    provider::mcp::ErrorResponse(provider::Json(), provider::mcp::kInvalidRequest,
+                    provider::jsonrpc::ErrorResponse(provider::Json(), provider::jsonrpc::kInvalidRequest,
                                                  "Content-Type must be application/json")});
   }
   if (const absl::string_view origin = request.origin;
       !origin.empty() && !IsLoopbackOrigin(origin)) {
     return respond({403, json_type,
-                    provider::mcp::ErrorResponse(
-                        provider::Json(), provider::mcp::kInvalidRequest,
+                    provider::jsonrpc::ErrorResponse(
+                        provider::Json(), provider::jsonrpc::kInvalidRequest,
                         absl::StrCat("Origin ", absl::CHexEscape(origin.substr(0, 200)),
                                      " may not call understudy's tools (only loopback origins)"))});
   }
@@ -84,7 +84,7 @@ void HttpEndpoint::Handle(McpHttpRequest request, std::function<void(McpHttpResp
       kMaxWaiting);
   if (!queued) {
     (*reply)({503, json_type,
-              provider::mcp::ErrorResponse(provider::Json(), provider::mcp::kInternalError,
+              provider::jsonrpc::ErrorResponse(provider::Json(), provider::jsonrpc::kInternalError,
                                            "too many tool calls in progress, or shutting "
                                            "down; try again")});
   }

@@ -4,11 +4,13 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "provider/jsonrpc.h"
 #include "provider/mcp.h"
 
 namespace understudy {
 namespace mcpserver {
 
+namespace jsonrpc = ::understudy::provider::jsonrpc;
 namespace mcp = ::understudy::provider::mcp;
 using nlohmann::json;
 
@@ -32,19 +34,19 @@ Protocol::Protocol(const Tools* tools, std::string version)
     : tools_(tools), version_(std::move(version)) {}
 
 bool Protocol::IsRequest(absl::string_view message) {
-  absl::StatusOr<mcp::Message> m = mcp::ParseMessage(message);
+  absl::StatusOr<jsonrpc::Message> m = jsonrpc::ParseMessage(message);
   // Text that does not parse is answered (with an error), so it counts.
-  return !m.ok() || m->kind == mcp::Message::Kind::kRequest;
+  return !m.ok() || m->kind == jsonrpc::Message::Kind::kRequest;
 }
 
 std::string Protocol::Handle(absl::string_view text) const {
-  absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(text);
+  absl::StatusOr<jsonrpc::Message> parsed = jsonrpc::ParseMessage(text);
   if (!parsed.ok()) {
-    return mcp::ErrorResponse(provider::Json(), mcp::ErrorCodeFor(parsed.status()),
+    return jsonrpc::ErrorResponse(provider::Json(), jsonrpc::ErrorCodeFor(parsed.status()),
                               parsed.status().message());
   }
-  const mcp::Message& m = *parsed;
-  if (m.kind != mcp::Message::Kind::kRequest) return "";
+  const jsonrpc::Message& m = *parsed;
+  if (m.kind != jsonrpc::Message::Kind::kRequest) return "";
   const json params = m.params.is_null() ? json::object() : json::parse(m.params.dump());
 
   if (m.method == "initialize") {
@@ -59,36 +61,36 @@ std::string Protocol::Handle(absl::string_view text) const {
                    {"serverInfo", {{"name", "understudy"}, {"title", "understudy"},
                                    {"version", version_}}},
                    {"instructions", kInstructions}};
-    return mcp::ResultResponse(m.id, Compact(result));
+    return jsonrpc::ResultResponse(m.id, Compact(result));
   }
-  if (m.method == "ping") return mcp::ResultResponse(m.id, "{}");
+  if (m.method == "ping") return jsonrpc::ResultResponse(m.id, "{}");
   if (m.method == "tools/list") {
-    return mcp::ResultResponse(m.id, Compact({{"tools", tools_->List()}}));
+    return jsonrpc::ResultResponse(m.id, Compact({{"tools", tools_->List()}}));
   }
   if (m.method == "tools/call") {
     auto name = params.find("name");
     if (!params.is_object() || name == params.end() || !name->is_string()) {
-      return mcp::ErrorResponse(m.id, mcp::kInvalidParams,
+      return jsonrpc::ErrorResponse(m.id, jsonrpc::kInvalidParams,
                                 "tools/call: params.name must be the tool's name (a string)");
     }
     json arguments = json::object();
     if (auto a = params.find("arguments"); a != params.end() && !a->is_null()) {
       if (!a->is_object()) {
-        return mcp::ErrorResponse(m.id, mcp::kInvalidParams,
+        return jsonrpc::ErrorResponse(m.id, jsonrpc::kInvalidParams,
                                   "tools/call: params.arguments must be an object");
       }
       arguments = *a;
     }
     absl::StatusOr<ToolResult> result = tools_->Call(name->get<std::string>(), arguments);
     if (!result.ok()) {
-      return mcp::ErrorResponse(m.id, mcp::kInvalidParams, result.status().message());
+      return jsonrpc::ErrorResponse(m.id, jsonrpc::kInvalidParams, result.status().message());
     }
     json out = {{"content", json::array({{{"type", "text"}, {"text", result->text}}})},
                 {"isError", result->is_error}};
     if (!result->is_error) out["structuredContent"] = std::move(result->structured);
-    return mcp::ResultResponse(m.id, Compact(out));
+    return jsonrpc::ResultResponse(m.id, Compact(out));
   }
-  return mcp::ErrorResponse(m.id, mcp::kMethodNotFound,
+  return jsonrpc::ErrorResponse(m.id, jsonrpc::kMethodNotFound,
                             absl::StrCat("method not found: ", m.method.substr(0, 100),
                                          " (this server offers initialize, ping, tools/list, "
                                          "tools/call)"));

@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "absl/strings/match.h"
+#include "provider/a2a.h"
+#include "provider/mcp.h"
 #include "validation/json_bounds.h"
 
 namespace understudy {
@@ -78,6 +81,10 @@ std::string CanonicalText(const v1::CompletionRequest& request) {
   return CanonicalJson(request).dump(/*indent=*/-1, /*indent_char=*/' ',
                                      /*ensure_ascii=*/false,
                                      json::error_handler_t::replace);
+}
+
+bool IsCallRequest(const v1::CompletionRequest& request) {
+  return absl::StartsWith(request.operation(), mcp::kOperationPrefix) || a2a::IsA2aRequest(request);
 }
 
 v1::CompletionRequest WithoutRouting(const v1::CompletionRequest& request) {

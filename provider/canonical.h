@@ -30,6 +30,12 @@ std::string CanonicalText(const v1::CompletionRequest& request);
 // `request` without its routing fields, as forwarded upstream and stored.
 v1::CompletionRequest WithoutRouting(const v1::CompletionRequest& request);
 
+// Whether `request` is a call to a tool server or another agent rather than
+// a model request: an MCP request (operation "mcp:…", provider/mcp.h) or an
+// A2A one ("a2a:…", provider/a2a.h). Its params are in `extra`; it may hold
+// no message, never counts an iteration, and its answer is no model's.
+bool IsCallRequest(const v1::CompletionRequest& request);
+
 }  // namespace provider
 }  // namespace understudy
 

@@ -34,23 +34,78 @@ constexpr Keys kWhenKeys = {"system_prompt",   "user_message",   "message_contai
                             "agent",           "previous_agent", "phase",
                             "model",           "iteration",      "previous_tool_calls",
                             "has_tool_result", "tool_available", "tool",
-                            "tool_arguments"};
+                            "tool_arguments",  "a2a"};
 // The `when` conditions that read a model request (its messages, model or
-// offered tools): none of them ever holds for an MCP tool call.
+// offered tools): none of them ever holds for an MCP tool call; for an A2A
+// call, those that do not read its message text (`a2a_reads` false).
 struct ModelOnlyCondition {
   const char* key;
   const char* reads;
+  bool a2a_reads;  // searched in an A2A call's message text instead
 };
 constexpr ModelOnlyCondition kModelOnlyConditions[] = {
-    {"system_prompt", "a model request's messages"},
-    {"user_message", "a model request's messages"},
-    {"message_contains", "a model request's messages"},
-    {"has_tool_result", "a model request's messages"},
-    {"model", "a model request's model"},
-    {"tool_available", "the tools a model request offers"},
+    {"system_prompt", "a model request's messages", false},
+    {"user_message", "a model request's messages", true},
+    {"message_contains", "a model request's messages", true},
+    {"has_tool_result", "a model request's messages", false},
+    {"model", "a model request's model", false},
+    {"tool_available", "the tools a model request offers", false},
 };
-constexpr char kToolConditions[] = "agent, previous_agent, phase, iteration, previous_tool_calls";
-constexpr char kToolRuleNoun[] = "tool rule (when.tool/tool_arguments)";
+
+// How messages name a kind of rule that answers calls rather than model
+// requests (Answers::kToolRule, kA2aRule), so that the checks shared by
+// both are written once.
+struct CallRule {
+  const char* noun;        // "tool rule (when.tool/tool_arguments)"
+  const char* a_noun;      // the same with its article
+  const char* plural;      // "tool rules"
+  const char* keys;        // the `when` keys that make the kind
+  const char* answers;     // what it answers
+  const char* call;        // one of those, with its article
+  const char* answer;      // what it answers with
+  const char* give;        // how to give that answer
+  const char* conditions;  // the conditions it may also use
+  const char* no_code;     // what an error without jsonrpc_code answers
+};
+constexpr CallRule kToolRuleWords = {
+    "tool rule (when.tool/tool_arguments)",
+    "a tool rule (when.tool/tool_arguments)",
+    "tool rules",
+    "when.tool/tool_arguments",
+    "MCP tool calls",
+    "a tool call",
+    "a result",
+    "give the result as content or structured",
+    "agent, previous_agent, phase, iteration, previous_tool_calls",
+    "a tool error result (isError)",
+};
+constexpr CallRule kA2aRuleWords = {
+    "A2A rule (when.a2a)",
+    "an A2A rule (when.a2a)",
+    "A2A rules",
+    "when.a2a",
+    "calls to other agents",
+    "an A2A call",
+    "a message",
+    "give the answer as content",
+    "user_message or message_contains (searched in the call's message), agent, "
+    "previous_agent, phase, iteration, previous_tool_calls",
+    "a task in state failed",
+};
+
+// The words for `answers`; null when it answers model requests.
+const CallRule* CallRuleOf(Answers answers) {
+  switch (answers) {
+    case Answers::kToolRule:
+      return &kToolRuleWords;
+    case Answers::kA2aRule:
+      return &kA2aRuleWords;
+    case Answers::kModelRule:
+    case Answers::kDefault:
+      break;
+  }
+  return nullptr;
+}
 
 struct GrpcCodeName {
   const char* name;
@@ -110,24 +165,29 @@ void Checker::Rules(const YAML::Node& n, const std::string& path, Scenario* s) {
       }
     }
     // Decided by the keys, not their values: a tool rule whose pattern is
-    // wrong is still a tool rule for the checks of its action.
+    // wrong is still a tool rule for the checks of its action. (A rule with
+    // both when.a2a and when.tool is an error; its action is checked as an
+    // A2A rule's.)
     const YAML::Node when = r["when"];
+    const bool conditions = when.IsDefined() && when.IsMap();
     const Answers answers =
-        when.IsDefined() && when.IsMap() &&
-                (when["tool"].IsDefined() || when["tool_arguments"].IsDefined())
+        conditions && when["a2a"].IsDefined() ? Answers::kA2aRule
+        : conditions && (when["tool"].IsDefined() || when["tool_arguments"].IsDefined())
             ? Answers::kToolRule
             : Answers::kModelRule;
-    if (when.IsDefined()) ok = WhenField(when, Join(p, "when"), s, &rule.when) && ok;
+    if (when.IsDefined()) ok = WhenField(when, Join(p, "when"), s, answers, &rule.when) && ok;
     ok = ActionIn(r, p, 1, answers, &rule.action) && ok;
     if (ok) s->rules.push_back(std::move(rule));
   }
 }
 
 bool Checker::WhenField(const YAML::Node& n, const std::string& path, const Scenario* s,
-                        When* w) {
+                        Answers answers, When* w) {
   if (n.IsNull()) return true;  // `when:` with nothing: always
   if (!Map(n, path, kWhenKeys)) return false;
   bool ok = WhenTool(n, path, w);
+  ok = WhenA2a(n, path, w) && ok;
+  WhenNeverHolds(n, path, answers);
   ok = OptionalRegex(n, path, "system_prompt", &w->system_prompt) && ok;
   ok = OptionalRegex(n, path, "user_message", &w->user_message) && ok;
   ok = OptionalRegex(n, path, "message_contains", &w->message_contains) && ok;
@@ -174,16 +234,38 @@ bool Checker::WhenTool(const YAML::Node& n, const std::string& path, When* w) {
       ok = false;
     }
   }
-  if (n["tool"].IsDefined() || n["tool_arguments"].IsDefined()) {
-    for (const ModelOnlyCondition& c : kModelOnlyConditions) {
-      if (!n[c.key].IsDefined()) continue;
-      Warning(
-          KeyNode(n, c.key), Join(path, c.key),
-          absl::StrCat(c.key, " reads ", c.reads, ", so this ", kToolRuleNoun, " never holds"),
-          absl::StrCat("remove it; tool rules may also use ", kToolConditions));
-    }
+  return ok;
+}
+
+bool Checker::WhenA2a(const YAML::Node& n, const std::string& path, When* w) {
+  bool ok = OptionalRegex(n, path, "a2a", &w->a2a);
+  if (w->a2a.has_value() && w->a2a->text.empty()) {
+    Error(n["a2a"], Join(path, "a2a"), "empty; expected an agent name or a pattern",
+          "a pattern matches whole names: writer, writer|editor");
+    w->a2a.reset();
+    ok = false;
+  }
+  if (n["a2a"].IsDefined() && (n["tool"].IsDefined() || n["tool_arguments"].IsDefined())) {
+    Error(KeyNode(n, "a2a"), Join(path, "a2a"),
+          absl::StrCat("a rule is ", kA2aRuleWords.a_noun, ", which answers ",
+                       kA2aRuleWords.answers, ", or ", kToolRuleWords.a_noun, ", which answers ",
+                       kToolRuleWords.answers, "; this one has both"),
+          "pick one: keep when.a2a or when.tool/tool_arguments, and split the other into a "
+          "rule of its own");
+    ok = false;
   }
   return ok;
+}
+
+void Checker::WhenNeverHolds(const YAML::Node& n, const std::string& path, Answers answers) {
+  const CallRule* rule = CallRuleOf(answers);
+  if (rule == nullptr) return;
+  for (const ModelOnlyCondition& c : kModelOnlyConditions) {
+    if (!n[c.key].IsDefined() || (answers == Answers::kA2aRule && c.a2a_reads)) continue;
+    Warning(KeyNode(n, c.key), Join(path, c.key),
+            absl::StrCat(c.key, " reads ", c.reads, ", so this ", rule->noun, " never holds"),
+            absl::StrCat("remove it; ", rule->plural, " may also use ", rule->conditions));
+  }
 }
 
 void Checker::WhenAgentsKnown(const YAML::Node& n, const std::string& path, const Scenario* s,
@@ -285,14 +367,15 @@ bool Checker::ActionIn(const YAML::Node& m, const std::string& path, int depth,
   }
   const std::string& kind = present[0];
   bool ok = true;
-  if (answers == Answers::kToolRule && (kind == "disconnect" || kind == "from_session")) {
+  const CallRule* rule = CallRuleOf(answers);
+  if (rule != nullptr && (kind == "disconnect" || kind == "from_session")) {
     Error(KeyNode(m, kind), Join(path, kind),
           absl::StrCat(kind,
                        kind == "disconnect" ? " cuts a model's answer stream"
                                             : " answers with a recorded model exchange",
-                       ", and this is a ", kToolRuleNoun, ", which answers MCP tool calls"),
-          "use respond, error, delay or hang; or drop when.tool/tool_arguments to answer "
-          "model requests");
+                       ", and this is ", rule->a_noun, ", which answers ", rule->answers),
+          absl::StrCat("use respond, error, delay or hang; or drop ", rule->keys,
+                       " to answer model requests"));
     ok = false;  // the value is still checked below, for its own problems
   }
   return ActionValue(kind, m[kind], Join(path, kind), depth, answers, out) && ok;
@@ -314,11 +397,22 @@ void Checker::ToolOnly(const YAML::Node& m, const std::string& p, const char* ke
 }
 
 void Checker::ModelOnlyField(const YAML::Node& m, const std::string& p, const char* key,
-                             absl::string_view instead) {
-  Warning(
-      KeyNode(m, key), Join(p, key),
-      absl::StrCat(key, " has no effect on a tool call's answer, and this is a ", kToolRuleNoun),
-      absl::StrCat("remove it", instead));
+                             Answers answers, absl::string_view instead) {
+  const CallRule& rule = *CallRuleOf(answers);
+  Warning(KeyNode(m, key), Join(p, key),
+          absl::StrCat(key, " has no effect on ", rule.call, "'s answer, and this is ",
+                       rule.a_noun),
+          absl::StrCat("remove it", instead));
+}
+
+void Checker::NotInCallAnswer(const YAML::Node& m, const std::string& p, const char* key,
+                              absl::string_view what, Answers answers,
+                              absl::string_view otherwise) {
+  const CallRule& rule = *CallRuleOf(answers);
+  Error(KeyNode(m, key), Join(p, key),
+        absl::StrCat(key, " ", what, ", and this is ", rule.a_noun, ", which answers ",
+                     rule.answers, " with ", rule.answer),
+        absl::StrCat(rule.give, "; ", otherwise));
 }
 
 bool Checker::ActionValue(const std::string& kind, const YAML::Node& n, const std::string& p,
@@ -416,7 +510,11 @@ bool Checker::Respond(const YAML::Node& n, const std::string& p, Answers answers
   if (n["content"].IsDefined()) ok = String(n["content"], Join(p, "content"), &a->content);
   if (n["structured"].IsDefined()) {
     nlohmann::json structured;
-    if (answers != Answers::kToolRule) {
+    if (answers == Answers::kA2aRule) {
+      NotInCallAnswer(n, p, "structured", "is a tool result's structuredContent", answers,
+                      "structured is for tool rules (when.tool)");
+      ok = false;
+    } else if (answers != Answers::kToolRule) {
       ToolOnly(n, p, "structured", "a tool result's structuredContent", answers);
       ok = false;
     } else if (JsonObject(n["structured"], Join(p, "structured"),
@@ -426,17 +524,26 @@ bool Checker::Respond(const YAML::Node& n, const std::string& p, Answers answers
       ok = false;
     }
   }
-  if (answers == Answers::kToolRule) {
+  if (const CallRule* rule = CallRuleOf(answers); rule != nullptr) {
+    const std::string to_models = absl::StrCat("or drop ", rule->keys, " to answer model requests");
     if (n["tool_calls"].IsDefined()) {
-      Error(KeyNode(n, "tool_calls"), Join(p, "tool_calls"),
-            absl::StrCat("tool_calls are a model's answer, and this is a ", kToolRuleNoun,
-                         ", which answers MCP tool calls with a result"),
-            "give the result as content or structured; or drop when.tool/tool_arguments to "
-            "answer model requests");
+      NotInCallAnswer(n, p, "tool_calls", "are a model's answer", answers, to_models);
       ok = false;
     }
-    if (n["finish_reason"].IsDefined()) ModelOnlyField(n, p, "finish_reason", "");
-    if (n["usage"].IsDefined()) ModelOnlyField(n, p, "usage", "");
+    if (answers == Answers::kA2aRule) {
+      // An A2A answer is a message's text: a model answer's other fields
+      // have nowhere to go, and saying so beats dropping them.
+      for (const auto& [key, what] :
+           {std::make_pair("finish_reason", "is a model answer's finish reason"),
+            std::make_pair("usage", "is a model answer's token usage")}) {
+        if (!n[key].IsDefined()) continue;
+        NotInCallAnswer(n, p, key, what, answers, to_models);
+        ok = false;
+      }
+    } else {
+      if (n["finish_reason"].IsDefined()) ModelOnlyField(n, p, "finish_reason", answers, "");
+      if (n["usage"].IsDefined()) ModelOnlyField(n, p, "usage", answers, "");
+    }
   }
   if (n["finish_reason"].IsDefined()) {
     ok = NonEmptyString(n["finish_reason"], Join(p, "finish_reason"), &a->finish_reason) && ok;
@@ -510,9 +617,10 @@ bool Checker::ErrorField(const YAML::Node& n, const std::string& p, Answers answ
     return false;
   }
   bool ok = true;
+  const CallRule* rule = CallRuleOf(answers);
   if (n["jsonrpc_code"].IsDefined()) {
     int64_t code;
-    if (answers != Answers::kToolRule) {
+    if (rule == nullptr) {
       ToolOnly(n, p, "jsonrpc_code", "the code of an MCP tool call's JSON-RPC error", answers);
       ok = false;
     } else if (!Int(n["jsonrpc_code"], Join(p, "jsonrpc_code"), &code, INT32_MIN)) {
@@ -525,19 +633,18 @@ bool Checker::ErrorField(const YAML::Node& n, const std::string& p, Answers answ
     } else {
       a->jsonrpc_code = static_cast<int>(code);
     }
-  } else if (answers != Answers::kToolRule && !n["grpc_code"].IsDefined() &&
-             !n["http_status"].IsDefined()) {
-    // A model request fails with a status. (A tool rule needs no code: its
-    // error without one is a tool error result, isError.)
+  } else if (rule == nullptr && !n["grpc_code"].IsDefined() && !n["http_status"].IsDefined()) {
+    // A model request fails with a status. (A tool or A2A rule needs no
+    // code: its error without one is a tool error result, isError, or a
+    // task in state failed.)
     Error(n, p, "expected grpc_code, http_status or both");
     ok = false;
   }
-  if (answers == Answers::kToolRule) {
-    const absl::string_view instead =
-        "; give jsonrpc_code for a JSON-RPC error, or no code for a tool error result "
-        "(isError)";
+  if (rule != nullptr) {
+    const std::string instead = absl::StrCat(
+        "; give jsonrpc_code for a JSON-RPC error, or no code for ", rule->no_code);
     for (const char* key : {"grpc_code", "http_status", "retry_after_seconds"}) {
-      if (n[key].IsDefined()) ModelOnlyField(n, p, key, instead);
+      if (n[key].IsDefined()) ModelOnlyField(n, p, key, answers, instead);
     }
   }
   if (n["grpc_code"].IsDefined()) {

@@ -30,11 +30,17 @@ bool Found(const Pattern& pattern, absl::string_view text) {
   return RE2::PartialMatch(re2::StringPiece(text.data(), text.size()), *pattern.re);
 }
 
+// Whether `pattern` matches the whole of `name` (when.tool, when.a2a).
+bool Whole(const Pattern& pattern, absl::string_view name) {
+  return RE2::FullMatch(re2::StringPiece(name.data(), name.size()), *pattern.re);
+}
+
 // Everything a rule's conditions read, captured for one request under the
 // context's lock.
 struct Facts {
-  // The model request; null for an MCP tool call (whose own conditions,
-  // when.tool and when.tool_arguments, SelectTool decides before Holds).
+  // The model request; null for an MCP tool call or an A2A call (whose
+  // conditions on the call itself SelectTool or SelectA2a decide before the
+  // lock; see RuleSet::CallVerdicts).
   const v1::CompletionRequest* request;
   absl::string_view agent;
   int64_t agent_iteration;
@@ -63,10 +69,28 @@ bool No(std::string* why, Reason reason) {
 
 std::string Quoted(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
 
-constexpr char kToolRuleReason[] =
-    "a tool rule (when.tool or when.tool_arguments): it answers MCP tool calls only";
-constexpr char kModelRuleReason[] =
-    "a model rule (no when.tool or when.tool_arguments): it answers model requests only";
+// The kind of a rule (scenario.h, When), which decides what it answers.
+// RuleSet::Create refuses a rule that is both a tool and an A2A rule.
+enum class Kind { kModel, kTool, kA2a };
+
+Kind KindOf(const When& when) {
+  if (when.is_a2a_rule()) return Kind::kA2a;
+  return when.is_tool_rule() ? Kind::kTool : Kind::kModel;
+}
+
+// Why a rule of `kind` passes over any other kind of request.
+const char* OnlyAnswers(Kind kind) {
+  switch (kind) {
+    case Kind::kTool:
+      return "a tool rule (when.tool or when.tool_arguments): it answers MCP tool calls only";
+    case Kind::kA2a:
+      return "an A2A rule (when.a2a): it answers calls to other agents only";
+    case Kind::kModel:
+      break;
+  }
+  return "a model rule (no when.tool, when.tool_arguments or when.a2a): it answers model "
+         "requests only";
+}
 
 // Whether the conditions of `when` that any call is checked against (the
 // caller's agent, the one before it, the phase, the iteration, earlier tool
@@ -209,32 +233,49 @@ bool PatternsHold(const When& when, const Facts& f, const v1::CompletionRequest&
   return true;
 }
 
-// Whether every condition of `when` holds; when not, `*why` (if given) says
-// which did not.
+// Whether every condition of `when` holds for the model request
+// `*f.request` (not null); when not, `*why` (if given) says which did not.
 bool Holds(const When& when, const Facts& f, size_t position, std::string* why = nullptr) {
-  if (f.request == nullptr) {
-    // A tool call has no messages, model or offered tools to read.
-    for (auto [set, field] : {std::make_pair(when.system_prompt.has_value(), "system_prompt"),
-                              std::make_pair(when.user_message.has_value(), "user_message"),
-                              std::make_pair(when.message_contains.has_value(), "message_contains"),
-                              std::make_pair(when.has_tool_result.has_value(), "has_tool_result"),
-                              std::make_pair(when.tool_available.has_value(), "tool_available"),
-                              std::make_pair(when.model.has_value(), "model")}) {
-      if (set) {
-        // (A structured binding cannot be captured in C++17.)
-        const char* const name = field;
-        return No(why, [name] {
-          return absl::StrCat("when.", name, " reads a model request; this is a tool call");
-        });
-      }
-    }
-  }
   if (!RunHolds(when, f, why)) return false;
-  // From here on, tool calls (which set none of the conditions reading the
-  // request, see above) pass every check.
-  if (f.request == nullptr) return true;
   // Regexes last: the cheap checks usually decide.
   return RequestHolds(when, *f.request, why) && PatternsHold(when, f, *f.request, position, why);
+}
+
+// Whether `when` sets none of the conditions that read what a call (`call`:
+// "a tool call", "an A2A call") lacks: a model request's system prompt,
+// model, tool results and offered tools, and its messages unless the call
+// has message text of its own (`has_text`: an A2A call does). When one is
+// set, `*why` (if given) names it.
+bool NoneNeverHolds(const When& when, bool has_text, const char* call, std::string* why) {
+  const std::pair<bool, const char*> conditions[] = {
+      {when.system_prompt.has_value(), "system_prompt"},
+      {!has_text && when.user_message.has_value(), "user_message"},
+      {!has_text && when.message_contains.has_value(), "message_contains"},
+      {when.has_tool_result.has_value(), "has_tool_result"},
+      {when.tool_available.has_value(), "tool_available"},
+      {when.model.has_value(), "model"}};
+  for (const auto& [set, field] : conditions) {
+    if (!set) continue;
+    // (A structured binding cannot be captured in C++17.)
+    const char* const name = field;
+    return No(why, [name, call] {
+      return absl::StrCat("when.", name, " reads a model request; this is ", call);
+    });
+  }
+  return true;
+}
+
+// Runs `judge(when, why)` (bool; a reason into `*why` when it is not null)
+// on every rule of `rules`, for SelectTool and SelectA2a: the verdicts a
+// call decides before the lock, with reasons when `want_why`.
+template <typename Judge>
+void JudgeCall(const std::vector<Rule>& rules, bool want_why, Judge judge,
+               std::vector<bool>* holds, std::vector<std::string>* why) {
+  holds->assign(rules.size(), false);
+  if (want_why) why->assign(rules.size(), "");
+  for (size_t position = 0; position < rules.size(); ++position) {
+    (*holds)[position] = judge(rules[position].when, want_why ? &(*why)[position] : nullptr);
+  }
 }
 
 }  // namespace
@@ -305,8 +346,14 @@ absl::StatusOr<RuleSet> RuleSet::Create(const Scenario& scenario) {
       return absl::InvalidArgumentError(
           absl::StrCat("rule \"", rule.name, "\": index ", rule.index, " is repeated"));
     }
+    if (rule.when.is_tool_rule() && rule.when.is_a2a_rule()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rule \"", rule.name,
+                       "\": when.a2a with when.tool or when.tool_arguments (a rule answers "
+                       "one kind of call)"));
+    }
     for (auto [pattern, field] :
-         {std::make_pair(&rule.when.tool, "tool"),
+         {std::make_pair(&rule.when.tool, "tool"), std::make_pair(&rule.when.a2a, "a2a"),
           std::make_pair(&rule.when.system_prompt, "system_prompt"),
           std::make_pair(&rule.when.user_message, "user_message"),
           std::make_pair(&rule.when.message_contains, "message_contains")}) {
@@ -341,8 +388,8 @@ RuleSet::PatternIndex RuleSet::BuildIndex(const std::vector<Rule>& rules,
   auto set = std::make_shared<RE2::Set>(options, RE2::UNANCHORED);
   for (size_t i = 0; i < rules.size(); ++i) {
     const std::optional<Pattern>& pattern = rules[i].when.*field;
-    // Tool rules never read a model request's text (Select skips them).
-    if (!pattern.has_value() || rules[i].when.is_tool_rule()) continue;
+    // Only model rules read a model request's text (Select skips the rest).
+    if (!pattern.has_value() || KindOf(rules[i].when) != Kind::kModel) continue;
     std::string error;
     if (set->Add(pattern->text, &error) < 0) return PatternIndex();
     index.rule_of.push_back(static_cast<int>(i));
@@ -423,8 +470,8 @@ Selection RuleSet::Select(RunContext& context, const v1::CompletionRequest& requ
                     context.phase_, context.tool_calls_, system_hits, user_hits, contains_hits};
   for (size_t position = 0; position < rules_.size(); ++position) {
     const Rule& rule = rules_[position];
-    if (rule.when.is_tool_rule()) {
-      if (skipped != nullptr) skipped->push_back({rule.name, kToolRuleReason});
+    if (const Kind kind = KindOf(rule.when); kind != Kind::kModel) {
+      if (skipped != nullptr) skipped->push_back({rule.name, OnlyAnswers(kind)});
       continue;
     }
     if (UsedUp(rule, context, skipped)) continue;
@@ -448,34 +495,75 @@ Selection RuleSet::SelectTool(RunContext& context, absl::string_view tool,
                               const nlohmann::json& arguments, absl::string_view agent,
                               std::vector<RuleSkip>* skipped) const {
   // when.tool and when.tool_arguments read the call only: decided before the
-  // lock. 1 holds, 0 does not (with the reason when one is wanted), -1 not a
-  // tool rule.
+  // lock.
   const nlohmann::json empty = nlohmann::json::object();
   const nlohmann::json& args = arguments.is_null() ? empty : arguments;
-  std::vector<int8_t> call_holds(rules_.size(), -1);
-  std::vector<std::string> call_why(skipped != nullptr ? rules_.size() : 0);
-  for (size_t position = 0; position < rules_.size(); ++position) {
-    const When& when = rules_[position].when;
-    if (!when.is_tool_rule()) continue;
-    call_holds[position] = 1;
-    if (when.tool.has_value() &&
-        !RE2::FullMatch(re2::StringPiece(tool.data(), tool.size()), *when.tool->re)) {
-      call_holds[position] = 0;
-      if (skipped != nullptr) {
-        call_why[position] = absl::StrCat("when.tool /", when.tool->text,
-                                          "/ does not match the whole tool name ", Quoted(tool));
-      }
-    } else if (when.tool_arguments.has_value() &&
-               !validation::JsonSubset(*when.tool_arguments, args, nullptr)) {
-      call_holds[position] = 0;
-      if (skipped != nullptr) {
-        // The rule's own value only: the call's arguments are request data.
-        call_why[position] = absl::StrCat("when.tool_arguments ", when.tool_arguments->dump(),
-                                          " are not contained in the call's arguments");
-      }
-    }
-  }
+  CallVerdicts verdicts;
+  JudgeCall(
+      rules_, skipped != nullptr,
+      [&](const When& when, std::string* why) {
+        if (const Kind kind = KindOf(when); kind != Kind::kTool) {
+          return No(why, [kind] { return std::string(OnlyAnswers(kind)); });
+        }
+        if (when.tool.has_value() && !Whole(*when.tool, tool)) {
+          return No(why, [&] {
+            return absl::StrCat("when.tool /", when.tool->text,
+                                "/ does not match the whole tool name ", Quoted(tool));
+          });
+        }
+        if (when.tool_arguments.has_value() &&
+            !validation::JsonSubset(*when.tool_arguments, args, nullptr)) {
+          return No(why, [&] {
+            // The rule's own value only: the call's arguments are request data.
+            return absl::StrCat("when.tool_arguments ", when.tool_arguments->dump(),
+                                " are not contained in the call's arguments");
+          });
+        }
+        return NoneNeverHolds(when, /*has_text=*/false, "a tool call", why);
+      },
+      &verdicts.holds, &verdicts.why);
+  return SelectCall(context, std::move(verdicts), agent, skipped);
+}
 
+Selection RuleSet::SelectA2a(RunContext& context, absl::string_view callee,
+                             absl::string_view text, absl::string_view agent,
+                             std::vector<RuleSkip>* skipped) const {
+  // when.a2a and the patterns searched in the message read the call only:
+  // decided before the lock.
+  CallVerdicts verdicts;
+  JudgeCall(
+      rules_, skipped != nullptr,
+      [&](const When& when, std::string* why) {
+        if (const Kind kind = KindOf(when); kind != Kind::kA2a) {
+          return No(why, [kind] { return std::string(OnlyAnswers(kind)); });
+        }
+        if (!Whole(*when.a2a, callee)) {
+          return No(why, [&] {
+            return absl::StrCat("when.a2a /", when.a2a->text,
+                                "/ does not match the whole agent name ", Quoted(callee));
+          });
+        }
+        if (!NoneNeverHolds(when, /*has_text=*/true, "an A2A call", why)) return false;
+        // The rule's pattern only: the message is request data.
+        for (const auto& condition :
+             {std::make_pair(&when.user_message, "user_message"),
+              std::make_pair(&when.message_contains, "message_contains")}) {
+          const std::optional<Pattern>& pattern = *condition.first;
+          if (pattern.has_value() && !Found(*pattern, text)) {
+            return No(why, [&] {
+              return absl::StrCat("when.", condition.second, " /", pattern->text,
+                                  "/ is not found in the message to ", Quoted(callee));
+            });
+          }
+        }
+        return true;
+      },
+      &verdicts.holds, &verdicts.why);
+  return SelectCall(context, std::move(verdicts), agent, skipped);
+}
+
+Selection RuleSet::SelectCall(RunContext& context, CallVerdicts verdicts,
+                              absl::string_view agent, std::vector<RuleSkip>* skipped) const {
   Selection selection;
   const Hits none;
   absl::MutexLock lock(&context.mu_);
@@ -495,17 +583,13 @@ Selection RuleSet::SelectTool(RunContext& context, absl::string_view tool,
                     context.phase_, context.tool_calls_, none, none, none};
   for (size_t position = 0; position < rules_.size(); ++position) {
     const Rule& rule = rules_[position];
-    if (call_holds[position] < 0) {
-      if (skipped != nullptr) skipped->push_back({rule.name, kModelRuleReason});
-      continue;
-    }
-    if (call_holds[position] == 0) {
-      if (skipped != nullptr) skipped->push_back({rule.name, std::move(call_why[position])});
+    if (!verdicts.holds[position]) {
+      if (skipped != nullptr) skipped->push_back({rule.name, std::move(verdicts.why[position])});
       continue;
     }
     if (UsedUp(rule, context, skipped)) continue;
     std::string why;
-    if (!Holds(rule.when, facts, position, skipped != nullptr ? &why : nullptr)) {
+    if (!RunHolds(rule.when, facts, skipped != nullptr ? &why : nullptr)) {
       if (skipped != nullptr) skipped->push_back({rule.name, std::move(why)});
       continue;
     }

@@ -11,16 +11,20 @@
 //   // An MCP tools/call: only tool rules (when.tool / when.tool_arguments).
 //   Selection t = rules->SelectTool(context, "read_file", arguments, agent);
 //
+//   // A call from `agent` to agent "writer" (A2A): only A2A rules (when.a2a).
+//   Selection a = rules->SelectA2a(context, "writer", message_text, agent);
+//
 // Select is atomic per request: under the context's lock it counts the
 // request (overall and for its agent), evaluates the rules in priority order
 // against the request and the context, consumes one use of the chosen rule
 // and records the agent as the previous one. Concurrent requests in one run
 // therefore each see a distinct iteration number and never over-use a
-// `times`-limited rule. SelectTool is the same step for an MCP tool call,
-// except that a tool call is not a model request: it is not counted and
-// leaves the previous agent alone; it is judged as part of its agent's
-// latest model turn (see SelectTool). Patterns are the Scenario's
-// precompiled RE2 objects; nothing is compiled at request time.
+// `times`-limited rule. SelectTool (an MCP tool call) and SelectA2a (a call
+// to another agent) are the same step for a call, except that a call is not
+// a model request: it is not counted and leaves the previous agent alone; it
+// is judged as part of its agent's latest model turn (see SelectTool).
+// Each kind of rule answers one kind of request only. Patterns are the
+// Scenario's precompiled RE2 objects; nothing is compiled at request time.
 //
 // This file is a pure library: performing actions is the engine's job.
 #ifndef UNDERSTUDY_SCENARIO_RULES_H_
@@ -57,8 +61,8 @@ Observation Observe(RunContext& context, const v1::CompletionResponse& response,
 // in the scenario file).
 //
 // Thread safety: every method may be called from any thread; the context has
-// its own lock, and RuleSet::Select, RuleSet::SelectTool and Observe take it
-// for the whole update. Accessors return snapshots.
+// its own lock, and RuleSet::Select, RuleSet::SelectTool, RuleSet::SelectA2a
+// and Observe take it for the whole update. Accessors return snapshots.
 class RunContext {
  public:
   RunContext() = default;
@@ -101,7 +105,7 @@ class RunContext {
   absl::flat_hash_map<std::string, int64_t> agent_iterations_ ABSL_GUARDED_BY(mu_);
   std::optional<std::string> previous_agent_ ABSL_GUARDED_BY(mu_);
   // Per agent, the previous agent its latest model request saw: what a tool
-  // call of that agent's turn reads as `when.previous_agent`.
+  // or A2A call of that agent's turn reads as `when.previous_agent`.
   absl::flat_hash_map<std::string, std::optional<std::string>> turn_previous_agents_
       ABSL_GUARDED_BY(mu_);
   std::string phase_ ABSL_GUARDED_BY(mu_);
@@ -111,7 +115,7 @@ class RunContext {
   absl::flat_hash_map<size_t, int64_t> rule_uses_ ABSL_GUARDED_BY(mu_);
 };
 
-// The outcome of RuleSet::Select (or SelectTool) for one request.
+// The outcome of RuleSet::Select (or SelectTool, SelectA2a) for one request.
 struct Selection {
   // Position of the chosen rule in Scenario::rules; -1 when no rule holds.
   int rule_index = -1;
@@ -122,20 +126,22 @@ struct Selection {
   // a `fail_then_succeed` attempt); 0 when no rule was chosen.
   int64_t rule_use = 0;
   // This request's 1-based count among its agent's requests in the run.
-  // SelectTool: the agent's model requests so far (0 before its first).
+  // SelectTool, SelectA2a: the agent's model requests so far (0 before its
+  // first).
   int agent_iteration = 0;
   // This request's 1-based count among all requests in the run.
-  // SelectTool: the run's model requests so far.
+  // SelectTool, SelectA2a: the run's model requests so far.
   int overall_iteration = 0;
   // The agent of the request counted just before this one; nullopt for the
-  // run's first request. SelectTool: the one before the agent's latest
-  // model request.
+  // run's first request. SelectTool, SelectA2a: the one before the agent's
+  // latest model request.
   std::optional<std::string> previous_agent;
   // The workflow phase when the request came ("" before any).
   std::string phase;
 };
 
-// A rule Select or SelectTool passed over, and why (for debug logs).
+// A rule Select, SelectTool or SelectA2a passed over, and why (for debug
+// logs).
 struct RuleSkip {
   std::string rule;
   std::string reason;  // "when.agent is \"executor\", the caller is \"reviewer\""
@@ -148,18 +154,22 @@ class RuleSet {
  public:
   // Copies and orders `scenario`'s rules (the scenario need not outlive the
   // result). INVALID_ARGUMENT when a pattern is not compiled (the scenario did
-  // not come from LoadScenario) or a rule's `index` is repeated.
+  // not come from LoadScenario), a rule's `index` is repeated or a rule is
+  // both a tool and an A2A rule (LoadScenario refuses those too), so that
+  // every rule is of exactly one kind.
   static absl::StatusOr<RuleSet> Create(const Scenario& scenario);
 
   // Counts `request` in `context` as `agent`'s next request, chooses the
-  // first model rule (one without when.tool or when.tool_arguments) in
-  // evaluation order whose conditions all hold and whose `times` is not used
-  // up, consumes one use of it and records `agent` as the previous agent —
-  // all under the context's lock, as one step. A request no rule matches is
-  // still counted. `agent` is "" when the caller has none.
+  // first model rule (one without when.tool, when.tool_arguments or
+  // when.a2a) in evaluation order whose conditions all hold and whose
+  // `times` is not used up, consumes one use of it and records `agent` as
+  // the previous agent — all under the context's lock, as one step. A
+  // request no rule matches is still counted. `agent` is "" when the caller
+  // has none.
   // With `skipped`, every rule passed over before the chosen one (or all of
-  // them, tool rules included) is appended with the reason; reasons never
-  // quote the request's text, only the rule's own values and the run's state.
+  // them, tool and A2A rules included) is appended with the reason; reasons
+  // never quote the request's text, only the rule's own values and the
+  // run's state.
   Selection Select(RunContext& context, const v1::CompletionRequest& request,
                    absl::string_view agent, std::vector<RuleSkip>* skipped = nullptr) const;
 
@@ -186,10 +196,33 @@ class RuleSet {
   //   previous_tool_calls  tools called in the run's answers so far
   //   system_prompt, user_message, message_contains, has_tool_result,
   //   tool_available, model: never hold (they read a model request).
-  // `skipped` as for Select; reasons may name `tool` (a name, as Select's
-  // name the model) but never quote `arguments`. Thread-safe like Select.
+  // `skipped` as for Select (model and A2A rules included); reasons may name
+  // `tool` (a name, as Select's name the model) but never quote
+  // `arguments`. Thread-safe like Select.
   Selection SelectTool(RunContext& context, absl::string_view tool, const nlohmann::json& arguments,
                        absl::string_view agent, std::vector<RuleSkip>* skipped = nullptr) const;
+
+  // For an A2A call from `agent` ("" when the caller has none) to the agent
+  // `callee` whose message's text is `text` (its text parts, as the caller
+  // sent them): chooses the first A2A rule (one with when.a2a) in evaluation
+  // order whose conditions all hold and whose `times` is not used up, and
+  // consumes one use of it — `times`, `sequence` steps and
+  // `fail_then_succeed` attempts count A2A calls — under the context's lock,
+  // as one step. No rule: rule nullptr, rule_use 0, nothing consumed.
+  //
+  // Like a tool call, an A2A call is not a model request: it is not
+  // counted, the previous agent is left alone, and it is judged as part of
+  // `agent`'s latest model turn:
+  //   when.a2a             RE2 full match of `callee` (a plain name is exact)
+  //   user_message,        found in `text` (RE2 partial match, as for a
+  //   message_contains     model request's messages)
+  //   agent, iteration, previous_agent, phase, previous_tool_calls:
+  //                        as for SelectTool
+  //   system_prompt, model, has_tool_result, tool_available: never hold.
+  // `skipped` as for Select (model and tool rules included); reasons may
+  // name `callee` but never quote `text`. Thread-safe like Select.
+  Selection SelectA2a(RunContext& context, absl::string_view callee, absl::string_view text,
+                      absl::string_view agent, std::vector<RuleSkip>* skipped = nullptr) const;
 
   // The rules in evaluation order.
   const std::vector<Rule>& rules() const { return rules_; }
@@ -212,6 +245,27 @@ class RuleSet {
   // For each rule position: 1 the condition's pattern is found, 0 it is
   // not, -1 not decided by a set (the rule's own RE2 decides).
   using Hits = std::vector<int8_t>;
+
+  // What SelectTool or SelectA2a decided about each rule from the call
+  // alone, before taking the lock, by position in rules_: whether the rule
+  // is of the call's kind and its conditions on the call itself hold (the
+  // call's name, arguments or text; none of those that never hold for the
+  // call is set).
+  struct CallVerdicts {
+    std::vector<bool> holds;
+    // Why not, per position, when `holds` is false; empty unless skip
+    // reasons are wanted. Never quotes the call's data.
+    std::vector<std::string> why;
+  };
+  // The rest of SelectTool and SelectA2a for a call from `agent`: under the
+  // context's lock, chooses the first rule in evaluation order that
+  // `verdicts` let through, whose `times` is not used up and whose
+  // conditions on the run (agent, iteration, previous_agent, phase,
+  // previous_tool_calls, as of `agent`'s latest model turn) hold, and
+  // consumes one use of it. Counts nothing, leaves the previous agent
+  // alone. `skipped` as for Select.
+  Selection SelectCall(RunContext& context, CallVerdicts verdicts, absl::string_view agent,
+                       std::vector<RuleSkip>* skipped) const;
 
   explicit RuleSet(std::vector<Rule> rules);
   static PatternIndex BuildIndex(const std::vector<Rule>& rules,

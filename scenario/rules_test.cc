@@ -571,7 +571,8 @@ rules:
   EXPECT_EQ(s.rule_use, 1);
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_EQ(skipped[0].reason,
-            "a model rule (no when.tool or when.tool_arguments): it answers model requests only");
+            "a model rule (no when.tool, when.tool_arguments or when.a2a): it answers model "
+            "requests only");
   EXPECT_EQ(PickTool(rules, context, "write_file"), "");
   EXPECT_EQ(context.rule_uses(0), 0);
 }
@@ -854,6 +855,250 @@ rules:
     EXPECT_EQ(context.rule_uses(0), 7);
     EXPECT_EQ(context.rule_uses(1), 5);
   }
+}
+
+// --- A2A rules (when.a2a) and SelectA2a ---
+
+// The chosen A2A rule's name, or "" when none.
+std::string PickA2a(const RuleSet& rules, RunContext& context, absl::string_view callee,
+                    absl::string_view text = "hello", absl::string_view agent = "") {
+  Selection s = rules.SelectA2a(context, callee, text, agent);
+  return s.rule == nullptr ? "" : s.rule->name;
+}
+
+TEST(A2aRuleTest, CalleeIsMatchedInFull) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - {name: exact, priority: 3, when: {a2a: writer}, respond: {content: e}}
+  - {name: family, priority: 2, when: {a2a: 'research.*'}, respond: {content: f}}
+  - {name: either, priority: 1, when: {a2a: 'editor|critic'}, respond: {content: o}}
+)yaml");
+  RunContext context;
+  EXPECT_EQ(PickA2a(rules, context, "writer"), "exact");
+  EXPECT_EQ(PickA2a(rules, context, "researcher"), "family");
+  EXPECT_EQ(PickA2a(rules, context, "writers"), "");          // not a prefix match
+  EXPECT_EQ(PickA2a(rules, context, "a-researcher"), "");     // nor a search
+  EXPECT_EQ(PickA2a(rules, context, "critic"), "either");     // the alternation is anchored whole
+  EXPECT_EQ(PickA2a(rules, context, "editorial"), "");
+  std::vector<RuleSkip> skipped;
+  EXPECT_EQ(rules.SelectA2a(context, "writers", "hello", "", &skipped).rule, nullptr);
+  ASSERT_EQ(skipped.size(), 3u);
+  EXPECT_EQ(skipped[0].reason, "when.a2a /writer/ does not match the whole agent name \"writers\"");
+}
+
+TEST(A2aRuleTest, MessagePatternsAreSearchedInTheText) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - name: drafts
+    priority: 3
+    when: {a2a: writer, message_contains: '(?i)draft'}
+    respond: {content: d}
+  - {name: urgent, priority: 2, when: {a2a: writer, user_message: '^URGENT'}, respond: {content: u}}
+  - {name: any, when: {a2a: writer}, respond: {content: a}}
+)yaml");
+  RunContext context;
+  EXPECT_EQ(PickA2a(rules, context, "writer", "please write a Draft of the intro"), "drafts");
+  EXPECT_EQ(PickA2a(rules, context, "writer", "URGENT: the summary"), "urgent");
+  EXPECT_EQ(PickA2a(rules, context, "writer", "not URGENT: the summary"), "any");  // unanchored
+  EXPECT_EQ(PickA2a(rules, context, "writer", ""), "any");
+  // The reasons name the rule's patterns and the callee, never the text.
+  std::vector<RuleSkip> skipped;
+  Selection s = rules.SelectA2a(context, "writer", "top-secret plans", "", &skipped);
+  ASSERT_NE(s.rule, nullptr);
+  EXPECT_EQ(s.rule->name, "any");
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(skipped[0].reason,
+            "when.message_contains /(?i)draft/ is not found in the message to \"writer\"");
+  EXPECT_EQ(skipped[1].reason,
+            "when.user_message /^URGENT/ is not found in the message to \"writer\"");
+  for (const RuleSkip& skip : skipped) {
+    EXPECT_THAT(skip.reason, ::testing::Not(::testing::HasSubstr("secret")));
+  }
+}
+
+TEST(A2aRuleTest, EachKindOfRuleAnswersItsOwnKindOfRequestOnly) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - {name: a2a-any, priority: 9, when: {a2a: '.*'}, respond: {content: x}}
+  - {name: tool-any, priority: 8, when: {tool: '.*'}, respond: {content: t}}
+  - {name: model, respond: {content: m}}
+)yaml");
+  RunContext context;
+  std::vector<RuleSkip> skipped;
+  Selection model = rules.Select(context, Hello(), "a", &skipped);
+  ASSERT_NE(model.rule, nullptr);
+  EXPECT_EQ(model.rule->name, "model");
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(skipped[0].rule, "a2a-any");
+  EXPECT_EQ(skipped[0].reason, "an A2A rule (when.a2a): it answers calls to other agents only");
+
+  skipped.clear();
+  Selection tool = rules.SelectTool(context, "x", json::object(), "a", &skipped);
+  ASSERT_NE(tool.rule, nullptr);
+  EXPECT_EQ(tool.rule->name, "tool-any");
+  ASSERT_EQ(skipped.size(), 1u);
+  EXPECT_EQ(skipped[0].reason, "an A2A rule (when.a2a): it answers calls to other agents only");
+
+  skipped.clear();
+  Selection a2a = rules.SelectA2a(context, "writer", "hi", "a", &skipped);
+  ASSERT_NE(a2a.rule, nullptr);
+  EXPECT_EQ(a2a.rule->name, "a2a-any");
+  EXPECT_EQ(a2a.rule_index, 0);
+  EXPECT_TRUE(skipped.empty());
+
+  // With no A2A rule left, SelectA2a answers nothing rather than take
+  // another kind's.
+  RuleSet others = MustBuild(R"yaml(
+rules:
+  - {name: tool-any, priority: 8, when: {tool: '.*'}, respond: {content: t}}
+  - {name: model, respond: {content: m}}
+)yaml");
+  skipped.clear();
+  Selection none = others.SelectA2a(context, "writer", "hi", "a", &skipped);
+  EXPECT_EQ(none.rule, nullptr);
+  EXPECT_EQ(none.rule_index, -1);
+  EXPECT_EQ(none.rule_use, 0);
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(skipped[0].reason,
+            "a tool rule (when.tool or when.tool_arguments): it answers MCP tool calls only");
+  EXPECT_EQ(skipped[1].reason,
+            "a model rule (no when.tool, when.tool_arguments or when.a2a): it answers model "
+            "requests only");
+}
+
+TEST(A2aRuleTest, A2aCallsAreNotCountedAndLeaveThePreviousAgentAlone) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - {name: r, when: {a2a: writer}, respond: {content: r}}
+)yaml");
+  RunContext context;
+  rules.Select(context, Hello(), "planner");
+  rules.Select(context, Hello(), "executor");
+  Selection s = rules.SelectA2a(context, "writer", "hi", "executor");
+  ASSERT_NE(s.rule, nullptr);
+  EXPECT_EQ(s.overall_iteration, 2);
+  EXPECT_EQ(s.agent_iteration, 1);
+  EXPECT_EQ(s.previous_agent, "planner");  // before the executor's turn
+  EXPECT_EQ(context.overall_iteration(), 2);
+  EXPECT_EQ(context.agent_iteration("executor"), 1);
+  EXPECT_EQ(context.previous_agent(), "executor");
+  Selection next = rules.Select(context, Hello(), "planner");
+  EXPECT_EQ(next.overall_iteration, 3);
+  EXPECT_EQ(next.previous_agent, "executor");
+}
+
+TEST(A2aRuleTest, ContextConditionsApplyToTheCallersLatestTurn) {
+  Scenario scenario = MustLoad(R"yaml(
+extractors:
+  phase: {tool: continue, argument: phase}
+rules:
+  - name: executors-second-turn
+    priority: 5
+    when: {a2a: writer, agent: executor, iteration: 2}
+    respond: {content: second}
+  - name: after-review
+    priority: 4
+    when: {a2a: writer, previous_agent: reviewer}
+    respond: {content: after-review}
+  - name: in-fix-phase
+    priority: 3
+    when: {a2a: writer, phase: fix, previous_tool_calls: [continue]}
+    respond: {content: fix}
+  - name: fallback
+    when: {a2a: writer}
+    respond: {content: f}
+)yaml");
+  absl::StatusOr<RuleSet> built = RuleSet::Create(scenario);
+  ASSERT_THAT(built, IsOk());
+  const RuleSet& rules = *built;
+  RunContext context;
+  EXPECT_EQ(PickA2a(rules, context, "writer", "x", "executor"), "fallback");  // turn 0
+  rules.Select(context, Hello(), "executor");
+  EXPECT_EQ(PickA2a(rules, context, "writer", "x", "executor"), "fallback");  // turn 1
+  rules.Select(context, Hello(), "reviewer");
+  Observe(context, ToolCalls({{"continue", R"({"phase": "fix"})"}}), scenario.extractors);
+  EXPECT_EQ(PickA2a(rules, context, "writer", "x", "reviewer"), "in-fix-phase");
+  rules.Select(context, Hello(), "executor");
+  EXPECT_EQ(PickA2a(rules, context, "writer", "x", "executor"), "executors-second-turn");
+  context.SetPhase("done");
+  rules.Select(context, Hello(), "reviewer");
+  rules.Select(context, Hello(), "planner");
+  EXPECT_EQ(PickA2a(rules, context, "writer", "x", "planner"), "after-review");
+  rules.Select(context, Hello(), "planner");
+  std::vector<RuleSkip> skipped;
+  Selection s = rules.SelectA2a(context, "writer", "x", "planner", &skipped);
+  ASSERT_NE(s.rule, nullptr);
+  EXPECT_EQ(s.rule->name, "fallback");
+  ASSERT_EQ(skipped.size(), 3u);
+  EXPECT_EQ(skipped[0].reason, "when.agent is \"executor\", the caller is \"planner\"");
+  EXPECT_EQ(skipped[1].reason,
+            "when.previous_agent is \"reviewer\", the previous agent was \"planner\"");
+  EXPECT_EQ(skipped[2].reason, "when.phase is \"fix\", the phase is \"done\"");
+}
+
+TEST(A2aRuleTest, ConditionsOnTheModelRequestNeverHold) {
+  for (const char* when :
+       {"system_prompt: x", "has_tool_result: false", "tool_available: x", "model: m"}) {
+    SCOPED_TRACE(when);
+    RuleSet rules = MustBuild(absl::StrCat("rules:\n  - name: r\n    when: {a2a: w, ", when,
+                                           "}\n    respond: {content: r}\n"));
+    RunContext context;
+    rules.Select(context, Request({{"system", "x"}, {"user", "x"}}, {"x"}, "m"), "");
+    std::vector<RuleSkip> skipped;
+    EXPECT_EQ(rules.SelectA2a(context, "w", "x", "", &skipped).rule, nullptr);
+    ASSERT_EQ(skipped.size(), 1u);
+    EXPECT_THAT(skipped[0].reason,
+                ::testing::EndsWith("reads a model request; this is an A2A call"));
+  }
+}
+
+TEST(A2aRuleTest, UsesCountPerA2aCallForTimesAndSequences) {
+  RuleSet rules = MustBuild(R"yaml(
+rules:
+  - name: twice
+    priority: 1
+    times: 2
+    when: {a2a: writer}
+    sequence: [{error: {message: down}}, {respond: {content: b}}]
+  - {name: after, when: {a2a: writer}, respond: {content: c}}
+  - {name: tool-twice, priority: 2, times: 2, when: {tool: writer}, respond: {content: t}}
+)yaml");
+  RunContext context;
+  std::vector<std::pair<std::string, int64_t>> picks;
+  for (int i = 0; i < 4; ++i) {
+    Selection s = rules.SelectA2a(context, "writer", "go", "a");
+    ASSERT_NE(s.rule, nullptr);
+    picks.emplace_back(s.rule->name, s.rule_use);
+  }
+  EXPECT_THAT(picks, ElementsAre(std::make_pair("twice", 1), std::make_pair("twice", 2),
+                                 std::make_pair("after", 1), std::make_pair("after", 2)));
+  EXPECT_EQ(context.rule_uses(0), 2);
+  EXPECT_EQ(context.rule_uses(2), 0);  // the tool rule of the same name is untouched
+  // A call no rule matches consumes nothing.
+  Selection none = rules.SelectA2a(context, "reader", "go", "a");
+  EXPECT_EQ(none.rule, nullptr);
+  EXPECT_EQ(none.rule_use, 0);
+  EXPECT_EQ(context.rule_uses(1), 2);
+}
+
+TEST(A2aRuleTest, CreateRefusesAnUncompiledA2aPatternAndARuleOfTwoKinds) {
+  Scenario raw;
+  Rule rule;
+  rule.name = "raw";
+  rule.when.a2a = Pattern{"x", nullptr};
+  raw.rules.push_back(rule);
+  EXPECT_THAT(RuleSet::Create(raw),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("when.a2a")));
+
+  Scenario both = MustLoad(R"yaml(
+rules:
+  - {name: both, when: {a2a: w}, respond: {content: x}}
+)yaml");
+  ASSERT_EQ(both.rules.size(), 1u);
+  both.rules[0].when.tool = both.rules[0].when.a2a;
+  EXPECT_THAT(RuleSet::Create(both),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("when.a2a with when.tool")));
 }
 
 }  // namespace

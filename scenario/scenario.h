@@ -103,13 +103,21 @@ struct IterationRange {
 
 // Conditions of a rule; every one that is set must hold.
 //
-// A rule with `tool` or `tool_arguments` is a *tool rule*: it answers MCP
-// `tools/call` requests only (RuleSet::SelectTool), and a rule with neither
-// answers model requests only (RuleSet::Select). Tool rules also read
-// agent, previous_agent, phase, iteration and previous_tool_calls; the
-// conditions on a model request's messages and offer (system_prompt,
-// user_message, message_contains, model, has_tool_result, tool_available)
-// never hold for a tool call (the validator warns).
+// Rules come in three kinds, by the conditions they set:
+//  - a *tool rule* has `tool` or `tool_arguments`: it answers MCP
+//    `tools/call` requests only (RuleSet::SelectTool);
+//  - an *A2A rule* has `a2a`: it answers only calls from one agent to another
+//    through understudy (A2A, `/a2a/{callee}`; RuleSet::SelectA2a);
+//  - a *model rule* has none of them: it answers model requests only
+//    (RuleSet::Select).
+// A rule with both `a2a` and `tool`/`tool_arguments` is refused at load.
+// Tool and A2A rules also read agent, previous_agent, phase, iteration and
+// previous_tool_calls (as of the calling agent's latest model turn). The
+// conditions on a model request's messages and offer never hold for them
+// (the validator warns): for a tool call system_prompt, user_message,
+// message_contains, model, has_tool_result and tool_available; for an A2A
+// call system_prompt, model, has_tool_result and tool_available, while
+// user_message and message_contains are searched in the call's message text.
 struct When {
   // The called tool's name, matched in full (RE2::FullMatch): `read_file` is
   // exactly that name, `read_.*` or `a|b` a family. Compiled as written,
@@ -119,9 +127,12 @@ struct When {
   // (validation/json_subset.h): `{path: a.txt}` holds for
   // `{"path": "a.txt", "mode": "r"}`.
   std::optional<nlohmann::json> tool_arguments;
+  // The called agent's name (the {callee} of `/a2a/{callee}`), matched in
+  // full like `tool`: `writer` is exactly that agent, `writer|editor` either.
+  std::optional<Pattern> a2a;
   std::optional<Pattern> system_prompt;
-  std::optional<Pattern> user_message;     // the last user message
-  std::optional<Pattern> message_contains;  // any message
+  std::optional<Pattern> user_message;     // the last user message (A2A: the message text)
+  std::optional<Pattern> message_contains;  // any message (A2A: the message text)
   std::optional<std::string> agent;
   std::optional<std::string> previous_agent;
   std::optional<std::string> phase;
@@ -133,6 +144,8 @@ struct When {
 
   // Whether this is a tool rule (see above).
   bool is_tool_rule() const { return tool.has_value() || tool_arguments.has_value(); }
+  // Whether this is an A2A rule (see above).
+  bool is_a2a_rule() const { return a2a.has_value(); }
 };
 
 struct ToolCallSpec {
@@ -145,28 +158,32 @@ struct Usage {
   int64_t output_tokens = 0;
 };
 
-// A model answer, or in a tool rule a tool result: `content` is its text
+// A model answer; in a tool rule a tool result: `content` is its text
 // content and `structured` its structuredContent (tool_calls,
-// finish_reason and usage are the model's and are refused or ignored there).
+// finish_reason and usage are the model's and are refused or ignored there);
+// in an A2A rule a message from the called agent whose text is `content`
+// (every other field is refused there).
 struct RespondAction {
   std::string content;
-  std::vector<ToolCallSpec> tool_calls;  // never in a tool rule
-  std::string finish_reason;  // "" = chosen by the renderer
-  std::optional<Usage> usage;
+  std::vector<ToolCallSpec> tool_calls;  // never in a tool or A2A rule
+  std::string finish_reason;  // "" = chosen by the renderer; never in an A2A rule
+  std::optional<Usage> usage;  // never in an A2A rule
   // A JSON object; only in tool rules.
   std::optional<nlohmann::json> structured;
 };
 
-// Outside tool rules, at least one of grpc_code and http_status is set. In a
-// tool rule no code is needed: with jsonrpc_code the answer is a JSON-RPC
-// error, without it a tool error result ({content: [{type: text, text:
-// message}], isError: true}); grpc_code, http_status and retry_after_seconds
-// do not apply to tool calls (the validator warns).
+// Outside tool and A2A rules, at least one of grpc_code and http_status is
+// set. In a tool or A2A rule no code is needed: with jsonrpc_code the answer
+// is a JSON-RPC error; without it, in a tool rule a tool error result
+// ({content: [{type: text, text: message}], isError: true}), in an A2A rule
+// a task in state failed whose status message is `message`. grpc_code,
+// http_status and retry_after_seconds do not apply to tool or A2A calls (the
+// validator warns).
 struct ErrorAction {
   std::optional<absl::StatusCode> grpc_code;
   std::optional<int> http_status;  // 100..599
   // Any integer (JSON-RPC reserves -32768..-32000 for itself, but servers
-  // send any); only in tool rules.
+  // send any); only in tool and A2A rules.
   std::optional<int> jsonrpc_code;
   std::string message;
   std::optional<double> retry_after_seconds;  // >= 0

@@ -34,9 +34,10 @@ constexpr Keys kActionKeys = {"respond",    "error",    "delay",
 
 // What an action answers, which decides the fields it may use.
 enum class Answers {
-  kModelRule,  // a rule without when.tool/tool_arguments: model requests
+  kModelRule,  // a rule without when.tool/tool_arguments/a2a: model requests
   kDefault,    // `default`: model requests
   kToolRule,   // a rule with when.tool or when.tool_arguments: MCP tools/call
+  kA2aRule,    // a rule with when.a2a: calls from one agent to another (A2A)
 };
 
 inline std::string Join(const std::string& path, absl::string_view key) {
@@ -94,13 +95,20 @@ class Checker : public validation::YamlChecker {
 
   // check_rules.cc: rules, their conditions (`when`) and their actions.
   void Rules(const YAML::Node& n, const std::string& path, Scenario* s);
-  bool WhenField(const YAML::Node& n, const std::string& path, const Scenario* s, When* w);
+  // `answers` is what the rule answers, from its `when` keys (Rules).
+  bool WhenField(const YAML::Node& n, const std::string& path, const Scenario* s,
+                 Answers answers, When* w);
   // The steps of WhenField, in the order it takes them. `n` is the `when`
   // mapping (keys already checked) and `path` its path.
   //
-  // when.tool and when.tool_arguments, which make a rule a tool rule; with
-  // either, a warning for each condition that reads a model request.
+  // when.tool and when.tool_arguments, which make a rule a tool rule.
   bool WhenTool(const YAML::Node& n, const std::string& path, When* w);
+  // when.a2a, which makes a rule an A2A rule: a non-empty name or pattern;
+  // an error when the rule also has when.tool or when.tool_arguments.
+  bool WhenA2a(const YAML::Node& n, const std::string& path, When* w);
+  // In a tool or A2A rule (`answers`), a warning for each condition that
+  // reads what such a call does not have, so never holds.
+  void WhenNeverHolds(const YAML::Node& n, const std::string& path, Answers answers);
   // A warning for when.agent or when.previous_agent naming no agent of
   // `s->agents` (when it lists any).
   void WhenAgentsKnown(const YAML::Node& n, const std::string& path, const Scenario* s,
@@ -122,9 +130,15 @@ class Checker : public validation::YamlChecker {
   // that answers model requests.
   void ToolOnly(const YAML::Node& m, const std::string& p, const char* key, const char* what,
                 Answers answers);
-  // A field of a model answer (`key`) in a tool rule: no effect there.
+  // A field of a model answer (`key`) in a tool or A2A rule (`answers`):
+  // a warning, no effect there; `instead` ends the suggestion.
   void ModelOnlyField(const YAML::Node& m, const std::string& p, const char* key,
-                      absl::string_view instead);
+                      Answers answers, absl::string_view instead);
+  // The error for a field (`key`, which `what`: "is a ...") of `m` that a
+  // tool or A2A rule's (`answers`) answer cannot carry; `otherwise` ends
+  // the suggestion.
+  void NotInCallAnswer(const YAML::Node& m, const std::string& p, const char* key,
+                       absl::string_view what, Answers answers, absl::string_view otherwise);
   bool ActionValue(const std::string& kind, const YAML::Node& n, const std::string& p, int depth,
                    Answers answers, Action* out);
   bool Respond(const YAML::Node& n, const std::string& p, Answers answers, RespondAction* a);

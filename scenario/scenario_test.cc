@@ -644,6 +644,144 @@ rules:
   EXPECT_EQ(report.problems[7].path, "rules[1].error.retry_after_seconds");
 }
 
+TEST(ScenarioTest, A2aRulesLoadWithTheirActions) {
+  constexpr char kDoc[] = R"yaml(schema: understudy.scenario/v1
+rules:
+  - name: writer-is-down
+    when: {a2a: writer, message_contains: draft, user_message: '(?i)please'}
+    times: 1
+    error: {message: writer unavailable, jsonrpc_code: -32603}
+  - name: researcher-answers
+    when: {a2a: 'researcher|analyst', agent: planner, iteration: 2, phase: research}
+    respond: {content: Three sources agree.}
+  - name: flaky-editor
+    when: {a2a: editor}
+    fail_then_succeed:
+      failures: 1
+      error: {message: busy}
+      then: {sequence: [{delay: {ms: 5}}, {hang: {}}]}
+)yaml";
+  ValidationReport report = ValidateScenario(kDoc, "a2a.yaml");
+  EXPECT_TRUE(report.problems.empty()) << FormatReport(report);
+  absl::StatusOr<Scenario> s = LoadScenario(kDoc, "a2a.yaml");
+  ASSERT_THAT(s, IsOk());
+  ASSERT_THAT(s->rules, SizeIs(3));
+  const When& down = s->rules[0].when;
+  EXPECT_TRUE(down.is_a2a_rule());
+  EXPECT_FALSE(down.is_tool_rule());
+  ASSERT_TRUE(down.a2a);
+  EXPECT_EQ(down.a2a->text, "writer");
+  ASSERT_NE(down.a2a->re, nullptr);
+  EXPECT_EQ(down.message_contains->text, "draft");
+  EXPECT_EQ(down.user_message->text, "(?i)please");
+  const auto& error = std::get<ErrorAction>(s->rules[0].action.value);
+  EXPECT_EQ(error.jsonrpc_code, -32603);
+  EXPECT_EQ(error.message, "writer unavailable");
+  EXPECT_FALSE(error.grpc_code);
+  EXPECT_FALSE(error.http_status);
+
+  const When& answers = s->rules[1].when;
+  ASSERT_TRUE(answers.a2a);
+  EXPECT_TRUE(RE2::FullMatch("analyst", *answers.a2a->re));
+  EXPECT_EQ(answers.agent, "planner");
+  EXPECT_EQ(std::get<RespondAction>(s->rules[1].action.value).content, "Three sources agree.");
+
+  const auto& flaky = std::get<FailThenSucceedAction>(s->rules[2].action.value);
+  EXPECT_FALSE(flaky.error.jsonrpc_code);  // a task in state failed
+  EXPECT_EQ(flaky.error.message, "busy");
+  EXPECT_FALSE(s->rules[2].when.is_tool_rule());
+  EXPECT_FALSE(LoadScenario(kFull, "full.yaml")->rules[8].when.is_a2a_rule());
+}
+
+TEST(ScenarioTest, A2aRuleProblemsAreReportedWithPathsAndFixes) {
+  ValidationReport report = ValidateScenario(R"yaml(schema: understudy.scenario/v1
+rules:
+  - name: empty
+    when: {a2a: ''}
+    respond: {content: x}
+  - name: listed
+    when: {a2a: [writer]}
+    respond: {content: x}
+  - name: both
+    when: {a2a: writer, tool: read_file}
+    respond: {content: x}
+  - name: calls
+    when: {a2a: writer}
+    respond: {content: x, tool_calls: [{name: t}], structured: {a: 1}}
+  - name: model-fields
+    when: {a2a: writer}
+    respond: {finish_reason: stop, usage: {input_tokens: 1}}
+  - name: borrow
+    when: {a2a: writer}
+    from_session: {session: golden}
+  - name: cut
+    when: {a2a: writer}
+    sequence: [{disconnect: {}}]
+)yaml",
+                                             "a.yaml");
+  EXPECT_EQ(report.warnings(), 0) << FormatReport(report);
+  EXPECT_EQ(
+      FormatReport(report),
+      "a.yaml:4:17: error: rules[0].when.a2a: empty; expected an agent name or a pattern (a "
+      "pattern matches whole names: writer, writer|editor)\n"
+      "a.yaml:7:17: error: rules[1].when.a2a: expected a string, got a list (write one text "
+      "value, e.g. `a2a: \"text\"`)\n"
+      "a.yaml:10:12: error: rules[2].when.a2a: a rule is an A2A rule (when.a2a), which answers "
+      "calls to other agents, or a tool rule (when.tool/tool_arguments), which answers MCP tool "
+      "calls; this one has both (pick one: keep when.a2a or when.tool/tool_arguments, and "
+      "split the other into a rule of its own)\n"
+      "a.yaml:14:27: error: rules[3].respond.tool_calls: tool_calls are a model's answer, and "
+      "this is an A2A rule (when.a2a), which answers calls to other agents with a message "
+      "(give the answer as content; or drop when.a2a to answer model requests)\n"
+      "a.yaml:14:52: error: rules[3].respond.structured: structured is a tool result's "
+      "structuredContent, and this is an A2A rule (when.a2a), which answers calls to other "
+      "agents with a message (give the answer as content; structured is for tool rules "
+      "(when.tool))\n"
+      "a.yaml:17:15: error: rules[4].respond.finish_reason: finish_reason is a model answer's "
+      "finish reason, and this is an A2A rule (when.a2a), which answers calls to other agents "
+      "with a message (give the answer as content; or drop when.a2a to answer model requests)\n"
+      "a.yaml:17:36: error: rules[4].respond.usage: usage is a model answer's token usage, and "
+      "this is an A2A rule (when.a2a), which answers calls to other agents with a message (give "
+      "the answer as content; or drop when.a2a to answer model requests)\n"
+      "a.yaml:20:5: error: rules[5].from_session: from_session answers with a recorded model "
+      "exchange, and this is an A2A rule (when.a2a), which answers calls to other agents (use "
+      "respond, error, delay or hang; or drop when.a2a to answer model requests)\n"
+      "a.yaml:23:17: error: rules[6].sequence[0].disconnect: disconnect cuts a model's answer "
+      "stream, and this is an A2A rule (when.a2a), which answers calls to other agents (use "
+      "respond, error, delay or hang; or drop when.a2a to answer model requests)");
+}
+
+TEST(ScenarioTest, A2aRulesWarnAboutConditionsThatNeverHoldAndModelErrorFields) {
+  constexpr char kDoc[] = R"yaml(schema: understudy.scenario/v1
+rules:
+  - name: never
+    when: {a2a: w, system_prompt: x, user_message: hi, message_contains: yo, model: m, has_tool_result: true, tool_available: t}
+    respond: {content: x}
+  - name: codes
+    when: {a2a: w}
+    error: {message: down, grpc_code: UNAVAILABLE, http_status: 503, retry_after_seconds: 1}
+)yaml";
+  EXPECT_THAT(LoadScenario(kDoc, "w.yaml"), IsOk());  // warnings only
+  ValidationReport report = ValidateScenario(kDoc, "w.yaml");
+  EXPECT_EQ(report.errors(), 0);
+  ASSERT_THAT(report.problems, SizeIs(7)) << FormatReport(report);
+  EXPECT_EQ(FormatProblem(report, report.problems[0]),
+            "w.yaml:4:20: warning: rules[0].when.system_prompt: system_prompt reads a model "
+            "request's messages, so this A2A rule (when.a2a) never holds (remove it; A2A rules "
+            "may also use user_message or message_contains (searched in the call's message), "
+            "agent, previous_agent, phase, iteration, previous_tool_calls)");
+  // user_message and message_contains read the A2A call's message: no warning.
+  EXPECT_EQ(report.problems[1].path, "rules[0].when.model");
+  EXPECT_EQ(report.problems[2].path, "rules[0].when.has_tool_result");
+  EXPECT_EQ(report.problems[3].path, "rules[0].when.tool_available");
+  EXPECT_EQ(FormatProblem(report, report.problems[4]),
+            "w.yaml:8:28: warning: rules[1].error.grpc_code: grpc_code has no effect on an A2A "
+            "call's answer, and this is an A2A rule (when.a2a) (remove it; give jsonrpc_code for "
+            "a JSON-RPC error, or no code for a task in state failed)");
+  EXPECT_EQ(report.problems[5].path, "rules[1].error.http_status");
+  EXPECT_EQ(report.problems[6].path, "rules[1].error.retry_after_seconds");
+}
+
 class ResolveScenarioTest : public ::testing::Test {
  protected:
   void SetUp() override {

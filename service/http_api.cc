@@ -17,6 +17,7 @@
 #include "base/log.h"
 #include "provider/codec.h"
 #include "service/http_relay.h"
+#include "service/jsonrpc_http.h"
 #include "service/http_render.h"
 #include "validation/utf8.h"
 
@@ -82,21 +83,6 @@ absl::Status CheckNames(const engine::CallInfo& call) {
 // Client headers that are passed to the upstream: everything but
 // hop-by-hop headers, understudy's own, and encodings we could not store
 // as the SDK would read them.
-HttpHeaders ForwardHeaders(const HttpRequest& request) {
-  HttpHeaders out;
-  for (const auto& [name, value] : request.headers) {
-    if (name == "host" || name == "connection" || name == "content-length" ||
-        name == "transfer-encoding" || name == "keep-alive" || name == "te" ||
-        name == "trailer" || name == "upgrade" || name == "expect" ||
-        name == "accept-encoding" || absl::StartsWith(name, "proxy-") ||
-        absl::StartsWith(name, "x-understudy-")) {
-      continue;
-    }
-    out.emplace_back(name, value);
-  }
-  return out;
-}
-
 engine::CallInfo CallFor(const Route& route, const HttpRequest& request) {
   engine::CallInfo call;
   call.run = !route.run.empty() ? route.run : std::string(request.Header("x-understudy-run"));
@@ -116,7 +102,8 @@ void MethodNotAllowed(const provider::Codec& api, absl::string_view allowed, Htt
 std::string Routes() {
   return absl::StrCat("understudy serves ",
                       absl::StrJoin(provider::CodecRegistry::Builtin().Routes(), ", "),
-                      ", GET /v1/models and POST /mcp/{name}");
+                      ", GET /v1/models, POST /mcp/{name}, POST /a2a/{name} and GET "
+                      "/a2a/{name}/.well-known/agent-card.json");
 }
 
 }  // namespace
@@ -151,6 +138,9 @@ std::string HttpApi::ServerErrorBody(int status, absl::string_view message,
   if (ParseRoute(target, &route) &&
       (route.path == "/mcp" || absl::StartsWith(route.path, "/mcp/"))) {
     return McpApi::ErrorBody(message);
+  }
+  if (ParseRoute(target, &route) && absl::StartsWith(route.path, "/a2a/")) {
+    return A2aApi::ErrorBody(message);
   }
   const provider::CodecRegistry& codecs = provider::CodecRegistry::Builtin();
   const provider::Codec* api = ParseRoute(target, &route) ? codecs.ForPath(route.path, route.query) : nullptr;
@@ -248,6 +238,16 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
     engine::CallInfo call = CallFor(route, request);
     std::string name = route.path.substr(sizeof("/mcp/") - 1);
     return options_.mcp->Handle(std::move(call), std::move(name), std::move(request),
+                                std::move(out));
+  }
+  if (absl::StartsWith(route.path, "/a2a/") && options_.a2a != nullptr) {
+    if (absl::Status access = CheckHttpAccess(options_.access, true, &request); !access.ok()) {
+      return out->Respond(HttpStatusFor(access.code()), {{"content-type", kJsonContentType}},
+                          A2aApi::ErrorBody(access.message()));
+    }
+    engine::CallInfo call = CallFor(route, request);
+    std::string rest = route.path.substr(sizeof("/a2a/") - 1);
+    return options_.a2a->Handle(std::move(call), std::move(rest), std::move(request),
                                 std::move(out));
   }
   // Which API the path names.
@@ -493,7 +493,7 @@ void HttpApi::Forward(std::shared_ptr<Pending> pending, upstream::UpstreamHttpIn
   upstream::UpstreamHttpRequest forward;
   forward.method = "POST";
   forward.path = api.ForwardPath(pending->wire);
-  forward.headers = ForwardHeaders(pending->request);
+  forward.headers = ForwardedHeaders(pending->request);
   forward.body = std::move(pending->request.body);
   std::shared_ptr<upstream::UpstreamHttpCall> transfer = upstream->Send(std::move(forward), relay);
   // A client that goes away cancels the upstream call; nothing is recorded.

@@ -6,6 +6,8 @@
 //   GET  /v1/models             the models of the run's recording, in the
 //                               shape of the API whose client asks
 //   POST|DELETE /mcp/{name}     an MCP tool server (service/mcp_api.h)
+//   POST /a2a/{name}, GET /a2a/{name}/.well-known/agent-card.json
+//                               an A2A agent (service/a2a_api.h)
 //   POST /mcp                   understudy's own tools for coding agents
 //                               (mcpserver/http_endpoint.h; not under /run)
 //   GET  /ui, /api/v1/...       the web UI and its JSON API
@@ -40,6 +42,7 @@
 #include "engine/engine.h"
 #include "provider/codec.h"
 #include "provider/parsed_request.h"
+#include "service/a2a_api.h"
 #include "service/access.h"
 #include "service/http_server.h"
 #include "service/mcp_api.h"
@@ -78,6 +81,8 @@ struct HttpApiOptions {
   AccessToken access;
   // MCP servers under /mcp/{name} (service/mcp_api.h), or null. Not owned.
   McpApi* mcp = nullptr;
+  // A2A agents under /a2a/{name} (service/a2a_api.h), or null. Not owned.
+  A2aApi* a2a = nullptr;
   // understudy's own MCP endpoint at /mcp, or null (404). Not owned.
   HandlerSlot* own_mcp = nullptr;
   // The web UI at /ui and /api/v1, or null (404: serve --ui=false). Not owned.

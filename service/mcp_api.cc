@@ -13,91 +13,23 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "provider/derived_id.h"
+#include "provider/jsonrpc.h"
 #include "provider/mcp.h"
 #include "provider/sse.h"
+#include "service/jsonrpc_http.h"
 #include "validation/utf8.h"
 
 namespace understudy {
 namespace service {
 
+namespace jsonrpc = provider::jsonrpc;
 namespace mcp = provider::mcp;
 using provider::Json;
 
 namespace {
 
-constexpr char kJson[] = "application/json";
-constexpr char kEventStream[] = "text/event-stream";
 constexpr size_t kMaxSessions = 10000;
 constexpr size_t kMaxProxyUpstreams = 64;
-
-std::string SseEvent(absl::string_view message) {
-  return absl::StrCat("event: message\ndata: ", message, "\n\n");
-}
-
-// A recorded SSE answer's messages with the caller's ids, each made as the
-// client reads the stream, paced by its recorded offset when `speed` > 0.
-class RecordedMessages final : public HttpSource {
- public:
-  // `native` lives as long as `keepalive`.
-  RecordedMessages(std::shared_ptr<const void> keepalive, const v1::NativeExchange& native,
-                   Json id, Json token, absl::Time start, double speed)
-      : keepalive_(std::move(keepalive)),
-        native_(native),
-        id_(std::move(id)),
-        token_(std::move(token)),
-        start_(start),
-        speed_(speed) {}
-
-  std::optional<HttpPiece> Next() override {
-    if (next_ >= native_.chunks_size()) return std::nullopt;
-    const v1::NativeChunk& chunk = native_.chunks(next_++);
-    const absl::Time at = speed_ > 0
-                              ? start_ + absl::Microseconds(chunk.offset_micros() / speed_)
-                              : absl::InfinitePast();
-    return HttpPiece{SseEvent(mcp::WithIds(chunk.data(), id_, token_)), at};
-  }
-
- private:
-  const std::shared_ptr<const void> keepalive_;
-  const v1::NativeExchange& native_;
-  const Json id_;
-  const Json token_;
-  const absl::Time start_;
-  const double speed_;
-  int next_ = 0;
-};
-
-// The JSON-RPC error code for a status the engine or the adapter gave.
-int CodeFor(const absl::Status& status) {
-  if (absl::IsNotFound(status) && status.GetPayload(engine::kMissPayloadUrl).has_value()) {
-    return mcp::kNoRecording;
-  }
-  if (absl::IsInvalidArgument(status)) return mcp::kInvalidParams;
-  return mcp::kInternalError;
-}
-
-// `data` of an error: what understudy says went wrong, for a client to
-// tell its cases apart.
-std::string ErrorData(int code, const absl::Status& status) {
-  if (code == mcp::kNoRecording) return R"({"understudy":"no_recording"})";
-  return absl::StrCat(R"({"understudy":")", absl::StatusCodeToString(status.code()), R"("})");
-}
-
-std::string ErrorFor(const Json& id, const absl::Status& status) {
-  const int code = CodeFor(status);
-  return mcp::ErrorResponse(id, code, status.message(), ErrorData(code, status));
-}
-
-void RespondJson(HttpResponder& out, int status, std::string body,
-                 const std::string& session_id = "") {
-  HttpHeaders headers = {{"content-type", kJson}};
-  if (!session_id.empty()) headers.emplace_back("mcp-session-id", session_id);
-  out.Respond(status, std::move(headers), std::move(body));
-}
-
-bool AcceptsEventStream(const HttpRequest& request) {
-  return absl::StrContains(absl::AsciiStrToLower(request.Header("accept")), kEventStream);
-}
 
 // Loopback only: a request header must never make the server call another
 // machine.
@@ -109,50 +41,22 @@ bool IsLoopbackUrl(absl::string_view url) {
 }
 
 // Client headers passed to the upstream: the MCP ones and credentials, not
-// hop-by-hop ones, understudy's, or the session id (the upstream has its
-// own).
+// understudy's or the session id (the upstream has its own).
 upstream::UpstreamHttpHeaders ForwardHeaders(const HttpRequest& request) {
-  upstream::UpstreamHttpHeaders out;
-  for (const auto& [name, value] : request.headers) {
-    if (name == "host" || name == "connection" || name == "content-length" ||
-        name == "transfer-encoding" || name == "keep-alive" || name == "te" ||
-        name == "trailer" || name == "upgrade" || name == "expect" || name == "accept" ||
-        name == "content-type" || name == "accept-encoding" || name == "mcp-session-id" ||
-        absl::StartsWith(name, "proxy-") || absl::StartsWith(name, "x-understudy-")) {
-      continue;
-    }
-    out.emplace_back(name, value);
-  }
-  out.emplace_back("content-type", kJson);
+  upstream::UpstreamHttpHeaders out =
+      ForwardedHeaders(request, {"accept", "content-type", "mcp-session-id"});
+  out.emplace_back("content-type", kJsonType);
   out.emplace_back("accept", "application/json, text/event-stream");
   return out;
 }
 
-// Takes an upstream's answer and drops it: for messages sent fire and
-// forget (a session's end, notifications, the client's responses).
-class IgnoreAnswer : public upstream::UpstreamHttpObserver {
-  void OnHead(int, upstream::UpstreamHttpHeaders) override {}
-  void OnData(absl::string_view) override {}
-  void OnDone(absl::Status) override {}
-};
+// The headers an answer in session `session_id` carries.
+HttpHeaders SessionHeaders(const std::string& session_id) {
+  if (session_id.empty()) return {};
+  return {{"mcp-session-id", session_id}};
+}
 
 }  // namespace
-
-absl::StatusOr<std::pair<std::string, std::string>> SplitMcpUrl(absl::string_view url,
-                                                                 absl::string_view flag) {
-  absl::string_view rest = url;
-  for (absl::string_view scheme : {"http://", "https://"}) {
-    if (absl::StartsWith(rest, scheme)) {
-      const size_t slash = rest.find('/', scheme.size());
-      if (slash == absl::string_view::npos) return std::make_pair(std::string(rest), std::string("/"));
-      if (slash == scheme.size()) break;
-      return std::make_pair(std::string(rest.substr(0, slash)), std::string(rest.substr(slash)));
-    }
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      flag, " \"", absl::CHexEscape(url.substr(0, 200)),
-      "\": expected http://HOST[:PORT][/PATH] or https://…"));
-}
 
 struct McpApi::Session {
   std::string run;
@@ -172,7 +76,7 @@ struct McpApi::Pending {
   engine::CallInfo call;
   std::string name;
   HttpRequest request;
-  mcp::Message message;
+  jsonrpc::Message message;
   std::string stored_body;
   engine::Decision decision;
   std::shared_ptr<Session> session;
@@ -189,7 +93,7 @@ McpApi::McpApi(McpApiOptions options) : options_(std::move(options)) {
 McpApi::~McpApi() = default;
 
 std::string McpApi::ErrorBody(absl::string_view message) {
-  return mcp::ErrorResponse(Json(), mcp::kInvalidRequest, message);
+  return jsonrpc::ErrorResponse(Json(), jsonrpc::kInvalidRequest, message);
 }
 
 std::shared_ptr<McpApi::Session> McpApi::FindSession(absl::string_view id) {
@@ -225,7 +129,7 @@ absl::StatusOr<McpUpstream> McpApi::UpstreamFor(const std::string& name,
           "X-Understudy-Mcp-Upstream: only a loopback http:// URL (127.0.0.1, [::1], "
           "localhost) may be named");
     }
-    US_ASSIGN_OR_RETURN(auto split, SplitMcpUrl(named, "X-Understudy-Mcp-Upstream"));
+    US_ASSIGN_OR_RETURN(auto split, SplitUpstreamUrl(named, "X-Understudy-Mcp-Upstream"));
     absl::MutexLock lock(&mu_);
     auto it = proxy_upstreams_.find(split.first);
     if (it == proxy_upstreams_.end()) {
@@ -315,16 +219,16 @@ void McpApi::Handle(engine::CallInfo call, std::string name, HttpRequest request
   }
   const std::string session_header(request.Header("mcp-session-id"));
   if (request.method == "GET") {
-    return out->Respond(405, {{"allow", "POST, DELETE"}, {"content-type", kJson}},
+    return out->Respond(405, {{"allow", "POST, DELETE"}, {"content-type", kJsonType}},
                         ErrorBody("understudy offers no server-initiated stream (GET); use POST"));
   }
   if (request.method == "DELETE") return EndSession(name, request, session_header, *out);
   if (request.method != "POST") {
-    return out->Respond(405, {{"allow", "POST, DELETE"}, {"content-type", kJson}},
+    return out->Respond(405, {{"allow", "POST, DELETE"}, {"content-type", kJsonType}},
                         ErrorBody("method not allowed: use POST or DELETE"));
   }
   const std::string content_type = absl::AsciiStrToLower(request.Header("content-type"));
-  if (!absl::StartsWith(content_type, kJson)) {
+  if (!absl::StartsWith(content_type, kJsonType)) {
     return RespondJson(*out, 415,
                        ErrorBody(absl::StrCat("content-type: expected application/json, got \"",
                                               absl::CHexEscape(content_type.substr(0, 100)), "\"")));
@@ -332,21 +236,21 @@ void McpApi::Handle(engine::CallInfo call, std::string name, HttpRequest request
 
   auto pending = std::make_shared<Pending>();
   pending->stored_body = options_.redactor->RedactBody(request.body);
-  absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(pending->stored_body);
+  absl::StatusOr<jsonrpc::Message> parsed = jsonrpc::ParseMessage(pending->stored_body);
   if (!parsed.ok()) {
     return RespondJson(*out, 400,
-                       mcp::ErrorResponse(Json(), mcp::ErrorCodeFor(parsed.status()),
+                       jsonrpc::ErrorResponse(Json(), jsonrpc::ErrorCodeFor(parsed.status()),
                                           parsed.status().message()));
   }
   pending->message = *std::move(parsed);
-  const mcp::Message& message = pending->message;
+  const jsonrpc::Message& message = pending->message;
   const bool initialize =
-      message.kind == mcp::Message::Kind::kRequest && message.method == "initialize";
+      message.kind == jsonrpc::Message::Kind::kRequest && message.method == "initialize";
   if (!session_header.empty() && !initialize) {
     pending->session = FindSession(session_header);
     if (pending->session == nullptr) {
       return RespondJson(*out, 404,
-                         mcp::ErrorResponse(message.id, mcp::kInvalidRequest,
+                         jsonrpc::ErrorResponse(message.id, jsonrpc::kInvalidRequest,
                                             absl::StrCat("unknown Mcp-Session-Id \"",
                                                          absl::CHexEscape(session_header.substr(0, 100)),
                                                          "\": initialize a new session")));
@@ -361,8 +265,7 @@ void McpApi::Handle(engine::CallInfo call, std::string name, HttpRequest request
     // it (404 for an unknown run) and a JSON-RPC error of the same kind as
     // an unknown session's.
     return RespondJson(*out, HttpStatusFor(mode.status().code()),
-                       mcp::ErrorResponse(message.id, mcp::kInvalidRequest, mode.status().message(),
-                                          ErrorData(mcp::kInvalidRequest, mode.status())));
+                       JsonRpcErrorFor(message.id, jsonrpc::kInvalidRequest, mode.status()));
   }
   const bool may_forward = mode->first != v1::RUN_MODE_REPLAY;
   if (may_forward && request.Header("x-understudy-mcp-upstream") == "lazy") {
@@ -370,7 +273,7 @@ void McpApi::Handle(engine::CallInfo call, std::string name, HttpRequest request
     return RespondJson(*out, 409, mcp::ProxySignalBody(mcp::ProxySignal::kStartUpstream));
   }
 
-  if (message.kind != mcp::Message::Kind::kRequest) {
+  if (message.kind != jsonrpc::Message::Kind::kRequest) {
     // Notifications and the client's responses: passed on when forwarding.
     if (may_forward) PassOn(name, request, *pending);
     HttpHeaders headers;
@@ -378,14 +281,14 @@ void McpApi::Handle(engine::CallInfo call, std::string name, HttpRequest request
     return out->Respond(202, std::move(headers), "");
   }
   if (message.method == "ping") {
-    return RespondJson(*out, 200, mcp::ResultResponse(message.id, "{}"), pending->session_id);
+    return RespondJson(*out, 200, jsonrpc::ResultResponse(message.id, "{}"), SessionHeaders(pending->session_id));
   }
 
   call.run = mode->second;
   absl::StatusOr<engine::Decision> decided =
       options_.engine->Decide(call, mcp::CanonicalRequest(name, message), /*streamed=*/false);
   if (!decided.ok()) {
-    return RespondJson(*out, 200, ErrorFor(message.id, decided.status()), pending->session_id);
+    return RespondJson(*out, 200, JsonRpcErrorFor(message.id, decided.status()), SessionHeaders(pending->session_id));
   }
   if (initialize) {
     pending->session_id = NewSession(call.run, name, request.body);
@@ -406,16 +309,16 @@ void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespon
   const Json& id = pending->message.id;
   const std::string& session_id = pending->session_id;
   if (const auto* error = decision.As<engine::ScriptedError>()) {
-    return RespondJson(*out, 200, ErrorFor(id, error->status), session_id);
+    return RespondJson(*out, 200, JsonRpcErrorFor(id, error->status), SessionHeaders(session_id));
   }
   if (const auto* miss = decision.As<engine::MissAfterDelay>()) {
-    return RespondJson(*out, 200, ErrorFor(id, miss->status), session_id);
+    return RespondJson(*out, 200, JsonRpcErrorFor(id, miss->status), SessionHeaders(session_id));
   }
   if (const auto* held = decision.As<engine::HangUntilReleased>()) {
     std::shared_ptr<engine::Hang> hang = held->hang;
     out->OnCancel([hang] { hang->Release(absl::CancelledError("the client went away")); });
     hang->Wait([out, id, session_id](absl::Status status) {
-      RespondJson(*out, 200, ErrorFor(id, status), session_id);
+      RespondJson(*out, 200, JsonRpcErrorFor(id, status), SessionHeaders(session_id));
     });
     return;
   }
@@ -423,222 +326,45 @@ void McpApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespon
     const v1::Exchange& ex = *reply->exchange;
     if (ex.has_native() && ex.native().provider() == "mcp") {
       const v1::NativeExchange& native = ex.native();
-      const Json& token = pending->message.progress_token;
+      const Json token = mcp::ProgressTokenOf(pending->message);
       if (native.chunks_size() == 0) {
-        return RespondJson(*out, 200, mcp::WithIds(native.response_body(), id, token), session_id);
+        return RespondJson(*out, 200, mcp::WithIds(native.response_body(), id, token), SessionHeaders(session_id));
       }
       if (!pending->event_stream) {
         // The response alone, for a client that takes no stream.
         return RespondJson(*out, 200,
-                           mcp::WithIds(native.chunks(native.chunks_size() - 1).data(), id, token),
-                           session_id);
+                           mcp::WithIds(native.chunks(native.chunks_size() - 1).data(), id, token), SessionHeaders(session_id));
       }
-      HttpHeaders headers = {{"content-type", kEventStream}, {"cache-control", "no-cache"}};
+      HttpHeaders headers = {{"content-type", kEventStreamType}, {"cache-control", "no-cache"}};
       if (!session_id.empty()) headers.emplace_back("mcp-session-id", session_id);
       out->StartStream(200, std::move(headers));
-      out->WriteFrom(std::make_shared<RecordedMessages>(reply->keepalive, native, id, token,
-                                                        options_.env->Now(), decision.speed));
+      out->WriteFrom(std::make_shared<RecordedEvents>(
+          reply->keepalive, native,
+          [id, token](absl::string_view data) { return mcp::WithIds(data, id, token); }, "message",
+          options_.env->Now(), decision.speed));
       return out->End();
     }
     if (ex.has_error()) {
-      const int code = ex.error().code() < 0 ? ex.error().code() : mcp::kInternalError;
-      return RespondJson(*out, 200, mcp::ErrorResponse(id, code, ex.error().message()), session_id);
+      const int code = ex.error().code() < 0 ? ex.error().code() : jsonrpc::kInternalError;
+      return RespondJson(*out, 200, jsonrpc::ErrorResponse(id, code, ex.error().message()), SessionHeaders(session_id));
     }
-    return RespondJson(*out, 200, mcp::ResultResponse(id, ex.response().message().content()),
-                       session_id);
+    return RespondJson(*out, 200, jsonrpc::ResultResponse(id, ex.response().message().content()), SessionHeaders(session_id));
   }
   auto* forward = decision.As<engine::ForwardUpstream>();
   if (forward == nullptr) {
     return RespondJson(*out, 200,
-                       ErrorFor(id, absl::InternalError("nothing answers this request")),
-                       session_id);
+                       JsonRpcErrorFor(id, absl::InternalError("nothing answers this request")), SessionHeaders(session_id));
   }
   absl::StatusOr<McpUpstream> upstream = UpstreamFor(pending->name, pending->request);
   if (!upstream.ok()) {
     // Dropping the ticket records nothing.
     forward->ticket.reset();
-    return RespondJson(*out, 200, ErrorFor(id, upstream.status()), session_id);
+    return RespondJson(*out, 200, JsonRpcErrorFor(id, upstream.status()), SessionHeaders(session_id));
   }
   Forward(std::move(pending), *upstream, std::move(out));
 }
 
 namespace {
-
-// Relays one forwarded request's answer to the client as it arrives and
-// records it once complete.
-class McpRelay : public upstream::UpstreamHttpObserver,
-                 public std::enable_shared_from_this<McpRelay> {
- public:
-  McpRelay(std::shared_ptr<McpApi::Pending> pending, engine::Engine* engine,
-           std::shared_ptr<HttpResponder> out, Env* env,
-           std::shared_ptr<McpApi::Session> session)
-      : pending_(std::move(pending)),
-        engine_(engine),
-        out_(std::move(out)),
-        env_(env),
-        session_(std::move(session)),
-        start_(env_->Now()) {
-    native_.set_provider("mcp");
-    native_.set_path(absl::StrCat("/mcp/", pending_->name));
-    native_.set_request_body(pending_->stored_body);
-  }
-
-  void OnHead(int status, upstream::UpstreamHttpHeaders headers) override {
-    status_ = status;
-    for (const auto& [name, value] : headers) {
-      if (name == "content-type") content_type_ = absl::AsciiStrToLower(value);
-      if (name == "mcp-session-id" && session_ != nullptr) {
-        absl::MutexLock lock(&session_->mu);
-        session_->upstream_id = value;
-      }
-    }
-    native_.set_status(status);
-    stream_ = status == 200 && absl::StartsWith(content_type_, kEventStream);
-    native_.set_content_type(stream_ ? kEventStream : kJson);
-    if (stream_ && pending_->event_stream) {
-      HttpHeaders out_headers = {{"content-type", kEventStream}, {"cache-control", "no-cache"}};
-      if (!pending_->session_id.empty()) {
-        out_headers.emplace_back("mcp-session-id", pending_->session_id);
-      }
-      out_->StartStream(200, std::move(out_headers));
-      started_ = true;
-    }
-  }
-
-  void OnData(absl::string_view bytes) override {
-    if (!stream_) {
-      body_.append(bytes.data(), bytes.size());
-      return;
-    }
-    absl::StatusOr<std::vector<provider::SseEvent>> events = parser_.Feed(bytes);
-    if (!events.ok()) {
-      failure_ = events.status();
-      return;
-    }
-    for (provider::SseEvent& e : *events) OnMessage(std::move(e.data));
-  }
-
-  void OnDone(absl::Status status) override {
-    if (status.ok() && stream_) {
-      absl::StatusOr<std::vector<provider::SseEvent>> rest = parser_.Finish();
-      if (rest.ok()) {
-        for (provider::SseEvent& e : *rest) OnMessage(std::move(e.data));
-      }
-    }
-    if (status.ok() && !failure_.ok()) status = failure_;
-    if (status.ok() && status_ != 200) {
-      // An error body in JSON-RPC's shape (mcp-proxy's, when the server's
-      // process died) says it best.
-      std::string said = absl::CHexEscape(absl::string_view(body_).substr(0, 300));
-      absl::StatusOr<mcp::Message> error = mcp::ParseMessage(body_, "upstream body");
-      if (error.ok() && error->kind == mcp::Message::Kind::kResponse) {
-        const mcp::Outcome outcome = mcp::OutcomeOf(*error);
-        if (outcome.is_error) said = outcome.message;
-      }
-      status = absl::UnavailableError(absl::StrCat("MCP server \"", pending_->name,
-                                                   "\" answered HTTP ", status_, ": ", said));
-    } else if (!status.ok() && !absl::IsCancelled(status)) {
-      status = absl::Status(status.code(), absl::StrCat("MCP server \"", pending_->name,
-                                                        "\" failed mid-call: ", status.message()));
-    }
-    if (status.ok() && !stream_) {
-      body_message_ = body_;
-      absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(body_, "upstream body");
-      if (parsed.ok() && parsed->kind == mcp::Message::Kind::kResponse) {
-        response_ = *std::move(parsed);
-      }
-    }
-    if (status.ok() && !response_.has_value()) {
-      status = absl::UnavailableError(absl::StrCat("MCP server \"", pending_->name,
-                                                   "\" ended its answer without a response"));
-    }
-    const Json& id = pending_->message.id;
-    std::unique_ptr<engine::ForwardTicket> ticket =
-        std::move(pending_->decision.As<engine::ForwardUpstream>()->ticket);
-    if (!status.ok()) {
-      // Nothing partial is stored (a transport failure is never recorded).
-      engine_->FinishForward(std::move(ticket), v1::Exchange(), status, [](absl::Status) {});
-      Finish(ErrorFor(id, status));
-      return;
-    }
-    v1::Exchange exchange;
-    const mcp::Outcome outcome = mcp::OutcomeOf(*response_);
-    if (outcome.is_error) {
-      exchange.mutable_error()->set_code(outcome.code);
-      exchange.mutable_error()->set_message(outcome.message);
-    } else {
-      v1::Message* message = exchange.mutable_response()->mutable_message();
-      message->set_role("tool");
-      message->set_content(outcome.result_json);
-    }
-    if (stream_) {
-      for (v1::NativeChunk& chunk : chunks_) *native_.add_chunks() = std::move(chunk);
-    } else {
-      native_.set_response_body(body_message_);
-    }
-    *exchange.mutable_native() = std::move(native_);
-    std::string final_message = stream_ ? final_message_ : body_message_;
-    auto self = shared_from_this();
-    engine_->FinishForward(std::move(ticket), std::move(exchange), absl::OkStatus(),
-                           [self, final_message = std::move(final_message)](absl::Status done) {
-                             if (!done.ok()) {
-                               self->Finish(ErrorFor(self->pending_->message.id, done));
-                               return;
-                             }
-                             self->Finish(final_message);
-                           });
-  }
-
- private:
-  // One message of the upstream's stream.
-  void OnMessage(std::string data) {
-    v1::NativeChunk chunk;
-    chunk.set_offset_micros(absl::ToInt64Microseconds(env_->Now() - start_));
-    absl::StatusOr<mcp::Message> parsed = mcp::ParseMessage(data, "upstream event");
-    const bool is_response = parsed.ok() && parsed->kind == mcp::Message::Kind::kResponse &&
-                             parsed->id == pending_->message.id;
-    if (is_response) {
-      response_ = *std::move(parsed);
-      final_message_ = data;
-    } else if (started_) {
-      // Notifications reach the client as they come; the response waits
-      // for the recording's commit.
-      out_->Write(SseEvent(data));
-    }
-    chunk.set_data(std::move(data));
-    chunks_.push_back(std::move(chunk));
-  }
-
-  void Finish(const std::string& message) {
-    if (started_) {
-      out_->Write(SseEvent(message));
-      out_->End();
-      return;
-    }
-    HttpHeaders headers = {{"content-type", kJson}};
-    if (!pending_->session_id.empty()) headers.emplace_back("mcp-session-id", pending_->session_id);
-    out_->Respond(200, std::move(headers), message);
-  }
-
-  std::shared_ptr<McpApi::Pending> pending_;
-  engine::Engine* engine_;
-  std::shared_ptr<HttpResponder> out_;
-  Env* env_;
-  std::shared_ptr<McpApi::Session> session_;
-  const absl::Time start_;
-  v1::NativeExchange native_;
-  int status_ = 0;
-  std::string content_type_;
-  bool stream_ = false;
-  bool started_ = false;
-  std::string body_;
-  std::string body_message_;
-  std::string final_message_;
-  provider::SseParser parser_;
-  std::vector<v1::NativeChunk> chunks_;
-  std::optional<mcp::Message> response_;
-  absl::Status failure_;
-};
 
 // Opens the upstream session a new-mode request needs when its initialize
 // was answered from the recording: sends the client's initialize, then
@@ -669,17 +395,12 @@ class UpstreamInit : public upstream::UpstreamHttpObserver {
         session_->upstream_id = id_;
         session_->upstream_initialized = true;
       }
-      class Ignore : public upstream::UpstreamHttpObserver {
-        void OnHead(int, upstream::UpstreamHttpHeaders) override {}
-        void OnData(absl::string_view) override {}
-        void OnDone(absl::Status) override {}
-      };
       upstream::UpstreamHttpRequest note;
       note.path = upstream_.path;
       note.headers = headers_;
       if (!id_.empty()) note.headers.emplace_back("mcp-session-id", id_);
       note.body = R"({"jsonrpc":"2.0","method":"notifications/initialized"})";
-      upstream_.http->Send(std::move(note), std::make_shared<Ignore>());
+      upstream_.http->Send(std::move(note), std::make_shared<IgnoreAnswer>());
     }
     next_(status);
   }
@@ -714,7 +435,7 @@ void McpApi::Forward(std::shared_ptr<Pending> pending, McpUpstream upstream,
     if (!opened.ok()) {
       engine->FinishForward(std::move(pending->decision.As<engine::ForwardUpstream>()->ticket),
                             v1::Exchange(), opened, [](absl::Status) {});
-      return RespondJson(*out, 200, ErrorFor(id, opened), pending->session_id);
+      return RespondJson(*out, 200, JsonRpcErrorFor(id, opened), SessionHeaders(pending->session_id));
     }
     upstream::UpstreamHttpRequest forward;
     forward.path = upstream.path;
@@ -726,7 +447,28 @@ void McpApi::Forward(std::shared_ptr<Pending> pending, McpUpstream upstream,
       }
     }
     forward.body = pending->request.body;
-    auto relay = std::make_shared<McpRelay>(pending, engine, out, env, pending->session);
+    JsonRpcRelayOptions relay_options;
+    relay_options.provider = "mcp";
+    relay_options.native_path = absl::StrCat("/mcp/", pending->name);
+    relay_options.label = absl::StrCat("MCP server \"", pending->name, "\"");
+    relay_options.id = pending->message.id;
+    relay_options.stored_body = pending->stored_body;
+    relay_options.client_takes_stream = pending->event_stream;
+    relay_options.answer_headers = SessionHeaders(pending->session_id);
+    relay_options.events = StreamEvents::kNotificationsThenResponse;
+    relay_options.sse_event = "message";
+    relay_options.role = "tool";
+    if (std::shared_ptr<Session> session = pending->session; session != nullptr) {
+      relay_options.on_upstream_header = [session](const std::string& name,
+                                                   const std::string& value) {
+        if (name != "mcp-session-id") return;
+        absl::MutexLock lock(&session->mu);
+        session->upstream_id = value;
+      };
+    }
+    auto relay = std::make_shared<JsonRpcRelay>(
+        std::move(relay_options),
+        std::move(pending->decision.As<engine::ForwardUpstream>()->ticket), engine, out, env);
     std::shared_ptr<upstream::UpstreamHttpCall> transfer =
         upstream.http->Send(std::move(forward), relay);
     out->OnCancel([transfer] { transfer->Cancel(); });

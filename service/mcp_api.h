@@ -57,12 +57,6 @@ struct McpApiOptions {
   Env* env = Env::Default();
 };
 
-// Splits an upstream URL into the base HttpUpstream takes (scheme, host,
-// port) and the endpoint's path ("/" when none). INVALID_ARGUMENT naming
-// `flag` for a URL that is not http(s)://HOST[:PORT][/PATH].
-absl::StatusOr<std::pair<std::string, std::string>> SplitMcpUrl(absl::string_view url,
-                                                                 absl::string_view flag);
-
 class McpApi {
  public:
   explicit McpApi(McpApiOptions options);

@@ -28,10 +28,12 @@
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "provider/codec.h"
+#include "service/a2a_api.h"
 #include "service/access.h"
 #include "service/admin_services.h"
 #include "service/http_api.h"
 #include "service/http_server.h"
+#include "service/jsonrpc_http.h"
 #include "service/model_service.h"
 #include "service/traces_service.h"
 #include "service/ui_api.h"
@@ -64,6 +66,8 @@ struct Server::Parts {
   std::unique_ptr<HttpApi> http_api;
   std::map<std::string, std::unique_ptr<upstream::HttpUpstream>> mcp_upstreams;
   std::unique_ptr<McpApi> mcp_api;
+  std::map<std::string, std::unique_ptr<upstream::HttpUpstream>> a2a_upstreams;
+  std::unique_ptr<A2aApi> a2a_api;
   // After the store and engine, which it uses; before http_server, which
   // calls it. Null with --ui=false or no HTTP listener.
   std::unique_ptr<UiApi> ui_api;
@@ -298,6 +302,33 @@ absl::Status StartGrpc(const ServerOptions& options, Server::Parts* parts) {
   return absl::OkStatus();
 }
 
+// The upstreams `specs` name (each NAME=URL, from `flag`; NAME is `what`),
+// made into `out` by name. INVALID_ARGUMENT naming the flag for a spec
+// that is not NAME=URL, a NAME with '/', a NAME given twice or a URL that
+// is not http(s)://HOST[:PORT][/PATH].
+absl::Status MakeNamedUpstreams(const std::vector<std::string>& specs, absl::string_view flag,
+                                absl::string_view what,
+                                std::map<std::string, std::unique_ptr<upstream::HttpUpstream>>* out) {
+  for (const std::string& spec : specs) {
+    const size_t eq = spec.find('=');
+    const std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
+    if (name.empty() || name.find('/') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, " \"", absl::CHexEscape(spec.substr(0, 200)),
+                                                     "\": expected NAME=URL, NAME ", what, " (no '/')"));
+    }
+    if (out->count(name) > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, ": more than one ", name, "="));
+    }
+    const std::string named_flag = absl::StrCat(flag, " ", name);
+    US_ASSIGN_OR_RETURN(auto split, SplitUpstreamUrl(spec.substr(eq + 1), named_flag));
+    upstream::HttpUpstream::Options http_options;
+    http_options.base_url = split.first;
+    http_options.flag = named_flag;
+    US_ASSIGN_OR_RETURN((*out)[name], upstream::HttpUpstream::Create(http_options));
+  }
+  return absl::OkStatus();
+}
+
 // What the HTTP listener serves: the MCP API (parts->mcp_api), the UI's
 // API when options.ui (parts->ui_api), and the provider API over them all
 // (parts->http_api).
@@ -316,12 +347,27 @@ void MakeHttpApi(const ServerOptions& options, Server::Parts* parts) {
     const size_t eq = spec.find('=');
     const std::string name = spec.substr(0, eq);
     absl::StatusOr<std::pair<std::string, std::string>> split =
-        SplitMcpUrl(spec.substr(eq + 1), absl::StrCat("--mcp-upstream ", name));
+        SplitUpstreamUrl(spec.substr(eq + 1), absl::StrCat("--mcp-upstream ", name));
     upstream::HttpUpstream* http = parts->mcp_upstreams.at(name).get();
     mcp_options.upstreams[name] = McpUpstream{http, split.ok() ? split->second : "/"};
   }
   parts->mcp_api = std::make_unique<McpApi>(mcp_options);
   api_options.mcp = parts->mcp_api.get();
+  A2aApiOptions a2a_options;
+  a2a_options.engine = parts->engine.get();
+  a2a_options.redactor = parts->redactor.get();
+  a2a_options.tls = !options.tls_cert.empty();
+  for (const std::string& spec : options.a2a_upstreams) {
+    const size_t eq = spec.find('=');
+    const std::string name = spec.substr(0, eq);
+    absl::StatusOr<std::pair<std::string, std::string>> split =
+        SplitUpstreamUrl(spec.substr(eq + 1), absl::StrCat("--a2a-upstream ", name));
+    A2aUpstream& upstream = a2a_options.upstreams[name];
+    upstream.http = parts->a2a_upstreams.at(name).get();
+    upstream.path = split.ok() ? split->second : "/";
+  }
+  parts->a2a_api = std::make_unique<A2aApi>(a2a_options);
+  api_options.a2a = parts->a2a_api.get();
   if (options.own_mcp != nullptr) api_options.own_mcp = &parts->own_mcp;
   if (options.ui) {
     UiApiOptions ui_options;
@@ -421,6 +467,8 @@ void LogServing(const ServerOptions& options, const Server::Parts& parts) {
        {"upstreams", options.upstreams.empty() ? "none" : absl::StrJoin(options.upstreams, ",")},
        {"mcp_upstreams",
         options.mcp_upstreams.empty() ? "none" : absl::StrJoin(options.mcp_upstreams, ",")},
+       {"a2a_upstreams",
+        options.a2a_upstreams.empty() ? "none" : absl::StrJoin(options.a2a_upstreams, ",")},
        {"ui", parts.ui_api == nullptr
                   ? "off"
                   : absl::StrCat(parts.tls_cert_pem.empty() ? "http://" : "https://",
@@ -548,31 +596,19 @@ absl::Status ConfigureEngine(const ServerOptions& options, Server::Parts* parts,
     if (!http_upstream.ok()) return bad(http_upstream.status());
     *slot = *std::move(http_upstream);
   }
-  for (const std::string& spec : options.mcp_upstreams) {
-    const size_t eq = spec.find('=');
-    const std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
-    if (name.empty() || name.find('/') != std::string::npos) {
-      return bad(absl::InvalidArgumentError(absl::StrCat(
-          "--mcp-upstream \"", absl::CHexEscape(spec.substr(0, 200)),
-          "\": expected NAME=URL, NAME the MCP server's name (no '/')")));
-    }
-    if (parts->mcp_upstreams.count(name) > 0) {
-      return bad(absl::InvalidArgumentError(
-          absl::StrCat("--mcp-upstream: more than one ", name, "=")));
-    }
-    absl::StatusOr<std::pair<std::string, std::string>> split =
-        SplitMcpUrl(spec.substr(eq + 1), absl::StrCat("--mcp-upstream ", name));
-    if (!split.ok()) return bad(split.status());
-    upstream::HttpUpstream::Options mcp_options;
-    mcp_options.base_url = split->first;
-    mcp_options.flag = absl::StrCat("--mcp-upstream ", name);
-    absl::StatusOr<std::unique_ptr<upstream::HttpUpstream>> made =
-        upstream::HttpUpstream::Create(mcp_options);
-    if (!made.ok()) return bad(made.status());
-    parts->mcp_upstreams[name] = *std::move(made);
+  if (absl::Status made = MakeNamedUpstreams(options.mcp_upstreams, "--mcp-upstream",
+                                             "the MCP server's name", &parts->mcp_upstreams);
+      !made.ok()) {
+    return bad(made);
+  }
+  if (absl::Status made = MakeNamedUpstreams(options.a2a_upstreams, "--a2a-upstream",
+                                             "the A2A agent's name", &parts->a2a_upstreams);
+      !made.ok()) {
+    return bad(made);
   }
   engine_options->has_upstream = options.upstreams_from_mcp_proxies ||
-                                 !parts->mcp_upstreams.empty() || parts->upstream != nullptr ||
+                                 !parts->mcp_upstreams.empty() || !parts->a2a_upstreams.empty() ||
+                                 parts->upstream != nullptr ||
                                  !parts->model_upstreams.empty();
   if (options.speed < 0) {
     return bad(absl::InvalidArgumentError("--speed: must be 0 (as fast as possible) or more"));

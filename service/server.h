@@ -39,6 +39,9 @@ struct ServerOptions {
   // MCP tool servers for record/passthrough runs, each `NAME=URL` (a
   // Streamable HTTP endpoint; see docs/mcp.md).
   std::vector<std::string> mcp_upstreams;
+  // A2A agents for record/passthrough runs, each `NAME=URL` (the agent's
+  // JSON-RPC endpoint; see docs/a2a.md).
+  std::vector<std::string> a2a_upstreams;
   // Whether record, passthrough, once and new runs may start with none of
   // the upstreams above: `record -- CMD` sets it, as the command's stdio MCP
   // servers run behind `understudy mcp-proxy`, which names its server with

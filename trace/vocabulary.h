@@ -36,12 +36,16 @@ inline constexpr char kPhaseTransition[] = "phase_transition";
 inline constexpr char kWorkflowEnd[] = "workflow_end";
 // Ui.Ask answered (mock_ui)
 inline constexpr char kUiCall[] = "ui_call";
+// an agent called another over A2A (before it is answered), and its answer
+inline constexpr char kAgentCall[] = "agent_call";
+inline constexpr char kAgentResult[] = "agent_result";
 // EndRun
 inline constexpr char kRunEnded[] = "run_ended";
 // Every kind above: a custom event (Traces.Emit) may not pose as one.
 inline constexpr const char* kEngineKinds[] = {
     kRunStarted, kAgentExecution, kToolResult,     kExchange,         kMiss,   kToolCall,
-    kRoutingDecision, kPhaseTransition, kWorkflowEnd, kUiCall, kRunEnded};
+    kRoutingDecision, kPhaseTransition, kWorkflowEnd, kUiCall, kAgentCall, kAgentResult,
+    kRunEnded};
 }  // namespace event
 
 // Attribute keys. OpenTelemetry's GenAI conventions where one exists
@@ -106,6 +110,13 @@ inline constexpr char kMocked[] = "understudy.mocked";
 inline constexpr char kMcpServer[] = "understudy.mcp.server";
 inline constexpr char kMcpMethod[] = "understudy.mcp.method";
 inline constexpr char kToolIsError[] = "understudy.tool.is_error";
+// A2A: the called agent (the caller is gen_ai.agent.name), the JSON-RPC
+// method, the message's text, the answer's text and its task's state.
+inline constexpr char kA2aAgent[] = "understudy.a2a.agent";
+inline constexpr char kA2aMethod[] = "understudy.a2a.method";
+inline constexpr char kA2aMessage[] = "understudy.a2a.message";
+inline constexpr char kA2aResult[] = "understudy.a2a.result";
+inline constexpr char kA2aTaskState[] = "understudy.a2a.task_state";
 inline constexpr char kUiKind[] = "understudy.ui.kind";
 inline constexpr char kUiPrompt[] = "understudy.ui.prompt";
 inline constexpr char kUiAnswer[] = "understudy.ui.answer";

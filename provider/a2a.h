@@ -1,0 +1,135 @@
+// The Agent2Agent protocol's JSON-RPC binding (https://a2a-protocol.org;
+// docs/a2a.md) translated to and from understudy's canonical requests. Both
+// dialects clients speak are read: v1.0 (SendMessage, SendStreamingMessage,
+// GetTask, CancelTask; roles "ROLE_USER", parts {"text": ...}; results
+// {"message": ...} or {"task": ...}) and v0.3 (message/send, message/stream,
+// tasks/get, tasks/cancel; roles "user", parts {"kind":"text","text":...};
+// results {"kind":"message", ...}). Pure functions of their arguments: JSON
+// text in, protos and JSON text out; no HTTP, no I/O. The JSON-RPC envelope
+// is provider/jsonrpc.h's.
+//
+// An A2A request is a canonical request whose operation is "a2a:" + the
+// method as sent, whose model is the called agent's name, whose extra is
+// the params without the message's client-invented messageId (a fresh UUID
+// on every call, which must never decide a match), and which, for a
+// message, holds one user message with the message's text parts:
+//
+//   {"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":
+//    {"messageId":"0b1…","role":"ROLE_USER","parts":[{"text":"find sources"}]}}}
+//     -> operation "a2a:SendMessage", model "researcher",
+//        extra {"message":{"role":"ROLE_USER","parts":[{"text":"find sources"}]}},
+//        messages [{role: user, content: "find sources"}]
+//
+// Its answer is the JSON text of the response's `result` (a stream's: the
+// array of its events' results), or its `error`.
+#ifndef UNDERSTUDY_PROVIDER_A2A_H_
+#define UNDERSTUDY_PROVIDER_A2A_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "provider/json_util.h"
+#include "provider/jsonrpc.h"
+#include "understudy/v1/completion.pb.h"
+
+namespace understudy {
+namespace provider {
+namespace a2a {
+
+// The canonical operation's prefix, and the operation of an agent card
+// fetch (GET …/.well-known/agent-card.json).
+inline constexpr char kOperationPrefix[] = "a2a:";
+inline constexpr char kCardOperation[] = "a2a:agent-card";
+
+// The protocol version a method name belongs to.
+enum class Version { kV1, kV03 };
+
+enum class Method {
+  kSend,        // SendMessage, message/send
+  kStream,      // SendStreamingMessage, message/stream
+  kGetTask,     // GetTask, tasks/get
+  kCancelTask,  // CancelTask, tasks/cancel
+  kOther,       // anything else: relayed and replayed as it is
+};
+
+// What one request asks.
+struct Call {
+  Version version = Version::kV1;
+  Method method = Method::kOther;
+  // kSend and kStream: the message's text parts, joined by "\n".
+  std::string text;
+  // kSend and kStream: the message's own ids ("" when absent).
+  std::string message_id;
+  std::string context_id;
+  std::string task_id;
+};
+
+// The version and method of a method name: names with a '/' are v0.3's.
+Call ClassifyMethod(absl::string_view method);
+
+// Reads a JSON-RPC request to an A2A agent. INVALID_ARGUMENT naming the
+// field (as "params.message.parts[1].text") when a message method's params
+// hold no message object, its parts are not an array of objects, a text
+// part's text or an id is not a string; or when GetTask's or CancelTask's
+// params name no task id (v1.0 `id`, v0.3 `id`).
+absl::StatusOr<Call> ReadCall(const jsonrpc::Message& request);
+
+// The canonical request of `request` (read by ReadCall into `call`) sent to
+// agent `agent`.
+v1::CompletionRequest CanonicalRequest(absl::string_view agent, const jsonrpc::Message& request,
+                                       const Call& call);
+
+// The canonical request of a card fetch for agent `agent`.
+v1::CompletionRequest CardRequest(absl::string_view agent);
+
+// Whether a canonical request is an A2A one; and what it asks (ReadCall of
+// its operation and content; ids as in its extra).
+bool IsA2aRequest(const v1::CompletionRequest& request);
+Call CallOf(const v1::CompletionRequest& request);
+
+// The text an answer carries (the JSON text of a result, or of an array of
+// a stream's results): a message's text parts; a task's status message and
+// its artifacts' text parts; a status update's message; an artifact
+// update's parts; joined by "\n". "" when there is none or the text is not
+// JSON.
+std::string ResultText(absl::string_view result_json);
+
+// The task state an answer ends in, lower-case and without v1.0's prefix
+// ("completed", "failed", "input-required"); "" when it names none (a
+// message).
+std::string ResultState(absl::string_view result_json);
+
+// A recorded JSON-RPC response (whole, or one event of a stream) to a
+// request with id `recorded_id`, for a new caller: its `id` set to `id`
+// (the text is parsed only when they differ), and each JSON string equal
+// to `recorded_message_id` (the recorded request's messageId, echoed in a
+// task's history) replaced by `message_id`. The bytes as they are when
+// nothing differs; text that is not a JSON object keeps its bytes but for
+// the message id.
+std::string ForCaller(absl::string_view recorded, const Json& recorded_id, const Json& id,
+                      absl::string_view recorded_message_id, absl::string_view message_id);
+
+// A scripted answer's result for `call`, in the caller's version: a message
+// from the called agent saying `text`, or (`failed`) a task in state
+// failed whose status message says it. The ids are derived from `seed`
+// (the same seed, the same bytes), but for the call's own context and task
+// ids, which are kept.
+std::string ScriptedResult(const Call& call, absl::string_view text, bool failed,
+                           absl::string_view seed);
+
+// The agent card `card_json` with each interface URL (v1.0
+// supportedInterfaces[].url; v0.3 url and additionalInterfaces[].url) set to
+// `url`, so that the client calls the agent through understudy.
+// INVALID_ARGUMENT when the text is not a JSON object.
+absl::StatusOr<std::string> CardForUrl(absl::string_view card_json, absl::string_view url);
+
+// The card of an agent that exists only as scenario rules: its name, JSON-RPC
+// interfaces for v1.0 and v0.3 (URLs empty, for CardForUrl), streaming.
+std::string ScriptedCard(absl::string_view agent);
+
+}  // namespace a2a
+}  // namespace provider
+}  // namespace understudy
+
+#endif  // UNDERSTUDY_PROVIDER_A2A_H_
