@@ -85,8 +85,8 @@ v1::TraceEvent A2aExchangeEvent(const std::string& agent, const v1::CompletionRe
       }
     }
   } else {
-    // A card, a task's state, a cancel: an exchange of the call's.
-    event.set_kind(trace::event::kExchange);
+    // A card, a task's state, a cancel: no agent's turn.
+    event.set_kind(trace::event::kA2aExchange);
     if (response != nullptr && status.ok()) *event.mutable_response() = *response;
     *event.mutable_request() = provider::WithoutRouting(request);
   }

@@ -162,6 +162,8 @@ void ReadPlan::Add(const v1::Assertion& a) {
     case v1::Assertion::kAgentSequence:
       Need(trace::event::kExchange, /*body=*/false);  // AgentOf and seq only
       Need(sim_event::kPrompt, true);    // and understudy.sim.model
+      Need(trace::event::kAgentCall, true);    // and understudy.a2a.agent
+      Need(trace::event::kAgentResult, true);
       break;
     case v1::Assertion::kPhaseTransitions:
       Need(trace::event::kPhaseTransition, true);

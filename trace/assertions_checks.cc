@@ -233,9 +233,26 @@ v1::AssertionResult AgentSequence(const v1::AgentSequenceAssertion& a, const Eve
   in.match = a.match();
   std::vector<std::string> expected(a.agents().begin(), a.agents().end());
   std::vector<absl::string_view> actual;
+  // Calls over A2A not yet answered, by called agent: the called agent's
+  // turn, its own exchanges meanwhile part of it (a replay, which answers
+  // the call from the recording, has none, and the same sequence).
+  absl::flat_hash_map<absl::string_view, int> open_calls;
   for (const EventRef& e : events) {
-    if (!IsAgentTurn(e)) continue;
-    const absl::string_view agent = AgentOf(e);
+    absl::string_view agent;
+    if (e.kind == trace::event::kAgentCall) {
+      agent = Attr(Full(e), trace::attr::kA2aAgent);
+      ++open_calls[agent];
+    } else if (e.kind == trace::event::kAgentResult) {
+      auto open = open_calls.find(Attr(Full(e), trace::attr::kA2aAgent));
+      if (open != open_calls.end() && open->second > 0) --open->second;
+      continue;
+    } else if (IsAgentTurn(e)) {
+      agent = AgentOf(e);
+      auto open = open_calls.find(agent);
+      if (open != open_calls.end() && open->second > 0) continue;
+    } else {
+      continue;
+    }
     if (a.collapse_repeats() && !actual.empty() && actual.back() == agent) continue;
     actual.push_back(agent);
     in.seqs.push_back(e.seq);

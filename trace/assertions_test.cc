@@ -668,6 +668,36 @@ TEST(AgentSequenceTest, CountsSimulatedPromptsButNotModelBackedOnesTwice) {
   EXPECT_TRUE(r.passed()) << r.explanation();
 }
 
+TEST(AgentSequenceTest, AnA2aCallIsTheCalledAgentsTurnInRecordAndReplayAlike) {
+  auto call = [](std::vector<v1::TraceEvent>* events, const std::string& kind) {
+    Add(events, kind, "orchestrator", {{"understudy.a2a.agent", "researcher"}});
+  };
+  // Recorded: the researcher's own model exchanges happen inside the call.
+  std::vector<v1::TraceEvent> recorded;
+  AddExchange(&recorded, "orchestrator", "", "q", "a");
+  Add(&recorded, "a2a_exchange", "orchestrator", {{"understudy.a2a.agent", "researcher"}});
+  call(&recorded, "agent_call");
+  AddExchange(&recorded, "researcher", "", "q", "a");
+  AddExchange(&recorded, "researcher", "", "q", "a");
+  call(&recorded, "agent_result");
+  AddExchange(&recorded, "orchestrator", "", "q", "a");
+  AddExchange(&recorded, "researcher", "", "q", "a");  // outside any call: a turn of its own
+  // Replayed: the call is answered from the recording, the researcher never runs.
+  std::vector<v1::TraceEvent> replayed;
+  AddExchange(&replayed, "orchestrator", "", "q", "a");
+  call(&replayed, "agent_call");
+  call(&replayed, "agent_result");
+  AddExchange(&replayed, "orchestrator", "", "q", "a");
+  AddExchange(&replayed, "researcher", "", "q", "a");
+  const v1::Assertion expected = Agents({"orchestrator", "researcher", "orchestrator", "researcher"},
+                                        v1::SEQUENCE_MATCH_EXACT);
+  v1::AssertionResult r = Eval(expected, recorded);
+  EXPECT_TRUE(r.passed()) << r.explanation();
+  EXPECT_THAT(Seqs(r), ElementsAre(1, 3, 7, 8));
+  r = Eval(expected, replayed);
+  EXPECT_TRUE(r.passed()) << r.explanation();
+}
+
 // A model-backed sim's tool call is traced twice — the model's tool_call and
 // the sim's sim.tool_call with the same id — and counted once.
 TEST(ToolCallsTest, CountsSimulatedToolCalls) {

@@ -39,13 +39,16 @@ inline constexpr char kUiCall[] = "ui_call";
 // an agent called another over A2A (before it is answered), and its answer
 inline constexpr char kAgentCall[] = "agent_call";
 inline constexpr char kAgentResult[] = "agent_result";
+// an A2A request that sends no message: an agent card, a task's state or
+// its cancel
+inline constexpr char kA2aExchange[] = "a2a_exchange";
 // EndRun
 inline constexpr char kRunEnded[] = "run_ended";
 // Every kind above: a custom event (Traces.Emit) may not pose as one.
 inline constexpr const char* kEngineKinds[] = {
     kRunStarted, kAgentExecution, kToolResult,     kExchange,         kMiss,   kToolCall,
     kRoutingDecision, kPhaseTransition, kWorkflowEnd, kUiCall, kAgentCall, kAgentResult,
-    kRunEnded};
+    kA2aExchange,     kRunEnded};
 }  // namespace event
 
 // Attribute keys. OpenTelemetry's GenAI conventions where one exists
