@@ -103,10 +103,11 @@ def main(path):
         ratio_row("SSE replay, 11 events, vs WireMock", f"{f['sse_short']:,.0f} events/s",
                   f"WireMock {f['wiremock_sse_short']:,.0f} events/s, first "
                   f"{f['wiremock_sse_short_ttfc'] / 1000:.2f} ms", f["sse_short"] / f["wiremock_sse_short"])
-    # The framed streams (ndjson, eventstream): the ratio is the median of
+    # The framed streams (ndjson, eventstream, a2a): the ratio is the median of
     # each round's, with its range.
     for case, name in (("ndjson", "NDJSON stream replay (Ollama), 200 lines"),
-                       ("eventstream", "Event stream replay (Bedrock), 200 frames")):
+                       ("eventstream", "Event stream replay (Bedrock), 200 frames"),
+                       ("a2a", "A2A stream replay (SendStreamingMessage), 200 events")):
         if not have(case, f"httplib_{case}", f"{case}_ratio"):
             continue
         r = f[f"{case}_ratio"]

@@ -1,4 +1,5 @@
-// The MCP JSON-RPC codec (provider/mcp.h): any text either parses into one
+// The JSON-RPC envelope (provider/jsonrpc.h) and MCP's canonical form
+// (provider/mcp.h): any text either parses into one
 // message or is refused with a JSON-RPC error code; a parsed message's
 // canonical request is a function of it; rewriting ids keeps a message
 // parseable and puts the caller's id in it.

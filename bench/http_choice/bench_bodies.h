@@ -89,6 +89,17 @@
 //     :event-type TYPE, :content-type "application/json" and :message-type
 //     "event", in that order, and the payload as is; the framing (and its
 //     CRC32s) is the server's, so this header needs no zlib.
+//   * kA2aStreamPath, kA2aStreamRequestBody: an A2A agent's JSON-RPC route
+//     (understudy serves the agent "bench" there) and the request of the
+//     A2A stream case: SendStreamingMessage (v1.0) with id 1 and a fixed
+//     messageId.
+//   * A2aStreamEvent(i) for i in [0, kA2aEventCount): the i-th SSE event of
+//     the answer to it, "data: " + one JSON-RPC response with id 1 + "\n\n",
+//     as @a2a-js/sdk's server sends them: 0 is the task, submitted
+//     ({"task":{...}}); 1..198 artifact updates whose one text part is
+//     "piece N " with N = i ({"artifactUpdate":{...}}); 199 the status
+//     update that completes it ({"statusUpdate":{...}}): 200 events, sent
+//     at once. "piece 198 " (kA2aStreamMarker) is the last piece.
 //
 // Everything here is immutable and safe to use from any thread.
 #ifndef UNDERSTUDY_BENCH_HTTP_CHOICE_BENCH_BODIES_H_
@@ -362,6 +373,38 @@ inline BedrockEvent BedrockStreamEvent(int i) {
   return {"contentBlockDelta",
           R"({"contentBlockIndex":0,"delta":{"text":"piece )" +
               std::to_string(i - 1) + R"( "}})"};
+}
+
+inline constexpr std::string_view kA2aStreamPath = "/a2a/bench";
+
+inline constexpr std::string_view kA2aStreamRequestBody =
+    R"({"jsonrpc":"2.0","method":"SendStreamingMessage","params":{"message":)"
+    R"({"messageId":"bench-message","role":"ROLE_USER","parts":[{"text":)"
+    R"("Stream the plan for the A2A benchmark."}]},"configuration":{}},"id":1})";
+
+inline constexpr int kA2aEventCount = 200;
+inline constexpr std::string_view kA2aStreamMarker = "piece 198 ";
+
+// Returns the i-th event of the A2A stream, framing included (see contract
+// above). Precondition: 0 <= i < kA2aEventCount.
+inline std::string A2aStreamEvent(int i) {
+  const std::string ids = R"("taskId":"bench-task","contextId":"bench-context")";
+  std::string result;
+  if (i == 0) {
+    result = R"({"task":{"id":"bench-task","contextId":"bench-context",)"
+             R"("status":{"state":"TASK_STATE_SUBMITTED"},"history":[{"messageId":)"
+             R"("bench-message","contextId":"bench-context","taskId":"bench-task",)"
+             R"("role":"ROLE_USER","parts":[{"text":"Stream the plan for the A2A )"
+             R"(benchmark."}]}]}})";
+  } else if (i < kA2aEventCount - 1) {
+    result = R"({"artifactUpdate":{)" + ids +
+             R"(,"artifact":{"artifactId":"plan","parts":[{"text":"piece )" +
+             std::to_string(i) + R"( "}]},"append":true}})";
+  } else {
+    result = R"({"statusUpdate":{)" + ids +
+             R"(,"status":{"state":"TASK_STATE_COMPLETED"}}})";
+  }
+  return R"(data: {"jsonrpc":"2.0","id":1,"result":)" + result + "}\n\n";
 }
 
 }  // namespace understudy::bench

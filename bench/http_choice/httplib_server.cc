@@ -29,6 +29,9 @@
 //     -> 200, application/vnd.amazon.eventstream, chunked; one event stream
 //     frame per bench::BedrockStreamEvent(0..199) (EventStreamFrame below),
 //     all at once, one chunk per frame.
+//   * POST /a2a/bench (an A2A agent; whatever the body) -> 200,
+//     text/event-stream, chunked; bench::A2aStreamEvent(0..199), all at
+//     once, one chunk per event.
 //   * GET /stream -> 200, text/event-stream, chunked; bench::SseEvent(0..19),
 //     event 0 at once, then one every 50 ms. Each open stream holds one pool
 //     thread (blocking sleep), which is how cpp-httplib streams.
@@ -214,6 +217,12 @@ int main(int argc, char** argv) {
       frames.push_back(EventStreamFrame(bench::BedrockStreamEvent(i)));
     return frames;
   }();
+  static const std::vector<std::string> a2a_events = [] {
+    std::vector<std::string> events;
+    for (int i = 0; i < bench::kA2aEventCount; ++i)
+      events.push_back(bench::A2aStreamEvent(i));
+    return events;
+  }();
   // The handler of one route: `body` as JSON, or for a body that asks for a
   // stream, `events` all at once, one chunk each (`short_events` instead
   // when the body asks for the short answer and the route has one). All
@@ -249,6 +258,11 @@ int main(int argc, char** argv) {
               [](const httplib::Request&, httplib::Response& res) {
                 SendAllAtOnce(res, "application/vnd.amazon.eventstream",
                               bedrock_frames);
+              });
+  server.Post(std::string(bench::kA2aStreamPath),
+              [](const httplib::Request&, httplib::Response& res) {
+                res.set_header("Cache-Control", "no-cache");
+                SendAllAtOnce(res, "text/event-stream", a2a_events);
               });
 
   server.Get(std::string(bench::kStreamPath), [](const httplib::Request&,
