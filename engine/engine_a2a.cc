@@ -56,8 +56,7 @@ v1::TraceEvent A2aCallEvent(const std::string& agent, const v1::CompletionReques
   event.set_agent(agent);
   auto& attrs = *event.mutable_attributes();
   CallAttributes(agent, request, &attrs);
-  const std::string& text = request.messages_size() > 0 ? request.messages(0).content() : "";
-  attrs[trace::attr::kA2aMessage] = text.substr(0, kMaxTracedValueBytes);
+  attrs[trace::attr::kA2aMessage] = a2a::CallOf(request).text.substr(0, kMaxTracedValueBytes);
   return event;
 }
 

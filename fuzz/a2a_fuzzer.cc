@@ -34,7 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!message.ok()) return 0;
   if (message->kind == jsonrpc::Message::Kind::kResponse) {
     const std::string rewritten =
-        a2a::ForCaller(text, message->id, provider::Json("caller"), "", "");
+        a2a::ForCaller(text, message->id, provider::Json("caller"), {{"m", "n"}});
     absl::StatusOr<jsonrpc::Message> again = jsonrpc::ParseMessage(rewritten);
     FUZZ_CHECK(again.ok(), "a response for a new caller still parses");
     FUZZ_CHECK(again->id == provider::Json("caller"), "the new id is the caller's");
@@ -46,8 +46,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                "a refused request names the field");
     return 0;
   }
-  const v1::CompletionRequest a = a2a::CanonicalRequest("agent", *message, *call);
-  const v1::CompletionRequest b = a2a::CanonicalRequest("agent", *message, *call);
+  const v1::CompletionRequest a = a2a::CanonicalRequest("agent", *message);
+  const v1::CompletionRequest b = a2a::CanonicalRequest("agent", *message);
   FUZZ_CHECK(provider::CanonicalText(a) == provider::CanonicalText(b),
              "the canonical request is a function of the request");
   FUZZ_CHECK(a2a::IsA2aRequest(a) && provider::IsCallRequest(a), "it is an A2A call");
@@ -59,8 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                "the client's messageId is dropped");
   }
   const a2a::Call back = a2a::CallOf(a);
-  FUZZ_CHECK(back.method == call->method && back.version == call->version,
-             "the canonical request keeps the method");
+  FUZZ_CHECK(back.method == call->method && back.version == call->version &&
+                 back.text == call->text && back.context_id == call->context_id,
+             "the canonical request keeps the method, the text and the ids");
   (void)a2a::ScriptedResult(*call, call->text, /*failed=*/true, "seed");
   return 0;
 }

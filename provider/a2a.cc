@@ -163,8 +163,7 @@ absl::StatusOr<Call> ReadCall(const jsonrpc::Message& request) {
   return call;
 }
 
-v1::CompletionRequest CanonicalRequest(absl::string_view agent, const jsonrpc::Message& request,
-                                       const Call& call) {
+v1::CompletionRequest CanonicalRequest(absl::string_view agent, const jsonrpc::Message& request) {
   v1::CompletionRequest canonical;
   canonical.set_operation(absl::StrCat(kOperationPrefix, request.method));
   canonical.set_model(std::string(agent));
@@ -174,11 +173,6 @@ v1::CompletionRequest CanonicalRequest(absl::string_view agent, const jsonrpc::M
     if (message != params.end() && message->is_object()) message->erase("messageId");
   }
   canonical.set_extra(DumpJson(params));
-  if (IsMessageMethod(call.method)) {
-    v1::Message* user = canonical.add_messages();
-    user->set_role("user");
-    user->set_content(call.text);
-  }
   return canonical;
 }
 
@@ -194,18 +188,13 @@ bool IsA2aRequest(const v1::CompletionRequest& request) {
 }
 
 Call CallOf(const v1::CompletionRequest& request) {
-  Call call = ClassifyMethod(
-      absl::string_view(request.operation()).substr(sizeof(kOperationPrefix) - 1));
-  if (request.messages_size() > 0) call.text = request.messages(0).content();
+  jsonrpc::Message message;
+  message.method =
+      std::string(absl::string_view(request.operation()).substr(sizeof(kOperationPrefix) - 1));
   absl::StatusOr<Json> params = ParseJson(request.extra(), "extra");
-  if (!params.ok() || !params->is_object()) return call;
-  if (const Json* message = FindMember(*params, "message"); message != nullptr && message->is_object()) {
-    call.context_id = StringMember(*message, "contextId");
-    call.task_id = StringMember(*message, "taskId");
-  } else if (!IsMessageMethod(call.method)) {
-    call.task_id = StringMember(*params, "id");
-  }
-  return call;
+  if (params.ok()) message.params = *std::move(params);
+  absl::StatusOr<Call> call = ReadCall(message);
+  return call.ok() ? *std::move(call) : ClassifyMethod(message.method);
 }
 
 std::string ResultText(absl::string_view result_json) {
@@ -239,7 +228,7 @@ std::string ResultState(absl::string_view result_json) {
 }
 
 std::string ForCaller(absl::string_view recorded, const Json& recorded_id, const Json& id,
-                      absl::string_view recorded_message_id, absl::string_view message_id) {
+                      const std::vector<std::pair<std::string, std::string>>& message_ids) {
   std::string out;
   absl::StatusOr<Json> parsed =
       recorded_id == id ? absl::StatusOr<Json>(absl::CancelledError()) : ParseJson(recorded, "message");
@@ -248,13 +237,14 @@ std::string ForCaller(absl::string_view recorded, const Json& recorded_id, const
   } else {
     out = std::string(recorded);
   }
-  if (!recorded_message_id.empty() && !message_id.empty() && recorded_message_id != message_id) {
-    // Ids are compared as whole JSON strings: a messageId inside another
-    // string is not an echo of it.
-    absl::StrReplaceAll({{DumpJson(Json(std::string(recorded_message_id))),
-                          DumpJson(Json(std::string(message_id)))}},
-                        &out);
+  // Ids are compared as whole JSON strings: a messageId inside another
+  // string is not an echo of it.
+  std::vector<std::pair<std::string, std::string>> quoted;
+  for (const auto& [was, is] : message_ids) {
+    if (was.empty() || is.empty() || was == is) continue;
+    quoted.emplace_back(DumpJson(Json(was)), DumpJson(Json(is)));
   }
+  if (!quoted.empty()) absl::StrReplaceAll(quoted, &out);
   return out;
 }
 

@@ -9,16 +9,14 @@
 // is provider/jsonrpc.h's.
 //
 // An A2A request is a canonical request whose operation is "a2a:" + the
-// method as sent, whose model is the called agent's name, whose extra is
-// the params without the message's client-invented messageId (a fresh UUID
-// on every call, which must never decide a match), and which, for a
-// message, holds one user message with the message's text parts:
+// method as sent, whose model is the called agent's name, and whose extra
+// is the params without the message's client-invented messageId (a fresh
+// UUID on every call, which must never decide a match):
 //
 //   {"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":
 //    {"messageId":"0b1…","role":"ROLE_USER","parts":[{"text":"find sources"}]}}}
 //     -> operation "a2a:SendMessage", model "researcher",
-//        extra {"message":{"role":"ROLE_USER","parts":[{"text":"find sources"}]}},
-//        messages [{role: user, content: "find sources"}]
+//        extra {"message":{"role":"ROLE_USER","parts":[{"text":"find sources"}]}}
 //
 // Its answer is the JSON text of the response's `result` (a stream's: the
 // array of its events' results), or its `error`.
@@ -26,6 +24,8 @@
 #define UNDERSTUDY_PROVIDER_A2A_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -75,16 +75,15 @@ Call ClassifyMethod(absl::string_view method);
 // params name no task id (v1.0 `id`, v0.3 `id`).
 absl::StatusOr<Call> ReadCall(const jsonrpc::Message& request);
 
-// The canonical request of `request` (read by ReadCall into `call`) sent to
-// agent `agent`.
-v1::CompletionRequest CanonicalRequest(absl::string_view agent, const jsonrpc::Message& request,
-                                       const Call& call);
+// The canonical request of `request` sent to agent `agent`.
+v1::CompletionRequest CanonicalRequest(absl::string_view agent, const jsonrpc::Message& request);
 
 // The canonical request of a card fetch for agent `agent`.
 v1::CompletionRequest CardRequest(absl::string_view agent);
 
 // Whether a canonical request is an A2A one; and what it asks (ReadCall of
-// its operation and content; ids as in its extra).
+// its operation and extra: the message id is gone; ClassifyMethod's alone
+// when it does not read).
 bool IsA2aRequest(const v1::CompletionRequest& request);
 Call CallOf(const v1::CompletionRequest& request);
 
@@ -103,12 +102,12 @@ std::string ResultState(absl::string_view result_json);
 // A recorded JSON-RPC response (whole, or one event of a stream) to a
 // request with id `recorded_id`, for a new caller: its `id` set to `id`
 // (the text is parsed only when they differ), and each JSON string equal
-// to `recorded_message_id` (the recorded request's messageId, echoed in a
-// task's history) replaced by `message_id`. The bytes as they are when
-// nothing differs; text that is not a JSON object keeps its bytes but for
-// the message id.
+// to the first of a pair of `message_ids` (a recorded request's messageId,
+// echoed in a task's history) replaced by the second (the caller's for
+// that request). The bytes as they are when nothing differs; text that is
+// not a JSON object keeps its bytes but for the message ids.
 std::string ForCaller(absl::string_view recorded, const Json& recorded_id, const Json& id,
-                      absl::string_view recorded_message_id, absl::string_view message_id);
+                      const std::vector<std::pair<std::string, std::string>>& message_ids);
 
 // A scripted answer's result for `call`, in the caller's version: a message
 // from the called agent saying `text`, or (`failed`) a task in state

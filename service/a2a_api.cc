@@ -22,6 +22,9 @@ using provider::Json;
 
 namespace {
 
+constexpr size_t kMaxRunsWithIds = 1024;
+constexpr size_t kMaxIdsPerRun = 4096;
+
 constexpr absl::string_view kCardNames[] = {".well-known/agent-card.json",
                                             ".well-known/agent.json"};
 
@@ -136,6 +139,21 @@ A2aApi::A2aApi(A2aApiOptions options) : options_(std::move(options)) {
 
 A2aApi::~A2aApi() = default;
 
+std::vector<std::pair<std::string, std::string>> A2aApi::CallersMessageIds(
+    const std::string& run, const std::string& recorded, const std::string& caller) {
+  absl::MutexLock lock(&ids_mu_);
+  auto it = message_ids_.find(run);
+  if (!recorded.empty() && !caller.empty() && recorded != caller) {
+    if (it == message_ids_.end()) {
+      if (message_ids_.size() >= kMaxRunsWithIds) message_ids_.erase(message_ids_.begin());
+      it = message_ids_.try_emplace(run).first;
+    }
+    if (it->second.size() < kMaxIdsPerRun) it->second.emplace_back(recorded, caller);
+  }
+  if (it == message_ids_.end()) return {};
+  return it->second;
+}
+
 std::string A2aApi::ErrorBody(absl::string_view message) {
   return jsonrpc::ErrorResponse(Json(), jsonrpc::kInvalidRequest, message);
 }
@@ -212,7 +230,7 @@ void A2aApi::Handle(engine::CallInfo call, std::string rest, HttpRequest request
     }
     pending->message = *std::move(parsed);
     pending->a2a_call = *std::move(read);
-    canonical = a2a::CanonicalRequest(name, pending->message, pending->a2a_call);
+    canonical = a2a::CanonicalRequest(name, pending->message);
     pending->event_stream =
         pending->a2a_call.method == a2a::Method::kStream && AcceptsEventStream(request);
   }
@@ -286,9 +304,11 @@ void A2aApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespon
           recorded_message_id = c->message_id;
         }
       }
-      auto rewrite = [recorded_id, id, recorded_message_id,
-                      message_id = pending->a2a_call.message_id](absl::string_view data) {
-        return a2a::ForCaller(data, recorded_id, id, recorded_message_id, message_id);
+      auto rewrite = [recorded_id, id,
+                      message_ids = CallersMessageIds(pending->call.run, recorded_message_id,
+                                                      pending->a2a_call.message_id)](
+                         absl::string_view data) {
+        return a2a::ForCaller(data, recorded_id, id, message_ids);
       };
       if (recorded.chunks_size() == 0) {
         return RespondJson(*out, 200, rewrite(recorded.response_body()));

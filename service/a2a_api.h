@@ -26,7 +26,12 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "base/env.h"
 #include "capture/redact.h"
 #include "engine/engine.h"
@@ -78,8 +83,21 @@ class A2aApi {
   // where `pending`'s client reached understudy.
   void RespondCard(const Pending& pending, absl::string_view card_json, HttpResponder& out);
 
+  // The pairs of messageIds (recorded, the caller's) run `run`'s replayed
+  // answers put back: every earlier one of the run's, and (`recorded`,
+  // `caller`) when they differ, noted first. A replayed task's history
+  // echoes the messages sent in earlier calls (GetTask after SendMessage).
+  // Bounded: the first 4096 pairs of each of the latest 1024 runs.
+  std::vector<std::pair<std::string, std::string>> CallersMessageIds(const std::string& run,
+                                                                     const std::string& recorded,
+                                                                     const std::string& caller)
+      ABSL_LOCKS_EXCLUDED(ids_mu_);
+
   A2aApiOptions options_;
   capture::Redactor default_redactor_;
+  absl::Mutex ids_mu_;
+  absl::flat_hash_map<std::string, std::vector<std::pair<std::string, std::string>>> message_ids_
+      ABSL_GUARDED_BY(ids_mu_);
 };
 
 }  // namespace service
