@@ -50,13 +50,14 @@ bool RulesAnswer(const scenario::Script& script, const std::string& agent) {
 
 }  // namespace
 
-v1::TraceEvent A2aCallEvent(const std::string& agent, const v1::CompletionRequest& request) {
+v1::TraceEvent A2aCallEvent(const std::string& agent, const v1::CompletionRequest& request,
+                            absl::string_view text) {
   v1::TraceEvent event;
   event.set_kind(trace::event::kAgentCall);
   event.set_agent(agent);
   auto& attrs = *event.mutable_attributes();
   CallAttributes(agent, request, &attrs);
-  attrs[trace::attr::kA2aMessage] = a2a::CallOf(request).text.substr(0, kMaxTracedValueBytes);
+  attrs[trace::attr::kA2aMessage] = std::string(text.substr(0, kMaxTracedValueBytes));
   return event;
 }
 
@@ -74,13 +75,14 @@ v1::TraceEvent A2aExchangeEvent(const std::string& agent, const v1::CompletionRe
     attrs[trace::attr::kErrorType] = absl::StatusCodeToString(status.code());
     attrs[trace::attr::kError] = std::string(status.message().substr(0, kMaxTracedValueBytes));
   }
-  if (IsMessage(a2a::CallOf(request))) {
+  if (IsMessage(a2a::ClassifyMethod(MethodOf(request)))) {
     event.set_kind(trace::event::kAgentResult);
     if (response != nullptr && status.ok()) {
-      const std::string& result = response->message().content();
-      attrs[trace::attr::kA2aResult] = a2a::ResultText(result).substr(0, kMaxTracedValueBytes);
-      if (std::string state = a2a::ResultState(result); !state.empty()) {
-        attrs[trace::attr::kA2aTaskState] = std::move(state);
+      // The canonical answer holds the result's text and its task's state
+      // (a2a::CanonicalAnswer).
+      attrs[trace::attr::kA2aResult] = response->message().content().substr(0, kMaxTracedValueBytes);
+      if (!response->finish_reason().empty()) {
+        attrs[trace::attr::kA2aTaskState] = response->finish_reason();
       }
     }
   } else {
@@ -102,7 +104,7 @@ absl::StatusOr<Decision> Engine::DecideA2a(const std::shared_ptr<RunState>& run,
   Decision decision;
   decision.speed = options_.speed;
   TraceAttributes attrs;
-  if (IsMessage(a2a_call)) run->Emit(A2aCallEvent(call.agent, request));
+  if (IsMessage(a2a_call)) run->Emit(A2aCallEvent(call.agent, request, a2a_call.text));
 
   // 1. A2A rules.
   if (IsMessage(a2a_call)) {
@@ -124,18 +126,16 @@ absl::StatusOr<Decision> Engine::DecideA2a(const std::shared_ptr<RunState>& run,
           break;
         case scenario::Step::Kind::kRespond:
           attrs.emplace_back(trace::attr::kAction, "respond");
-          answer = internal::ContentExchange(
-              a2a::ScriptedResult(a2a_call, step.respond->content, /*failed=*/false, seed),
-              "assistant");
+          answer = std::make_shared<v1::Exchange>(
+              a2a::ScriptedExchange(a2a_call, step.respond->content, /*failed=*/false, seed));
           break;
         case scenario::Step::Kind::kError:
           attrs.emplace_back(trace::attr::kAction, "error");
           answer = step.error->jsonrpc_code.has_value()
                        ? internal::JsonRpcErrorExchange(*step.error->jsonrpc_code,
                                                         step.error->message)
-                       : internal::ContentExchange(a2a::ScriptedResult(a2a_call, step.error->message,
-                                                                       /*failed=*/true, seed),
-                                                   "assistant");
+                       : std::make_shared<v1::Exchange>(a2a::ScriptedExchange(
+                             a2a_call, step.error->message, /*failed=*/true, seed));
           break;
         case scenario::Step::Kind::kHang: {
           attrs.emplace_back(trace::attr::kAction, "hang");
@@ -174,8 +174,7 @@ absl::StatusOr<Decision> Engine::DecideA2a(const std::shared_ptr<RunState>& run,
 
   // 3. The card of an agent only rules answer.
   if (scripted_card) {
-    std::shared_ptr<v1::Exchange> answer =
-        internal::ContentExchange(a2a::ScriptedCard(request.model()), "assistant");
+    auto answer = std::make_shared<v1::Exchange>(a2a::ScriptedCardExchange(request.model()));
     US_RETURN_IF_ERROR(run->Answered(A2aExchangeEvent(call.agent, request, &answer->response(),
                                                       absl::OkStatus(), AnswerSource::kRule, 0,
                                                       attrs)));

@@ -1,6 +1,6 @@
 // What the engine's answers to MCP and A2A calls share (engine_mcp.cc,
-// engine_a2a.cc): the recording or the upstream, and scripted answers as
-// exchanges.
+// engine_a2a.cc): the recording or the upstream, and a scripted JSON-RPC
+// error as an exchange.
 #include <utility>
 
 #include "base/status_macros.h"
@@ -12,14 +12,6 @@ namespace understudy {
 namespace engine {
 
 namespace internal {
-
-std::shared_ptr<v1::Exchange> ContentExchange(std::string content, absl::string_view role) {
-  auto exchange = std::make_shared<v1::Exchange>();
-  v1::Message* message = exchange->mutable_response()->mutable_message();
-  message->set_role(std::string(role));
-  message->set_content(std::move(content));
-  return exchange;
-}
 
 std::shared_ptr<v1::Exchange> JsonRpcErrorExchange(int code, absl::string_view message) {
   auto exchange = std::make_shared<v1::Exchange>();

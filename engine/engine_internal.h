@@ -23,11 +23,8 @@ namespace internal {
 // digits. Reads `index` only; thread-safe. Defined in engine_decide.cc.
 std::string MatchKeyForLog(const matching::SessionIndex* index, const v1::CompletionRequest& request);
 
-// A scripted answer to an MCP or A2A call as an exchange: the JSON text of
-// a JSON-RPC result as the message's content, in `role`'s message; or a
-// JSON-RPC error, its code kept (StatusFromRecorded reads it). Defined in
-// engine_calls.cc.
-std::shared_ptr<v1::Exchange> ContentExchange(std::string content, absl::string_view role);
+// A scripted JSON-RPC error to an MCP or A2A call as an exchange, its code
+// kept (StatusFromRecorded reads it). Defined in engine_calls.cc.
 std::shared_ptr<v1::Exchange> JsonRpcErrorExchange(int code, absl::string_view message);
 
 }  // namespace internal

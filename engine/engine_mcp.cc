@@ -61,8 +61,13 @@ nlohmann::json TextResult(absl::string_view text, bool is_error) {
   return result;
 }
 
+// An answer built as an exchange: the result JSON as a tool message.
 std::shared_ptr<v1::Exchange> ResultExchange(const nlohmann::json& result) {
-  return internal::ContentExchange(Dump(result), "tool");
+  auto exchange = std::make_shared<v1::Exchange>();
+  v1::Message* message = exchange->mutable_response()->mutable_message();
+  message->set_role("tool");
+  message->set_content(Dump(result));
+  return exchange;
 }
 
 // What the scenario's mock_tools answer for `method`, or null when they

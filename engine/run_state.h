@@ -413,7 +413,9 @@ v1::TraceEvent McpExchangeEvent(const std::string& agent, const v1::CompletionRe
 // The trace events of an A2A call (engine_a2a.cc): agent_call, before it is
 // answered (a message's); and the answer's: agent_result for a message,
 // a2a_exchange for any other method (a card, a task's state).
-v1::TraceEvent A2aCallEvent(const std::string& agent, const v1::CompletionRequest& request);
+// `text` is the message's.
+v1::TraceEvent A2aCallEvent(const std::string& agent, const v1::CompletionRequest& request,
+                            absl::string_view text);
 v1::TraceEvent A2aExchangeEvent(const std::string& agent, const v1::CompletionRequest& request,
                                 const v1::CompletionResponse* response, const absl::Status& status,
                                 AnswerSource source, int64_t exchange_seq,

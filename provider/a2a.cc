@@ -227,6 +227,15 @@ std::string ResultState(absl::string_view result_json) {
   return state;
 }
 
+bool ChangesForCaller(const Json& recorded_id, const Json& id,
+                      const std::vector<std::pair<std::string, std::string>>& message_ids) {
+  if (recorded_id != id) return true;
+  for (const auto& [was, is] : message_ids) {
+    if (!was.empty() && !is.empty() && was != is) return true;
+  }
+  return false;
+}
+
 std::string ForCaller(absl::string_view recorded, const Json& recorded_id, const Json& id,
                       const std::vector<std::pair<std::string, std::string>>& message_ids) {
   std::string out;
@@ -283,6 +292,46 @@ std::string ScriptedResult(const Call& call, absl::string_view text, bool failed
   Json result = Json::object();
   result["task"] = std::move(task);
   return DumpJson(result);
+}
+
+v1::CompletionResponse CanonicalAnswer(absl::string_view result_json) {
+  v1::CompletionResponse answer;
+  answer.mutable_message()->set_role("assistant");
+  answer.mutable_message()->set_content(ResultText(result_json));
+  answer.set_finish_reason(ResultState(result_json));
+  return answer;
+}
+
+v1::Exchange ScriptedExchange(const Call& call, absl::string_view text, bool failed,
+                              absl::string_view seed) {
+  const std::string result = ScriptedResult(call, text, failed, seed);
+  v1::Exchange exchange;
+  *exchange.mutable_response() = CanonicalAnswer(result);
+  v1::NativeExchange* native = exchange.mutable_native();
+  native->set_provider("a2a");
+  native->set_status(200);
+  std::string body = jsonrpc::ResultResponse(Json(), result);
+  if (call.method == Method::kStream) {
+    native->set_content_type("text/event-stream");
+    native->add_chunks()->set_data(std::move(body));
+  } else {
+    native->set_content_type("application/json");
+    native->set_response_body(std::move(body));
+  }
+  return exchange;
+}
+
+v1::Exchange ScriptedCardExchange(absl::string_view agent) {
+  v1::Exchange exchange;
+  std::string card = ScriptedCard(agent);
+  exchange.mutable_response()->mutable_message()->set_role("assistant");
+  exchange.mutable_response()->mutable_message()->set_content(card);
+  v1::NativeExchange* native = exchange.mutable_native();
+  native->set_provider("a2a");
+  native->set_status(200);
+  native->set_content_type("application/json");
+  native->set_response_body(std::move(card));
+  return exchange;
 }
 
 absl::StatusOr<std::string> CardForUrl(absl::string_view card_json, absl::string_view url) {

@@ -18,8 +18,11 @@
 //     -> operation "a2a:SendMessage", model "researcher",
 //        extra {"message":{"role":"ROLE_USER","parts":[{"text":"find sources"}]}}
 //
-// Its answer is the JSON text of the response's `result` (a stream's: the
-// array of its events' results), or its `error`.
+// Its canonical answer (CanonicalAnswer) is the text the result carries and
+// the state of its task; the recorded bytes are the exchange's native ones,
+// and so are a scripted answer's (ScriptedExchange): every answer is
+// replayed by putting the caller's ids in recorded bytes (ForCaller). A
+// JSON-RPC error is the exchange's `error`.
 #ifndef UNDERSTUDY_PROVIDER_A2A_H_
 #define UNDERSTUDY_PROVIDER_A2A_H_
 
@@ -32,6 +35,7 @@
 #include "provider/json_util.h"
 #include "provider/jsonrpc.h"
 #include "understudy/v1/completion.pb.h"
+#include "understudy/v1/understudy.pb.h"
 
 namespace understudy {
 namespace provider {
@@ -109,6 +113,11 @@ std::string ResultState(absl::string_view result_json);
 std::string ForCaller(absl::string_view recorded, const Json& recorded_id, const Json& id,
                       const std::vector<std::pair<std::string, std::string>>& message_ids);
 
+// The canonical answer of a result (the JSON text of a response's result,
+// or of the array of a stream's results): ResultText as the message's
+// content (role "assistant"), ResultState as the finish reason.
+v1::CompletionResponse CanonicalAnswer(absl::string_view result_json);
+
 // A scripted answer's result for `call`, in the caller's version: a message
 // from the called agent saying `text`, or (`failed`) a task in state
 // failed whose status message says it. The ids are derived from `seed`
@@ -117,6 +126,13 @@ std::string ForCaller(absl::string_view recorded, const Json& recorded_id, const
 std::string ScriptedResult(const Call& call, absl::string_view text, bool failed,
                            absl::string_view seed);
 
+// ScriptedResult's answer as a recording of it would hold it: its
+// CanonicalAnswer, and a native exchange (provider "a2a") whose bytes are a
+// JSON-RPC response with a null id (ForCaller gives it the caller's),
+// whole, or for a kStream call the one event of a stream.
+v1::Exchange ScriptedExchange(const Call& call, absl::string_view text, bool failed,
+                              absl::string_view seed);
+
 // The agent card `card_json` with each interface URL (v1.0
 // supportedInterfaces[].url; v0.3 url and additionalInterfaces[].url) set to
 // `url`, so that the client calls the agent through understudy.
@@ -124,8 +140,14 @@ std::string ScriptedResult(const Call& call, absl::string_view text, bool failed
 absl::StatusOr<std::string> CardForUrl(absl::string_view card_json, absl::string_view url);
 
 // The card of an agent that exists only as scenario rules: its name, JSON-RPC
-// interfaces for v1.0 and v0.3 (URLs empty, for CardForUrl), streaming.
+// interfaces for v1.0 and v0.3 (URLs empty, for CardForUrl), streaming; as
+// an exchange, the card is the native response body and the content.
 std::string ScriptedCard(absl::string_view agent);
+v1::Exchange ScriptedCardExchange(absl::string_view agent);
+
+// Whether ForCaller would change anything for these arguments.
+bool ChangesForCaller(const Json& recorded_id, const Json& id,
+                      const std::vector<std::pair<std::string, std::string>>& message_ids);
 
 }  // namespace a2a
 }  // namespace provider

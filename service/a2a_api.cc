@@ -286,49 +286,52 @@ void A2aApi::Answer(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespon
   }
   if (const auto* reply = decision.As<engine::ReplyFromExchange>()) {
     const v1::Exchange& ex = *reply->exchange;
-    const bool native = ex.has_native() && ex.native().provider() == "a2a";
-    if (pending->card) {
-      return RespondCard(*pending, native ? ex.native().response_body()
-                                          : ex.response().message().content(),
-                         *out);
+    // Recorded and scripted answers alike hold their bytes (a2a.h).
+    if (!ex.has_native() || ex.native().provider() != "a2a") {
+      if (ex.has_error()) {
+        return RespondJson(*out, 200,
+                           jsonrpc::ErrorResponse(id, ex.error().code() < 0 ? ex.error().code()
+                                                                            : jsonrpc::kInternalError,
+                                                  ex.error().message()));
+      }
+      return error(absl::InternalError(
+          absl::StrCat("the answer to this A2A ", pending->card ? "card fetch" : "request",
+                       " holds no A2A bytes (it was recorded over another API)")));
     }
-    if (native) {
-      const v1::NativeExchange& recorded = ex.native();
-      // The recorded request's id and messageId, which the answer carries.
-      Json recorded_id;
-      std::string recorded_message_id;
-      if (absl::StatusOr<jsonrpc::Message> m = jsonrpc::ParseMessage(recorded.request_body());
-          m.ok()) {
-        recorded_id = m->id;
-        if (absl::StatusOr<a2a::Call> c = a2a::ReadCall(*m); c.ok()) {
-          recorded_message_id = c->message_id;
-        }
+    const v1::NativeExchange& recorded = ex.native();
+    if (pending->card) return RespondCard(*pending, recorded.response_body(), *out);
+    // The recorded request's id and messageId, which the answer carries.
+    Json recorded_id;
+    std::string recorded_message_id;
+    if (absl::StatusOr<jsonrpc::Message> m = jsonrpc::ParseMessage(recorded.request_body());
+        m.ok()) {
+      recorded_id = m->id;
+      if (absl::StatusOr<a2a::Call> c = a2a::ReadCall(*m); c.ok()) {
+        recorded_message_id = c->message_id;
       }
-      auto rewrite = [recorded_id, id,
-                      message_ids = CallersMessageIds(pending->call.run, recorded_message_id,
-                                                      pending->a2a_call.message_id)](
-                         absl::string_view data) {
-        return a2a::ForCaller(data, recorded_id, id, message_ids);
-      };
-      if (recorded.chunks_size() == 0) {
-        return RespondJson(*out, 200, rewrite(recorded.response_body()));
-      }
-      if (!pending->event_stream) {
-        return RespondJson(*out, 200, rewrite(recorded.chunks(recorded.chunks_size() - 1).data()));
-      }
-      out->StartStream(200, {{"content-type", kEventStreamType}, {"cache-control", "no-cache"}});
-      out->WriteFrom(std::make_shared<RecordedEvents>(reply->keepalive, recorded, std::move(rewrite),
-                                                      "", options_.env->Now(), decision.speed));
-      return out->End();
     }
-    std::string body = ex.has_error()
-                           ? jsonrpc::ErrorResponse(id, ex.error().code() < 0 ? ex.error().code()
-                                                                              : jsonrpc::kInternalError,
-                                                    ex.error().message())
-                           : jsonrpc::ResultResponse(id, ex.response().message().content());
-    if (!pending->event_stream) return RespondJson(*out, 200, std::move(body));
+    std::vector<std::pair<std::string, std::string>> message_ids =
+        CallersMessageIds(pending->call.run, recorded_message_id, pending->a2a_call.message_id);
+    const bool rewrite = a2a::ChangesForCaller(recorded_id, id, message_ids);
+    auto for_caller = [recorded_id, id, message_ids = std::move(message_ids),
+                       rewrite](absl::string_view data) {
+      return rewrite ? a2a::ForCaller(data, recorded_id, id, message_ids) : std::string(data);
+    };
+    if (recorded.chunks_size() == 0) {
+      return RespondJson(*out, 200, for_caller(recorded.response_body()));
+    }
+    if (!pending->event_stream) {
+      return RespondJson(*out, 200, for_caller(recorded.chunks(recorded.chunks_size() - 1).data()));
+    }
     out->StartStream(200, {{"content-type", kEventStreamType}, {"cache-control", "no-cache"}});
-    out->Write(SseFrame("", body));
+    if (rewrite) {
+      out->WriteFrom(std::make_shared<RecordedEvents>(reply->keepalive, recorded,
+                                                      std::move(for_caller), "",
+                                                      options_.env->Now(), decision.speed));
+    } else {
+      out->WriteFrom(std::make_shared<RecordedEvents>(reply->keepalive, recorded, nullptr, "",
+                                                      options_.env->Now(), decision.speed));
+    }
     return out->End();
   }
   auto* forward = decision.As<engine::ForwardUpstream>();
@@ -371,7 +374,7 @@ void A2aApi::Forward(std::shared_ptr<Pending> pending, std::shared_ptr<HttpRespo
     relay.stored_body = pending->stored_body;
     relay.client_takes_stream = pending->event_stream;
     relay.events = StreamEvents::kEveryEventResponds;
-    relay.role = "assistant";
+    relay.canonical_answer = a2a::CanonicalAnswer;
     observer = std::make_shared<JsonRpcRelay>(
         std::move(relay), std::move(pending->decision.As<engine::ForwardUpstream>()->ticket),
         options_.engine, out, options_.env);

@@ -107,7 +107,8 @@ std::optional<HttpPiece> RecordedEvents::Next() {
   const v1::NativeChunk& chunk = native_.chunks(next_++);
   const absl::Time at = speed_ > 0 ? start_ + absl::Microseconds(chunk.offset_micros() / speed_)
                                    : absl::InfinitePast();
-  return HttpPiece{SseFrame(event_, rewrite_(chunk.data())), at};
+  return HttpPiece{rewrite_ ? SseFrame(event_, rewrite_(chunk.data())) : SseFrame(event_, chunk.data()),
+                   at};
 }
 
 JsonRpcRelay::JsonRpcRelay(JsonRpcRelayOptions options,
@@ -237,6 +238,8 @@ absl::Status JsonRpcRelay::Outcome(absl::Status status, v1::Exchange* exchange,
   if (outcome.is_error) {
     exchange->mutable_error()->set_code(outcome.code);
     exchange->mutable_error()->set_message(outcome.message);
+  } else if (options_.canonical_answer) {
+    *exchange->mutable_response() = options_.canonical_answer(outcome.result_json);
   } else {
     v1::Message* message = exchange->mutable_response()->mutable_message();
     message->set_role(options_.role);

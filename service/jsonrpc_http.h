@@ -72,8 +72,9 @@ class IgnoreAnswer : public upstream::UpstreamHttpObserver {
 };
 
 // A recorded stream's events (`native`'s chunks) sent again, each through
-// `rewrite` (the caller's ids) and framed by SseFrame(`event`, …) as the
-// client reads, paced by its recorded offset when `speed` > 0.
+// `rewrite` (the caller's ids; none when empty) and framed by
+// SseFrame(`event`, …) as the client reads, paced by its recorded offset
+// when `speed` > 0.
 class RecordedEvents final : public HttpSource {
  public:
   // `native` lives as long as `keepalive`.
@@ -121,7 +122,10 @@ struct JsonRpcRelayOptions {
   StreamEvents events = StreamEvents::kNotificationsThenResponse;
   // The SSE event name the client's stream uses ("" for none).
   std::string sse_event;
-  // The canonical answer's role.
+  // The canonical answer of a result's JSON text (a stream's: the array of
+  // its events' results); empty: the text itself as the content of a
+  // message in `role`.
+  std::function<v1::CompletionResponse(absl::string_view result_json)> canonical_answer;
   std::string role = "tool";
   // Called with each header of the upstream's answer, on the relay's
   // thread; may be empty.
