@@ -513,6 +513,15 @@ class Engine {
   // later source may answer); in any mode but replay, a ticket to forward
   // with `attrs` (moved into it). Sets `decision` and returns true when one
   // of them answers; false leaves both untouched.
+  // The other step they share (engine_calls.cc): `decision` (its delay and
+  // speed kept) for a call a rule answers with `answer`, an exchange
+  // (a JSON-RPC error one too) traced as the call's answer with `attrs`;
+  // or, null, a call held until released (hang), traced as such.
+  absl::StatusOr<Decision> CallAnsweredByRule(const std::shared_ptr<RunState>& run,
+                                              const CallInfo& call,
+                                              const v1::CompletionRequest& request,
+                                              std::shared_ptr<v1::Exchange> answer,
+                                              const TraceAttributes& attrs, Decision decision);
   absl::StatusOr<bool> RecordingOrUpstream(const std::shared_ptr<RunState>& run,
                                            const CallInfo& call,
                                            const v1::CompletionRequest& request, bool quiet,

@@ -137,30 +137,18 @@ absl::StatusOr<Decision> Engine::DecideA2a(const std::shared_ptr<RunState>& run,
                        : std::make_shared<v1::Exchange>(a2a::ScriptedExchange(
                              a2a_call, step.error->message, /*failed=*/true, seed));
           break;
-        case scenario::Step::Kind::kHang: {
+        case scenario::Step::Kind::kHang:
           attrs.emplace_back(trace::attr::kAction, "hang");
           attrs.emplace_back(trace::attr::kErrorType, "DEADLINE_EXCEEDED");
-          US_RETURN_IF_ERROR(run->Answered(A2aExchangeEvent(
-              call.agent, request, nullptr, absl::OkStatus(), AnswerSource::kRule, 0, attrs)));
-          decision.what = HangUntilReleased{run->NewHang(call.deadline)};
-          decision.source = AnswerSource::kRule;
-          return decision;
-        }
+          return CallAnsweredByRule(run, call, request, nullptr, attrs, std::move(decision));
         default:
           // Model-only actions (disconnect, from_session): the validator
           // refuses them in A2A rules.
           break;
       }
       if (answer != nullptr) {
-        const absl::Status status =
-            answer->has_error() ? StatusFromRecorded(answer->error()) : absl::OkStatus();
-        US_RETURN_IF_ERROR(run->Answered(A2aExchangeEvent(
-            call.agent, request, answer->has_error() ? nullptr : &answer->response(), status,
-            AnswerSource::kRule, 0, attrs)));
-        const v1::Exchange* reply = answer.get();
-        decision.what = ReplyFromExchange{std::move(answer), reply};
-        decision.source = AnswerSource::kRule;
-        return decision;
+        return CallAnsweredByRule(run, call, request, std::move(answer), attrs,
+                                  std::move(decision));
       }
     }
   }
@@ -174,14 +162,9 @@ absl::StatusOr<Decision> Engine::DecideA2a(const std::shared_ptr<RunState>& run,
 
   // 3. The card of an agent only rules answer.
   if (scripted_card) {
-    auto answer = std::make_shared<v1::Exchange>(a2a::ScriptedCardExchange(request.model()));
-    US_RETURN_IF_ERROR(run->Answered(A2aExchangeEvent(call.agent, request, &answer->response(),
-                                                      absl::OkStatus(), AnswerSource::kRule, 0,
-                                                      attrs)));
-    const v1::Exchange* reply = answer.get();
-    decision.what = ReplyFromExchange{std::move(answer), reply};
-    decision.source = AnswerSource::kRule;
-    return decision;
+    return CallAnsweredByRule(
+        run, call, request, std::make_shared<v1::Exchange>(a2a::ScriptedCardExchange(request.model())),
+        attrs, std::move(decision));
   }
 
   // 4. A miss.

@@ -49,5 +49,28 @@ absl::StatusOr<bool> Engine::RecordingOrUpstream(const std::shared_ptr<RunState>
   return false;
 }
 
+absl::StatusOr<Decision> Engine::CallAnsweredByRule(const std::shared_ptr<RunState>& run,
+                                                   const CallInfo& call,
+                                                   const v1::CompletionRequest& request,
+                                                   std::shared_ptr<v1::Exchange> answer,
+                                                   const TraceAttributes& attrs,
+                                                   Decision decision) {
+  decision.source = AnswerSource::kRule;
+  if (answer == nullptr) {
+    US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request, nullptr, absl::OkStatus(),
+                                                   AnswerSource::kRule, 0, false, attrs)));
+    decision.what = HangUntilReleased{run->NewHang(call.deadline)};
+    return decision;
+  }
+  const absl::Status status =
+      answer->has_error() ? StatusFromRecorded(answer->error()) : absl::OkStatus();
+  US_RETURN_IF_ERROR(run->Answered(ExchangeEvent(call.agent, request,
+                                                 answer->has_error() ? nullptr : &answer->response(),
+                                                 status, AnswerSource::kRule, 0, false, attrs)));
+  const v1::Exchange* reply = answer.get();
+  decision.what = ReplyFromExchange{std::move(answer), reply};
+  return decision;
+}
+
 }  // namespace engine
 }  // namespace understudy

@@ -261,30 +261,18 @@ absl::StatusOr<Decision> Engine::DecideMcp(const std::shared_ptr<RunState>& run,
                        ? internal::JsonRpcErrorExchange(*step.error->jsonrpc_code, step.error->message)
                        : ResultExchange(TextResult(step.error->message, true));
           break;
-        case scenario::Step::Kind::kHang: {
+        case scenario::Step::Kind::kHang:
           attrs.emplace_back(trace::attr::kAction, "hang");
           attrs.emplace_back(trace::attr::kErrorType, "DEADLINE_EXCEEDED");
-          US_RETURN_IF_ERROR(run->Answered(McpExchangeEvent(call.agent, request, nullptr,
-                                                            absl::OkStatus(), AnswerSource::kRule, 0, attrs)));
-          decision.what = HangUntilReleased{run->NewHang(call.deadline)};
-          decision.source = AnswerSource::kRule;
-          return decision;
-        }
+          return CallAnsweredByRule(run, call, request, nullptr, attrs, std::move(decision));
         default:
           // Model-only actions (disconnect, from_session): the validator
           // refuses them in tool rules.
           break;
       }
       if (answer != nullptr) {
-        const absl::Status status =
-            answer->has_error() ? StatusFromRecorded(answer->error()) : absl::OkStatus();
-        US_RETURN_IF_ERROR(run->Answered(McpExchangeEvent(
-            call.agent, request, answer->has_error() ? nullptr : &answer->response(), status,
-            AnswerSource::kRule, 0, attrs)));
-        const v1::Exchange* reply = answer.get();
-        decision.what = ReplyFromExchange{std::move(answer), reply};
-        decision.source = AnswerSource::kRule;
-        return decision;
+        return CallAnsweredByRule(run, call, request, std::move(answer), attrs,
+                                  std::move(decision));
       }
     }
   }
