@@ -41,6 +41,23 @@ absl::string_view SourceName(AnswerSource source) {
   return "";
 }
 
+const char* ModeName(v1::RunMode mode) {
+  switch (mode) {
+    case v1::RUN_MODE_RECORD:
+      return "record";
+    case v1::RUN_MODE_REPLAY:
+      return "replay";
+    case v1::RUN_MODE_PASSTHROUGH:
+      return "passthrough";
+    case v1::RUN_MODE_ONCE:
+      return "once";
+    case v1::RUN_MODE_NEW:
+      return "new";
+    default:
+      return "unspecified";
+  }
+}
+
 namespace {
 
 constexpr absl::string_view kRunIdChars =
@@ -59,22 +76,6 @@ absl::Status ValidateRunId(absl::string_view id) {
   return absl::OkStatus();
 }
 
-const char* ModeName(v1::RunMode mode) {
-  switch (mode) {
-    case v1::RUN_MODE_RECORD:
-      return "record";
-    case v1::RUN_MODE_REPLAY:
-      return "replay";
-    case v1::RUN_MODE_PASSTHROUGH:
-      return "passthrough";
-    case v1::RUN_MODE_ONCE:
-      return "once";
-    case v1::RUN_MODE_NEW:
-      return "new";
-    default:
-      return "unspecified";
-  }
-}
 
 // The script of runs without a scenario: no rules, nothing to extract.
 const std::shared_ptr<const scenario::Script>& EmptyScript() {
@@ -590,6 +591,11 @@ absl::StatusOr<std::pair<std::shared_ptr<const scenario::Script>, std::string>> 
     return std::make_pair(std::shared_ptr<const scenario::Script>(), run->id());
   }
   return std::make_pair(run->script_, run->id());
+}
+
+int64_t Engine::ActiveRunCount() {
+  absl::ReaderMutexLock lock(&runs_mu_);
+  return static_cast<int64_t>(runs_.size());
 }
 
 }  // namespace engine

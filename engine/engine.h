@@ -63,6 +63,7 @@
 #include "engine/response_chain.h"
 #include "matching/normalize.h"
 #include "matching/session_index.h"
+#include "metrics/metrics.h"
 #include "scenario/script.h"
 #include "store/store.h"
 #include "understudy/v1/understudy.pb.h"
@@ -74,6 +75,9 @@ namespace engine {
 struct EngineOptions {
   // Required. Not owned; must outlive the engine.
   store::Store* store = nullptr;
+  // Where requests and upstream errors are counted; null for nowhere. Not
+  // owned; must outlive the engine.
+  metrics::Metrics* metrics = nullptr;
   // Where Complete and StreamComplete forward; nullptr when none is
   // configured. Not owned; must outlive the engine.
   upstream::ModelUpstream* upstream = nullptr;
@@ -145,6 +149,9 @@ struct CallInfo {
   // Passed through to the upstream in record/passthrough; never stored.
   std::vector<std::pair<std::string, std::string>> forward_headers;
   absl::Time deadline = absl::InfiniteFuture();
+  // The API the call came over, for the metrics (metrics/metrics.h): a
+  // codec's name ("openai", …), "mcp", "a2a", "grpc"; "" when unknown.
+  absl::string_view api;
   // What the adapter knows of the call that its model request's exchange
   // event should say (the HTTP API it came over), added to that event. Not
   // names the engine sets itself (gen_ai.*, understudy.*).
@@ -198,6 +205,8 @@ class ForwardTicket {
 
   std::shared_ptr<RunState> run_;
   std::string agent_;
+  // CallInfo::api, for the metrics.
+  absl::string_view api_;
   v1::CompletionRequest request_;
   absl::Time start_;
   bool streamed_ = false;
@@ -272,6 +281,10 @@ enum class AnswerSource {
 // "recording", "closest_recording", "playbook", "mock_tools", "rule",
 // "default", "upstream": the strings the trace has always carried.
 absl::string_view SourceName(AnswerSource source);
+
+// A run mode's name as the trace and the metrics give it: "record",
+// "replay", "passthrough", "once", "new" ("unspecified" for none).
+const char* ModeName(v1::RunMode mode);
 
 // The cases of a Decision (what answers the request).
 //
@@ -417,8 +430,13 @@ class Engine {
   // run), NOT_FOUND (unknown run; a strict miss, with the report),
   // FAILED_PRECONDITION (ended run), and store errors creating a new mode's
   // version. The trace event of a recording is emitted here.
+  // Each decision, and each request refused, is counted in
+  // EngineOptions::metrics (understudy_requests_total).
   absl::StatusOr<Decision> Decide(const CallInfo& call, const v1::CompletionRequest& request,
                                   bool streamed);
+
+  // Runs started and not yet ended.
+  int64_t ActiveRunCount() ABSL_LOCKS_EXCLUDED(runs_mu_);
 
   // Completes a forwarded request. `exchange` holds what the upstream
   // answered: response, chunks (with offsets), native; the engine fills in
@@ -503,6 +521,9 @@ class Engine {
   // the upstream, mock_tools, a miss. Never counts an iteration.
   absl::StatusOr<Decision> DecideMcp(const std::shared_ptr<RunState>& run, const CallInfo& call,
                                      const v1::CompletionRequest& request);
+  // Decide's work once the run is found (engine_decide.cc).
+  absl::StatusOr<Decision> DecideInRun(const std::shared_ptr<RunState>& run, const CallInfo& given,
+                                       const v1::CompletionRequest& request, bool streamed);
   // Decide for an A2A request (engine_a2a.cc): A2A rules, the recording or
   // the upstream, a scripted agent card, a miss. Traces a message's
   // agent_call before it is answered. Never counts an iteration.

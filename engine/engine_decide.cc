@@ -356,10 +356,40 @@ absl::Status Engine::MissStep(RunState& run, const CallInfo& call,
   return absl::OkStatus();
 }
 
+namespace {
+
+// What answered, as understudy_requests_total's `source` says it.
+absl::string_view OutcomeName(const absl::StatusOr<Decision>& decided) {
+  if (!decided.ok()) {
+    const bool miss = absl::IsNotFound(decided.status()) &&
+                      decided.status().GetPayload(kMissPayloadUrl).has_value();
+    return miss ? "miss" : "error";
+  }
+  if (decided->As<MissAfterDelay>() != nullptr) return "miss";
+  return SourceName(decided->source);
+}
+
+}  // namespace
+
 absl::StatusOr<Decision> Engine::Decide(const CallInfo& given,
                                         const v1::CompletionRequest& request, bool streamed) {
-  US_RETURN_IF_ERROR(capture::ValidateRequest(request));
-  US_ASSIGN_OR_RETURN(std::shared_ptr<RunState> run, FindActiveRun(given));
+  absl::Status valid = capture::ValidateRequest(request);
+  absl::StatusOr<std::shared_ptr<RunState>> run =
+      valid.ok() ? FindActiveRun(given) : absl::StatusOr<std::shared_ptr<RunState>>(valid);
+  if (!run.ok()) {
+    if (options_.metrics != nullptr) options_.metrics->CountRequest(given.api, "none", "error");
+    return run.status();
+  }
+  absl::StatusOr<Decision> decided = DecideInRun(*run, given, request, streamed);
+  if (options_.metrics != nullptr) {
+    options_.metrics->CountRequest(given.api, ModeName((*run)->mode()), OutcomeName(decided));
+  }
+  return decided;
+}
+
+absl::StatusOr<Decision> Engine::DecideInRun(const std::shared_ptr<RunState>& run,
+                                             const CallInfo& given,
+                                             const v1::CompletionRequest& request, bool streamed) {
   const scenario::Script& script = run->script();
   // Unmodified traffic names no agent: the scenario's `agents` may.
   std::optional<CallInfo> named;

@@ -31,6 +31,7 @@ absl::StatusOr<std::unique_ptr<ForwardTicket>> Engine::NewTicket(
     const v1::CompletionRequest& request, bool streamed) {
   std::unique_ptr<ForwardTicket> ticket(new ForwardTicket());
   ticket->agent_ = call.agent;
+  ticket->api_ = call.api;
   ticket->request_ = provider::WithoutRouting(request);
   ticket->start_ = options_.env->Now();
   ticket->streamed_ = streamed;
@@ -65,6 +66,10 @@ void Engine::FinishForward(std::unique_ptr<ForwardTicket> ticket, v1::Exchange e
   }
   const absl::Status traced =
       status.ok() && exchange.has_error() ? StatusFromRecorded(exchange.error()) : status;
+  // An upstream that failed, or answered an error; not a client gone away.
+  if (options_.metrics != nullptr && !absl::IsCancelled(status) && !traced.ok()) {
+    options_.metrics->CountUpstreamError(ticket->api_);
+  }
   const bool record = !ticket->record_session_.empty() && !NeverRecorded(status);
   if (provider::IsCallRequest(exchange.request())) {
     // A tool or agent call's latency is part of its trace (the model's is

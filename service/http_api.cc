@@ -179,6 +179,22 @@ void HttpApi::GetResponse(const provider::Codec& api, const engine::CallInfo& ca
   out.Respond(200, {{"content-type", kJsonContentType}}, *std::move(body));
 }
 
+void HttpApi::ServeMetrics(HttpRequest& request, HttpResponder& out) {
+  const auto text = [&out](int status, absl::string_view message) {
+    out.Respond(status, {{"content-type", "text/plain; charset=utf-8"}}, absl::StrCat(message, "\n"));
+  };
+  if (absl::Status access = CheckHttpAccess(options_.access, true, &request); !access.ok()) {
+    return text(HttpStatusFor(access.code()), access.message());
+  }
+  if (options_.metrics == nullptr) return text(404, "metrics are not served here");
+  if (request.method != "GET" && request.method != "HEAD") {
+    return out.Respond(405, {{"allow", "GET"}, {"content-type", "text/plain; charset=utf-8"}},
+                       "method not allowed: GET /metrics\n");
+  }
+  out.Respond(200, {{"content-type", metrics::Metrics::kContentType}},
+              options_.metrics->Exposition());
+}
+
 void HandlerSlot::Set(HttpHandler handler) {
   auto h = std::make_shared<const HttpHandler>(std::move(handler));
   absl::MutexLock lock(&mu_);
@@ -205,6 +221,9 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
   if (UiApi::Serves(request.target)) {
     if (options_.ui == nullptr) return UiApi::RespondOff(*out);
     return options_.ui->Handle(std::move(request), std::move(out));
+  }
+  if (request.target == "/metrics" || absl::StartsWith(request.target, "/metrics?")) {
+    return ServeMetrics(request, *out);
   }
   Route route;
   // The API a request no route names is answered in: the one whose client
@@ -236,6 +255,8 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
                           McpApi::ErrorBody(access.message()));
     }
     engine::CallInfo call = CallFor(route, request);
+    call.api = "mcp";
+    out->SetLabel(call.api);
     std::string name = route.path.substr(sizeof("/mcp/") - 1);
     return options_.mcp->Handle(std::move(call), std::move(name), std::move(request),
                                 std::move(out));
@@ -246,6 +267,8 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
                           A2aApi::ErrorBody(access.message()));
     }
     engine::CallInfo call = CallFor(route, request);
+    call.api = "a2a";
+    out->SetLabel(call.api);
     std::string rest = route.path.substr(sizeof("/a2a/") - 1);
     return options_.a2a->Handle(std::move(call), std::move(rest), std::move(request),
                                 std::move(out));
@@ -260,6 +283,10 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
     return RespondError(shape, access, *out);
   }
   engine::CallInfo call = CallFor(route, request);
+  if (api != nullptr) {
+    call.api = api->name();
+    out->SetLabel(call.api);
+  }
   if (list_models) {
     if (request.method != "GET") return MethodNotAllowed(shape, "GET", *out);
     if (absl::Status names = CheckNames(call); !names.ok()) {

@@ -10,6 +10,8 @@
 //                               an A2A agent (service/a2a_api.h)
 //   POST /mcp                   understudy's own tools for coding agents
 //                               (mcpserver/http_endpoint.h; not under /run)
+//   GET  /metrics               the Prometheus text exposition
+//                               (metrics/metrics.h; not under /run)
 //   GET  /ui, /api/v1/...       the web UI and its JSON API
 //                               (service/ui_api.h; not under /run)
 //
@@ -40,6 +42,7 @@
 #include "base/env.h"
 #include "capture/redact.h"
 #include "engine/engine.h"
+#include "metrics/metrics.h"
 #include "provider/codec.h"
 #include "provider/parsed_request.h"
 #include "service/a2a_api.h"
@@ -83,6 +86,8 @@ struct HttpApiOptions {
   McpApi* mcp = nullptr;
   // A2A agents under /a2a/{name} (service/a2a_api.h), or null. Not owned.
   A2aApi* a2a = nullptr;
+  // What GET /metrics serves, or null (404). Not owned.
+  metrics::Metrics* metrics = nullptr;
   // understudy's own MCP endpoint at /mcp, or null (404). Not owned.
   HandlerSlot* own_mcp = nullptr;
   // The web UI at /ui and /api/v1, or null (404: serve --ui=false). Not owned.
@@ -128,6 +133,9 @@ class HttpApi {
                    absl::string_view method, const provider::CallRoute& wire,
                    HttpResponder& out);
   // GET /v1/models, in the shape of `client`'s API.
+  // GET /metrics: the exposition of options_.metrics, behind the same
+  // access check as the APIs; 404 without metrics.
+  void ServeMetrics(HttpRequest& request, HttpResponder& out);
   void ListModels(const engine::CallInfo& call, const provider::Codec& client,
                   HttpResponder& out);
 

@@ -281,6 +281,8 @@ void Connection::Dispatch() {
 
   answer_id_ = ++next_answer_id_;
   state_ = State::kAnswering;
+  dispatched_ = SteadyClock::now();
+  label_ = absl::string_view();
   auto responder = std::make_shared<Responder>(weak_from_this(), answer_id_, server_->gate());
   responder_ = responder;
   StartRead();  // Watches for a hang-up while the handler answers.
@@ -499,6 +501,10 @@ void Connection::Refill() {
   }
 }
 
+void Connection::DoSetLabel(uint64_t id, absl::string_view label) {
+  if (IsCurrent(id)) label_ = label;
+}
+
 void Connection::DoEnd(uint64_t id) {
   if (!IsCurrent(id) || !answer_started_ || answer_ending_) return;
   answer_ending_ = true;
@@ -571,6 +577,9 @@ void Connection::Pump() {
       write_buffers_.push_back(net::buffer(piece.shared.data(), piece.shared.size()));
     }
     if (!piece.tail.empty()) write_buffers_.push_back(net::buffer(piece.tail));
+    // The answer's last bytes go to the socket now: reported before the
+    // client can have read them.
+    if (piece.after == After::kAnswerDone) ReportAnswered();
     ++pieces_in_write_;
   }
   writing_ = true;
@@ -614,12 +623,21 @@ void Connection::OnWrite(beast::error_code ec) {
   Pump();
 }
 
+void Connection::ReportAnswered() {
+  const auto& on_answered = server_->options().on_answered;
+  if (on_answered && !label_.empty()) {
+    on_answered(label_, absl::FromChrono(SteadyClock::now() - dispatched_));
+  }
+  label_ = absl::string_view();
+}
+
 void Connection::AnswerDone() {
   CountInFlight(false);
   std::shared_ptr<Responder> responder = responder_.lock();
   responder_.reset();
   answer_id_ = 0;
   if (responder) responder->MarkComplete();
+  label_ = absl::string_view();
   if (keep_alive_ && !stopping_) {
     state_ = State::kReading;
     Parse();

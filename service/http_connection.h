@@ -164,6 +164,10 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   void DoWriteFrom(uint64_t id, std::shared_ptr<HttpSource> source);
   void DoEnd(uint64_t id);
   void DoAbort(uint64_t id);
+  void DoSetLabel(uint64_t id, absl::string_view label);
+  // The answer's last bytes are being written: HttpServerOptions::on_answered
+  // with its label, once (none when unlabelled).
+  void ReportAnswered();
   // The responder was dropped without answering.
   void DoAbandon(uint64_t id);
 
@@ -280,6 +284,10 @@ class Connection final : public std::enable_shared_from_this<Connection> {
   // When the request being received began (its first byte), for
   // request_timeout; max() between requests.
   SteadyClock::time_point request_started_ = SteadyClock::time_point::max();
+  // When the request being answered was read whole (on_answered's start),
+  // and its label (HttpResponder::SetLabel; "" for none).
+  SteadyClock::time_point dispatched_;
+  absl::string_view label_;
 
   // The answer in progress.
   uint64_t answer_id_ = 0;
@@ -322,6 +330,7 @@ class Responder final : public HttpResponder {
   void Abort() override;
   bool cancelled() const override;
   void OnCancel(std::function<void()> callback) override;
+  void SetLabel(absl::string_view label) override;
 
   // Called on the connection's strand: the answer was fully written.
   void MarkComplete();

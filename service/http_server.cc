@@ -206,6 +206,17 @@ void Responder::OnCancel(std::function<void()> callback) {
   if (callback) callback();
 }
 
+void Responder::SetLabel(absl::string_view label) {
+  auto call = [id = id_, label](Connection& c) { c.DoSetLabel(id, label); };
+  Connection* now;
+  {
+    absl::MutexLock lock(&mu_);
+    if (phase_ == Phase::kDone || client_gone_ || aborted_) return;
+    now = InlineOrPost(call);
+  }
+  if (now != nullptr) now->RunInline(call);
+}
+
 void Responder::MarkComplete() {
   std::function<void()> dropped;
   absl::MutexLock lock(&mu_);

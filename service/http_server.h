@@ -111,6 +111,11 @@ class HttpResponder {
   // complete (at once if it already has). At most one; a later call
   // replaces it.
   virtual void OnCancel(std::function<void()> callback) = 0;
+
+  // Names what answers this request for HttpServerOptions::on_answered (an
+  // API's name). `label` must outlive the server: a string literal or a
+  // codec's name. Unlabelled answers are not reported.
+  virtual void SetLabel(absl::string_view label) {}
 };
 
 // What a connection holds of a WriteFrom answer before it asks its source
@@ -148,6 +153,11 @@ struct HttpServerOptions {
   // Says whether a request's Host is one the listener answers to (DNS
   // rebinding); OK, or the reason, which a 403 answer carries. Null: any.
   std::function<absl::Status(const HttpRequest&)> check_host;
+  // Called on an I/O thread once a labelled answer's (HttpResponder::SetLabel)
+  // last bytes go to the socket, before the client can have read them, with
+  // its label and the time since its request was read whole. Null: none.
+  // Must be cheap and thread-safe.
+  std::function<void(absl::string_view label, absl::Duration elapsed)> on_answered;
   // Bodies for the server's own error answers (400, 404 route-less, 413),
   // given the HTTP status, a message and the request target ("" when the
   // request line was not read); JSON by default.

@@ -433,6 +433,51 @@ TEST(HttpServerTest, AnswersPipelinedRequestsInOrder) {
   }
 }
 
+TEST(HttpServerTest, ALabelledAnswerIsReportedOnceWrittenWholeAndOthersAreNot) {
+  absl::Mutex mu;
+  std::vector<std::pair<std::string, absl::Duration>> reported;
+  HttpServerOptions options;
+  options.on_answered = [&](absl::string_view label, absl::Duration elapsed) {
+    absl::MutexLock lock(&mu);
+    reported.emplace_back(std::string(label), elapsed);
+  };
+  ResponderQueue queue;
+  std::unique_ptr<HttpServer> server = StartServer(options, queue.Handler());
+  ASSERT_NE(server, nullptr);
+  TestClient client(server->port());
+  client.Send(absl::StrCat(Get("/labelled"), Get("/streamed"), Get("/plain")));
+  HttpRequest request;
+  std::shared_ptr<HttpResponder> out = queue.Next(&request);
+  ASSERT_NE(out, nullptr);
+  out->SetLabel("openai");
+  // Labelled, then answered from another thread, as the APIs do.
+  std::thread([out] { out->Respond(200, {}, "one"); }).join();
+  ASSERT_TRUE(client.ReadResponse().has_value());
+  out = queue.Next(&request);
+  ASSERT_NE(out, nullptr);
+  out->SetLabel("a2a");
+  out->StartStream(200, {});
+  out->Write("two");
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(reported.size(), 1u) << "a stream is reported when it ends, not before";
+  }
+  out->End();
+  ASSERT_TRUE(client.ReadResponse().has_value());
+  out = queue.Next(&request);
+  ASSERT_NE(out, nullptr);
+  out->Respond(200, {}, "three");
+  ASSERT_TRUE(client.ReadResponse().has_value());
+  absl::MutexLock lock(&mu);
+  ASSERT_EQ(reported.size(), 2u);
+  EXPECT_EQ(reported[0].first, "openai");
+  EXPECT_EQ(reported[1].first, "a2a");
+  for (const auto& [label, elapsed] : reported) {
+    EXPECT_GE(elapsed, absl::ZeroDuration()) << label;
+    EXPECT_LT(elapsed, absl::Seconds(30)) << label;
+  }
+}
+
 TEST(HttpServerTest, BodyOverTheLimitGets413AndTheServerKeepsServing) {
   HttpServerOptions options;
   options.max_body_bytes = 1024;

@@ -169,6 +169,11 @@ class ChunkWriter final : public grpc::ServerWriteReactor<v1::CompletionChunk> {
 
 }  // namespace
 
+namespace {
+// The metrics' name of the API this service is.
+constexpr absl::string_view kApi = "grpc";
+}  // namespace
+
 grpc::ServerUnaryReactor* ModelService::Complete(grpc::CallbackServerContext* context,
                                                  const v1::CompletionRequest* request,
                                                  v1::CompletionResponse* response) {
@@ -178,14 +183,19 @@ grpc::ServerUnaryReactor* ModelService::Complete(grpc::CallbackServerContext* co
     return reactor;
   }
   CallTracker* tracker = tracker_;
-  engine_->Complete(CallInfoFrom(*context, *request), *request,
-                    [reactor, response, tracker](absl::StatusOr<engine::ResponsePtr> r) {
+  engine::CallInfo call = CallInfoFrom(*context, *request);
+  call.api = kApi;
+  engine_->Complete(call, *request,
+                    [reactor, response, tracker, metrics = metrics_,
+                     start = metrics_ != nullptr ? engine_->env()->Now() : absl::InfinitePast(),
+                     env = engine_->env()](absl::StatusOr<engine::ResponsePtr> r) {
                       if (r.ok()) {
                         *response = **r;
                         reactor->Finish(grpc::Status::OK);
                       } else {
                         reactor->Finish(ToGrpcStatus(r.status()));
                       }
+                      if (metrics != nullptr) metrics->ObserveRequest(kApi, env->Now() - start);
                       tracker->End();
                     });
   return reactor;
@@ -203,7 +213,9 @@ grpc::ServerWriteReactor<v1::CompletionChunk>* ModelService::StreamComplete(
     return new Refusal();
   }
   auto* writer = new ChunkWriter(tracker_, engine_->env());
-  engine_->StreamComplete(CallInfoFrom(*context, *request), *request, writer->sink());
+  engine::CallInfo call = CallInfoFrom(*context, *request);
+  call.api = kApi;
+  engine_->StreamComplete(call, *request, writer->sink());
   return writer;
 }
 

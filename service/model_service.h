@@ -3,6 +3,7 @@
 #define UNDERSTUDY_SERVICE_MODEL_SERVICE_H_
 
 #include "engine/engine.h"
+#include "metrics/metrics.h"
 #include "service/call_tracker.h"
 #include "understudy/v1/understudy.grpc.pb.h"
 
@@ -14,9 +15,10 @@ namespace service {
 class ModelService final : public v1::Model::CallbackService {
  public:
   // Not owned; must outlive the service. Calls are counted by `tracker` and
-  // refused with UNAVAILABLE once it drains.
-  ModelService(engine::Engine* engine, CallTracker* tracker)
-      : engine_(engine), tracker_(tracker) {}
+  // refused with UNAVAILABLE once it drains; a unary call's time is observed
+  // in `metrics` (may be null) as api "grpc".
+  ModelService(engine::Engine* engine, CallTracker* tracker, metrics::Metrics* metrics = nullptr)
+      : engine_(engine), tracker_(tracker), metrics_(metrics) {}
 
   grpc::ServerUnaryReactor* Complete(grpc::CallbackServerContext* context,
                                      const v1::CompletionRequest* request,
@@ -28,6 +30,7 @@ class ModelService final : public v1::Model::CallbackService {
  private:
   engine::Engine* const engine_;
   CallTracker* const tracker_;
+  metrics::Metrics* const metrics_;
 };
 
 }  // namespace service

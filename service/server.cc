@@ -27,6 +27,7 @@
 #include "grpcpp/grpcpp.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
+#include "metrics/metrics.h"
 #include "provider/codec.h"
 #include "service/a2a_api.h"
 #include "service/access.h"
@@ -49,6 +50,9 @@ namespace service {
 // Declared in destruction order's reverse: the gRPC server goes first, the
 // store last.
 struct Server::Parts {
+  // First, so that it outlives everything that counts in it (the store's
+  // writer thread, the listeners, the engine).
+  metrics::Metrics metrics;
   ServerOptions options;
   AccessToken access;
   std::string tls_cert_pem;
@@ -238,19 +242,28 @@ absl::Status OpenStoreAndEngine(const ServerOptions& options, Server::Parts* par
   store::StoreOptions store_options;
   store_options.path = options.db_path;
   store_options.snapshot_of = options.snapshot_of;
+  metrics::Metrics* metrics = &parts->metrics;
+  store_options.on_write_batch = [metrics](absl::Duration took) {
+    metrics->ObserveStoreWrite(took);
+  };
   absl::StatusOr<std::unique_ptr<store::Store>> store = store::Store::Open(store_options);
   if (!store.ok()) return Tagged(store.status(), StartStage::kStore);
   parts->store = *std::move(store);
   engine_options->store = parts->store.get();
   engine_options->store_name = options.snapshot_of.empty() ? options.db_path : options.snapshot_of;
+  engine_options->metrics = metrics;
   US_ASSIGN_OR_RETURN(parts->engine, engine::Engine::Create(*engine_options));
+  parts->metrics.SetGaugeReader(
+      [engine = parts->engine.get(), store = parts->store.get()] {
+        return metrics::GaugeReadings{engine->ActiveRunCount(), store->PendingWrites()};
+      });
   return absl::OkStatus();
 }
 
 // The gRPC services, on the engine and store.
 void MakeServices(const ServerOptions& options, Server::Parts* parts) {
   CallTracker* tracker = &parts->tracker;
-  parts->model = std::make_unique<ModelService>(parts->engine.get(), tracker);
+  parts->model = std::make_unique<ModelService>(parts->engine.get(), tracker, &parts->metrics);
   parts->runs = std::make_unique<RunsService>(parts->engine.get(), tracker);
   parts->recorder = std::make_unique<RecorderService>(parts->store.get(),
                                                       options.max_record_exchanges, tracker);
@@ -340,6 +353,7 @@ void MakeHttpApi(const ServerOptions& options, Server::Parts* parts) {
   }
   api_options.redactor = parts->redactor.get();
   api_options.access = parts->access;
+  api_options.metrics = &parts->metrics;
   McpApiOptions mcp_options;
   mcp_options.engine = parts->engine.get();
   mcp_options.redactor = parts->redactor.get();
@@ -390,6 +404,10 @@ absl::Status StartHttp(const ServerOptions& options, Server::Parts* parts) {
   http_options.max_body_bytes = options.max_body_bytes;
   http_options.request_timeout = options.request_timeout;
   http_options.error_body = &HttpApi::ServerErrorBody;
+  http_options.on_answered = [metrics = &parts->metrics](absl::string_view api,
+                                                        absl::Duration elapsed) {
+    metrics->ObserveRequest(api, elapsed);
+  };
   http_options.tls_cert_pem = parts->tls_cert_pem;
   http_options.tls_key_pem = parts->tls_key_pem;
   std::vector<std::string> hosts = AllowedHosts(options.http_listen, options.allow_hosts);

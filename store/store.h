@@ -55,6 +55,9 @@ struct StoreOptions {
   size_t max_pending_events = 8192;
   // Not owned; must outlive the Store.
   Env* clock = Env::Default();
+  // Called on the writer thread after each batch of writes (trace events,
+  // exchanges, runs) with how long it took. Null: none. Must not block.
+  std::function<void(absl::Duration)> on_write_batch;
   // When not empty: the store at `path` starts as a copy of the store at
   // `snapshot_of` (its sessions, runs and traces as they are at Open, one
   // consistent snapshot even while another process writes it), and every
@@ -233,6 +236,9 @@ class Store {
   // for a duplicate (run, seq), naming it), OK otherwise. FAILED_PRECONDITION
   // when called from a writer callback.
   absl::Status Flush();
+  // Writes waiting to be committed: trace events queued for the writer and
+  // the writer's own ops (queued or being committed). Thread-safe; cheap.
+  int64_t PendingWrites();
   // Committed events of one run matching the query. Does not flush. An
   // unknown run gives an empty page; an empty query.run is INVALID_ARGUMENT.
   absl::StatusOr<EventPage> QueryEvents(const EventQuery& query);

@@ -89,7 +89,10 @@ class Store::Impl {
         path_(options.path),
         max_pending_events_(std::max<size_t>(options.max_pending_events, 1)),
         readers_(std::move(readers)) {
-    writer_ = std::make_unique<Writer>(std::move(writer_db));
+    WriterOptions writer_options;
+    writer_options.on_batch = options.on_write_batch;
+    writer_options.clock = options.clock;
+    writer_ = std::make_unique<Writer>(std::move(writer_db), std::move(writer_options));
     batcher_ = std::thread([this] { BatchLoop(); });
   }
 
@@ -147,6 +150,12 @@ class Store::Impl {
   // Queues the writer op that inserts the queued events, unless the queue
   // is empty or such an op is already queued.
   void EnqueueEventDrain() ABSL_LOCKS_EXCLUDED(events_mu_);
+
+  // Trace events queued for the writer, not yet handed to it.
+  int64_t QueuedEvents() ABSL_LOCKS_EXCLUDED(events_mu_) {
+    absl::MutexLock lock(&events_mu_);
+    return static_cast<int64_t>(pending_events_.size());
+  }
 
  private:
   // The writer op's half: everything queued so far, in order.

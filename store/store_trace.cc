@@ -88,6 +88,10 @@ absl::Status Store::Flush() {
   return impl_->TakeEventError();
 }
 
+int64_t Store::PendingWrites() {
+  return impl_->QueuedEvents() + impl_->writer().stats().queued_ops;
+}
+
 namespace {
 
 TraceScan ScanOf(const EventQuery& query, int64_t limit, bool body_when_no_agent) {

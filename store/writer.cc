@@ -80,7 +80,9 @@ absl::Status Writer::Flush() {
 
 Writer::Stats Writer::stats() const {
   absl::MutexLock lock(&mu_);
-  return stats_;
+  Stats stats = stats_;
+  stats.queued_ops = static_cast<int64_t>(queue_.size()) + in_batch_;
+  return stats;
 }
 
 void Writer::Loop() {
@@ -97,9 +99,12 @@ void Writer::Loop() {
       mu_.Await(absl::Condition(&ready));
       if (queue_.empty()) return;  // Stopping, and everything is done.
       batch.swap(queue_);
+      in_batch_ = static_cast<int64_t>(batch.size());
     }
 
+    const absl::Time started = options_.clock->Now();
     std::vector<absl::Status> results = RunBatch(batch);
+    if (options_.on_batch) options_.on_batch(options_.clock->Now() - started);
 
     size_t weight = 0;
     for (const Item& item : batch) weight += item.weight;
@@ -108,6 +113,7 @@ void Writer::Loop() {
       // the batch is durable.
       absl::MutexLock lock(&mu_);
       pending_weight_ -= weight;
+      in_batch_ = 0;
       ++stats_.batches;
     }
     for (size_t i = 0; i < batch.size(); ++i) {

@@ -33,6 +33,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "base/env.h"
 #include "store/sqlite.h"
 
 namespace understudy {
@@ -43,6 +45,12 @@ struct WriterOptions {
   // a weighted op blocks while the total would exceed it. An op heavier
   // than the bound alone is still accepted once the queue is empty.
   size_t max_pending_weight = 1 << 20;
+  // Called on the writer thread after each batch with how long its
+  // transaction took (committed or not), timed by `clock`. Null: none. Must
+  // not block.
+  std::function<void(absl::Duration)> on_batch;
+  // Not owned; must outlive the writer.
+  Env* clock = Env::Default();
 };
 
 class Writer {
@@ -67,6 +75,8 @@ class Writer {
     size_t max_pending_weight_seen = 0;
     // Enqueue calls that had to wait for room (back-pressure applied).
     int64_t producer_waits = 0;
+    // Ops queued or being committed now.
+    int64_t queued_ops = 0;
   };
 
   // Takes ownership of `db`, the only connection that writes, and starts the
@@ -121,6 +131,8 @@ class Writer {
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread::id writer_thread_id_ ABSL_GUARDED_BY(mu_);
   Stats stats_ ABSL_GUARDED_BY(mu_);
+  // Ops of the batch being committed.
+  int64_t in_batch_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::thread thread_;  // Last: starts once everything above is built.
 };

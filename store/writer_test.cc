@@ -85,6 +85,28 @@ TEST_F(WriterTest, RunAndWaitReturnsOnceCommitted) {
   EXPECT_THAT(Keys(), ElementsAre(1));
 }
 
+TEST_F(WriterTest, EachBatchIsTimedAndQueuedOpsAreCountedUntilCommitted) {
+  std::atomic<int> batches{0};
+  WriterOptions options;
+  options.on_batch = [&batches](absl::Duration took) {
+    EXPECT_GE(took, absl::ZeroDuration());
+    ++batches;
+  };
+  auto writer = StartWriter(options);
+  absl::Notification started, release;
+  writer->Enqueue(BlockingOp(&started, &release), nullptr);
+  started.WaitForNotification();
+  writer->Enqueue(InsertOp(1), nullptr);
+  writer->Enqueue(InsertOp(2), nullptr);
+  // The blocked op's batch, and the two behind it.
+  EXPECT_EQ(writer->stats().queued_ops, 3);
+  release.Notify();
+  ASSERT_THAT(writer->Flush(), IsOk());
+  EXPECT_EQ(writer->stats().queued_ops, 0);
+  EXPECT_EQ(batches.load(), writer->stats().batches);
+  EXPECT_GE(batches.load(), 2);
+}
+
 TEST_F(WriterTest, OpsQueuedWhileACommitRunsShareOneTransaction) {
   auto writer = StartWriter();
   absl::Notification started, release;
