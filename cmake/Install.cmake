@@ -8,6 +8,8 @@
 #   share/understudy/schemas/*.json                        component server
 #   share/understudy/sim/meow, hook (the sim walk-through's) component server
 #   share/doc/understudy/ (README.md, docs/)               component server
+#   lib/systemd/system/understudy.service                  component server
+#   /etc/understudy/server.toml (PREFIX/etc unless /usr)   component server
 #   include/understudy/clients/cpp/understudy_testing.h    component dev
 #   include/understudy/understudy/v1/*.pb.h, *.proto       component dev
 #   include/understudy/grpc/health/v1/*.pb.h, *.proto      component dev
@@ -41,6 +43,24 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/schemas/
 # ones the sim's end-to-end tests use (tests/sim).
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/tests/sim/meow ${PROJECT_SOURCE_DIR}/tests/sim/hook
         DESTINATION ${CMAKE_INSTALL_DATADIR}/understudy/sim COMPONENT server)
+# A shared server (docs/scaling.md): the systemd unit, installed disabled,
+# and the configuration it reads, an admin's file (a conffile in the .deb).
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/systemd/understudy.service
+        DESTINATION lib/systemd/system COMPONENT server)
+# The configuration goes where the prefix's system configuration does,
+# decided at install time: /etc for the prefix /usr (a system install, or
+# the .deb, staged under a folder ending in /usr), PREFIX/etc otherwise
+# (`cmake --install --prefix /opt/understudy`).
+install(CODE "set(UNDERSTUDY_SERVER_TOML \"${PROJECT_SOURCE_DIR}/packaging/systemd/server.toml\")"
+        COMPONENT server)
+install(CODE [[
+  if(CMAKE_INSTALL_PREFIX MATCHES "/usr/?$")
+    get_filename_component(_understudy_etc "${CMAKE_INSTALL_PREFIX}/../etc" ABSOLUTE)
+  else()
+    set(_understudy_etc "${CMAKE_INSTALL_PREFIX}/etc")
+  endif()
+  file(INSTALL "${UNDERSTUDY_SERVER_TOML}" DESTINATION "${_understudy_etc}/understudy")
+]] COMPONENT server)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT server)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/
@@ -143,6 +163,8 @@ set(CPACK_DEBIAN_SERVER_PACKAGE_SECTION devel)
 # Depends: the Debian runtime libraries the programs link, as dpkg-shlibdeps
 # reads them off the binaries (dpkg-dev).
 set(CPACK_DEBIAN_SERVER_PACKAGE_SHLIBDEPS ON)
+file(WRITE ${CMAKE_BINARY_DIR}/deb-server/conffiles "/etc/understudy/server.toml\n")
+set(CPACK_DEBIAN_SERVER_PACKAGE_CONTROL_EXTRA ${CMAKE_BINARY_DIR}/deb-server/conffiles)
 # What the sim's tmux walk-through (docs/sim.md) runs besides: its reporters
 # (share/understudy/sim) are Python, the terminal is tmux.
 set(CPACK_DEBIAN_SERVER_PACKAGE_SUGGESTS "python3, tmux")

@@ -81,7 +81,8 @@ step "packages $(basename "$server_deb") ($(du -k "$server_deb" | cut -f1) KiB),
 # the library directory, lib or lib/<triplet>). The packs and schemas are
 # the repository's own lists, so a new one cannot be forgotten.
 server_files=(/usr/bin/understudy /usr/bin/understudy-sim /usr/share/doc/understudy/README.md
-  /usr/share/doc/understudy/docs/sim.md /usr/share/understudy/sim/meow /usr/share/understudy/sim/hook)
+  /usr/share/doc/understudy/docs/sim.md /usr/share/understudy/sim/meow /usr/share/understudy/sim/hook
+  /usr/lib/systemd/system/understudy.service /etc/understudy/server.toml)
 for f in "$repo"/scenarios/*.yaml; do server_files+=("/usr/share/understudy/scenarios/${f##*/}"); done
 for f in "$repo"/schemas/*.json; do server_files+=("/usr/share/understudy/schemas/${f##*/}"); done
 dev_files=(
@@ -123,6 +124,10 @@ if ((${#missing[@]} > 0)); then
   die "${#missing[@]} file(s) missing (see cmake/Install.cmake)"
 fi
 step "file lists: ${#server_files[@]} + ${#dev_files[@]} expected files present"
+# The shared server's configuration is the admin's: kept across upgrades.
+dpkg-deb --ctrl-tarfile "$server_deb" | tar -xO ./conffiles 2>/dev/null | grep -qx /etc/understudy/server.toml ||
+  die "$(basename "$server_deb") does not mark /etc/understudy/server.toml as a conffile"
+step "conffiles: /etc/understudy/server.toml"
 
 # --- 2. install or unpack ---------------------------------------------------------
 installed_here() { # NAME: its version when dpkg has it installed, else nothing
