@@ -81,6 +81,9 @@ void AddListenerFlags(CLI::App* cmd, ServerCommandFlags* flags) {
   option("ui", serve.server.ui,
          "Serve the web UI at /ui and its JSON API at /api/v1 on the HTTP listener "
          "(docs/ui.md); false: both are 404");
+  option("metrics", serve.server.metrics,
+         "Count requests, errors and latencies for Prometheus at /metrics (docs/metrics.md); "
+         "false: nothing is counted and /metrics is 404");
 }
 
 // Matching, redaction and the default run's scenario and pace.

@@ -242,10 +242,12 @@ absl::Status OpenStoreAndEngine(const ServerOptions& options, Server::Parts* par
   store::StoreOptions store_options;
   store_options.path = options.db_path;
   store_options.snapshot_of = options.snapshot_of;
-  metrics::Metrics* metrics = &parts->metrics;
-  store_options.on_write_batch = [metrics](absl::Duration took) {
-    metrics->ObserveStoreWrite(took);
-  };
+  metrics::Metrics* metrics = options.metrics ? &parts->metrics : nullptr;
+  if (metrics != nullptr) {
+    store_options.on_write_batch = [metrics](absl::Duration took) {
+      metrics->ObserveStoreWrite(took);
+    };
+  }
   absl::StatusOr<std::unique_ptr<store::Store>> store = store::Store::Open(store_options);
   if (!store.ok()) return Tagged(store.status(), StartStage::kStore);
   parts->store = *std::move(store);
@@ -263,7 +265,8 @@ absl::Status OpenStoreAndEngine(const ServerOptions& options, Server::Parts* par
 // The gRPC services, on the engine and store.
 void MakeServices(const ServerOptions& options, Server::Parts* parts) {
   CallTracker* tracker = &parts->tracker;
-  parts->model = std::make_unique<ModelService>(parts->engine.get(), tracker, &parts->metrics);
+  parts->model = std::make_unique<ModelService>(parts->engine.get(), tracker,
+                                                options.metrics ? &parts->metrics : nullptr);
   parts->runs = std::make_unique<RunsService>(parts->engine.get(), tracker);
   parts->recorder = std::make_unique<RecorderService>(parts->store.get(),
                                                       options.max_record_exchanges, tracker);
@@ -353,7 +356,7 @@ void MakeHttpApi(const ServerOptions& options, Server::Parts* parts) {
   }
   api_options.redactor = parts->redactor.get();
   api_options.access = parts->access;
-  api_options.metrics = &parts->metrics;
+  if (options.metrics) api_options.metrics = &parts->metrics;
   McpApiOptions mcp_options;
   mcp_options.engine = parts->engine.get();
   mcp_options.redactor = parts->redactor.get();
@@ -404,10 +407,12 @@ absl::Status StartHttp(const ServerOptions& options, Server::Parts* parts) {
   http_options.max_body_bytes = options.max_body_bytes;
   http_options.request_timeout = options.request_timeout;
   http_options.error_body = &HttpApi::ServerErrorBody;
-  http_options.on_answered = [metrics = &parts->metrics](absl::string_view api,
-                                                        absl::Duration elapsed) {
-    metrics->ObserveRequest(api, elapsed);
-  };
+  if (options.metrics) {
+    http_options.on_answered = [metrics = &parts->metrics](absl::string_view api,
+                                                          absl::Duration elapsed) {
+      metrics->ObserveRequest(api, elapsed);
+    };
+  }
   http_options.tls_cert_pem = parts->tls_cert_pem;
   http_options.tls_key_pem = parts->tls_key_pem;
   std::vector<std::string> hosts = AllowedHosts(options.http_listen, options.allow_hosts);

@@ -114,6 +114,10 @@ struct ServerOptions {
   // (service/ui_api.h, docs/ui.md); false: both are 404.
   bool ui = true;
 
+  // Counting for Prometheus, served at /metrics (docs/metrics.md); false:
+  // nothing is counted and /metrics is 404.
+  bool metrics = true;
+
   // understudy's own MCP tools at /mcp on the HTTP listener
   // (mcpserver/http_endpoint.h), made once both listeners are bound, from
   // their addresses (host:port); null for none.
