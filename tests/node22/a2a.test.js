@@ -349,16 +349,24 @@ test('a2a bad input on /a2a/{name}: refused naming what is wrong, nothing forwar
   const gotTask = await post(route, getTask(2), { ...auth, 'a2a-version': '1.0' });
   assert.equal(gotTask.status, 200, gotTask.text);
   assert.equal(gotTask.json.result.history[0].messageId, 'm-1', gotTask.text);
+  // A completed task cannot be cancelled: the agent's JSON-RPC error is
+  // recorded like any answer.
+  const cancelTask = (id) => JSON.stringify({ jsonrpc: '2.0', id, method: 'CancelTask', params: { id: taskId } });
+  const cancelled = await post(route, cancelTask(3), { ...auth, 'a2a-version': '1.0' });
+  assert.equal(cancelled.status, 200, cancelled.text);
+  assert.equal(typeof cancelled.json.error?.code, 'number', cancelled.text);
   const card = await fetch(`${route}/.well-known/agent-card.json`, { headers: auth, signal: AbortSignal.timeout(15000) });
   assert.equal(card.status, 200);
   assert.equal((await card.json()).supportedInterfaces[0].url, route);
   assert.deepEqual(writer.requests.map((r) => [r.method, r.path, r.headers.authorization]),
-    [['POST', '/a2a', `Bearer ${TOKEN}`], ['POST', '/a2a', `Bearer ${TOKEN}`], ['GET', '/.well-known/agent-card.json', `Bearer ${TOKEN}`]]);
+    [['POST', '/a2a', `Bearer ${TOKEN}`], ['POST', '/a2a', `Bearer ${TOKEN}`], ['POST', '/a2a', `Bearer ${TOKEN}`],
+      ['GET', '/.well-known/agent-card.json', `Bearer ${TOKEN}`]]);
   assert.equal(await rec.stop(), 0, rec.stderr());
   const exported = await exportSession(rec.db, 'bad');
   assert.deepEqual(exported.exchanges.map((e) => [e.native?.provider, e.native?.path]),
-    [['openai', '/v1/chat/completions'], ['a2a', '/a2a/writer'], ['a2a', '/a2a/writer'], ['a2a', '/a2a/writer/.well-known/agent-card.json']],
-    'the writer\'s model call (done first), its answer, the task looked up, its card; nothing else');
+    [['openai', '/v1/chat/completions'], ['a2a', '/a2a/writer'], ['a2a', '/a2a/writer'], ['a2a', '/a2a/writer'],
+      ['a2a', '/a2a/writer/.well-known/agent-card.json']],
+    'the writer\'s model call (done first), its answer, the task looked up, the refused cancel, its card; nothing else');
   await writer.close();
   await model.close();
 
@@ -375,6 +383,9 @@ test('a2a bad input on /a2a/{name}: refused naming what is wrong, nothing forwar
   assert.equal(lookedUp.json.id, 8, lookedUp.text);
   assert.equal(lookedUp.json.result.history[0].messageId, 'm-replay', lookedUp.text);
   assert.doesNotMatch(lookedUp.text, /"m-1"/, lookedUp.text);
+  const recancelled = await post(`${rep.http}/run/${rep.run}/a2a/writer`, cancelTask(9));
+  assert.equal(recancelled.json.id, 9, recancelled.text);
+  assert.deepEqual(recancelled.json.error, cancelled.json.error, recancelled.text);
 
   // A replay miss: a JSON-RPC error -32001 naming what differs, through the SDK too.
   const miss = await post(`${rep.http}/run/${rep.run}/a2a/writer`, JSON.stringify(send('Write a draft about rain.')));
