@@ -1,10 +1,8 @@
 #include "metrics/metrics.h"
 
-#include <atomic>
 #include <sstream>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -31,14 +29,10 @@ const prometheus::Histogram::BucketBoundaries& StoreBuckets() {
   return *kBuckets;
 }
 
-// The key of a label set of one family of one Metrics: the Metrics' id,
-// the family's tag, then the values, joined with '\x1f', in `buffer` (no
+// The key of a label set: its values joined with '\x1f', in `buffer` (no
 // allocation for label values of ordinary length).
-absl::string_view KeyOf(uint64_t id, char family, std::initializer_list<absl::string_view> values,
-                        std::string* buffer) {
+absl::string_view KeyOf(std::initializer_list<absl::string_view> values, std::string* buffer) {
   buffer->clear();
-  absl::StrAppend(buffer, id);
-  buffer->push_back(family);
   for (absl::string_view v : values) {
     buffer->append(v.data(), v.size());
     buffer->push_back('\x1f');
@@ -47,20 +41,11 @@ absl::string_view KeyOf(uint64_t id, char family, std::initializer_list<absl::st
 }
 
 thread_local std::string key_buffer;
-// Each thread's own copy of the label sets it has counted: the request path
-// looks its counter up here, touching nothing another thread writes (a
-// shared lock's word bounced between the cores and cost HTTP replay ~3%).
-// Entries of a Metrics that is gone are never looked up again: ids are not
-// reused.
-thread_local absl::flat_hash_map<std::string, void*> local_metrics;
-
-std::atomic<uint64_t> next_metrics_id{0};
 
 }  // namespace
 
 Metrics::Metrics()
-    : id_(++next_metrics_id),
-      registry_(std::make_shared<prometheus::Registry>()),
+    : registry_(std::make_shared<prometheus::Registry>()),
       requests_(prometheus::BuildCounter()
                     .Name("understudy_requests_total")
                     .Help("Requests decided, by the API they came over, the run's mode and what "
@@ -96,29 +81,23 @@ prometheus::Counter& Metrics::CounterFor(
     prometheus::Family<prometheus::Counter>& family,
     absl::flat_hash_map<std::string, prometheus::Counter*>& cache,
     std::initializer_list<absl::string_view> values) {
-  const absl::string_view key =
-      KeyOf(id_, &family == &requests_ ? 'r' : 'e', values, &key_buffer);
-  if (auto local = local_metrics.find(key); local != local_metrics.end()) {
-    return *static_cast<prometheus::Counter*>(local->second);
-  }
-  prometheus::Counter* counter;
+  const absl::string_view key = KeyOf(values, &key_buffer);
   {
-    absl::MutexLock lock(&mu_);
+    absl::ReaderMutexLock lock(&mu_);
     auto it = cache.find(key);
-    if (it != cache.end()) {
-      counter = it->second;
-    } else {
-      prometheus::Labels labels;
-      static const char* const kNames[][3] = {{"api", "mode", "source"}, {"api", "", ""}};
-      const char* const* names = values.size() == 3 ? kNames[0] : kNames[1];
-      size_t i = 0;
-      for (absl::string_view value : values) labels.emplace(names[i++], std::string(value));
-      counter = &family.Add(labels);
-      cache.emplace(std::string(key), counter);
-    }
+    if (it != cache.end()) return *it->second;
   }
-  local_metrics.emplace(std::string(key), counter);
-  return *counter;
+  absl::MutexLock lock(&mu_);
+  auto it = cache.find(key);
+  if (it != cache.end()) return *it->second;
+  prometheus::Labels labels;
+  static const char* const kNames[][3] = {{"api", "mode", "source"}, {"api", "", ""}};
+  const char* const* names = values.size() == 3 ? kNames[0] : kNames[1];
+  size_t i = 0;
+  for (absl::string_view value : values) labels.emplace(names[i++], std::string(value));
+  prometheus::Counter& counter = family.Add(labels);
+  cache.emplace(std::string(key), &counter);
+  return counter;
 }
 
 void Metrics::CountRequest(absl::string_view api, absl::string_view mode,
@@ -131,22 +110,21 @@ void Metrics::CountUpstreamError(absl::string_view api) {
 }
 
 void Metrics::ObserveRequest(absl::string_view api, absl::Duration elapsed) {
-  const absl::string_view key = KeyOf(id_, 'd', {api}, &key_buffer);
-  prometheus::Histogram* histogram;
-  if (auto local = local_metrics.find(key); local != local_metrics.end()) {
-    histogram = static_cast<prometheus::Histogram*>(local->second);
-  } else {
-    {
-      absl::MutexLock lock(&mu_);
-      auto it = durations_.find(api);
-      if (it == durations_.end()) {
-        histogram = &request_duration_.Add({{"api", std::string(api)}}, RequestBuckets());
-        durations_.emplace(std::string(api), histogram);
-      } else {
-        histogram = it->second;
-      }
+  prometheus::Histogram* histogram = nullptr;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    auto it = durations_.find(api);
+    if (it != durations_.end()) histogram = it->second;
+  }
+  if (histogram == nullptr) {
+    absl::MutexLock lock(&mu_);
+    auto it = durations_.find(api);
+    if (it == durations_.end()) {
+      histogram = &request_duration_.Add({{"api", std::string(api)}}, RequestBuckets());
+      durations_.emplace(std::string(api), histogram);
+    } else {
+      histogram = it->second;
     }
-    local_metrics.emplace(std::string(key), histogram);
   }
   histogram->Observe(absl::ToDoubleSeconds(elapsed));
 }

@@ -20,8 +20,8 @@
 //   understudy_runs_active                        runs started, not ended
 //
 // Thread-safe: every method may be called from any thread. Counting on the
-// request path looks its counter up in the calling thread's own cache and
-// adds atomically; a thread's first use of a label set takes a lock.
+// request path takes a reader lock and an atomic add once a label set has
+// been seen; the first use of a label set takes the writer lock.
 #ifndef UNDERSTUDY_METRICS_METRICS_H_
 #define UNDERSTUDY_METRICS_METRICS_H_
 
@@ -91,8 +91,6 @@ class Metrics {
                                   std::initializer_list<absl::string_view> values)
       ABSL_LOCKS_EXCLUDED(mu_);
 
-  // Tells this Metrics' entries in the threads' caches apart from another's.
-  const uint64_t id_;
   std::shared_ptr<prometheus::Registry> registry_;
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Counter>& upstream_errors_;
