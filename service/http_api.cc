@@ -248,28 +248,28 @@ void HttpApi::Handle(HttpRequest request, std::shared_ptr<HttpResponder> out) {
     }
     return;
   }
-  if (absl::StartsWith(route.path, "/mcp/") && options_.mcp != nullptr) {
-    if (absl::Status access = CheckHttpAccess(options_.access, true, &request); !access.ok()) {
-      return out->Respond(HttpStatusFor(access.code()),
-                          {{"content-type", kJsonContentType}},
-                          McpApi::ErrorBody(access.message()));
+  // The JSON-RPC servers: MCP tool servers and A2A agents, each under its
+  // prefix, its errors in JSON-RPC's shape.
+  for (const auto& [prefix, label] : {std::pair<absl::string_view, absl::string_view>{"/mcp/", "mcp"},
+                                      {"/a2a/", "a2a"}}) {
+    const bool mcp = label == "mcp";
+    if (!absl::StartsWith(route.path, prefix) ||
+        (mcp ? options_.mcp == nullptr : options_.a2a == nullptr)) {
+      continue;
     }
-    engine::CallInfo call = CallFor(route, request);
-    call.api = "mcp";
-    out->SetLabel(call.api);
-    std::string name = route.path.substr(sizeof("/mcp/") - 1);
-    return options_.mcp->Handle(std::move(call), std::move(name), std::move(request),
-                                std::move(out));
-  }
-  if (absl::StartsWith(route.path, "/a2a/") && options_.a2a != nullptr) {
     if (absl::Status access = CheckHttpAccess(options_.access, true, &request); !access.ok()) {
       return out->Respond(HttpStatusFor(access.code()), {{"content-type", kJsonContentType}},
-                          A2aApi::ErrorBody(access.message()));
+                          mcp ? McpApi::ErrorBody(access.message())
+                              : A2aApi::ErrorBody(access.message()));
     }
     engine::CallInfo call = CallFor(route, request);
-    call.api = "a2a";
-    out->SetLabel(call.api);
-    std::string rest = route.path.substr(sizeof("/a2a/") - 1);
+    call.api = label;
+    out->SetLabel(label);
+    std::string rest = route.path.substr(prefix.size());
+    if (mcp) {
+      return options_.mcp->Handle(std::move(call), std::move(rest), std::move(request),
+                                  std::move(out));
+    }
     return options_.a2a->Handle(std::move(call), std::move(rest), std::move(request),
                                 std::move(out));
   }
