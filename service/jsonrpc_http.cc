@@ -74,6 +74,15 @@ upstream::UpstreamHttpHeaders ForwardedHeaders(const HttpRequest& request,
 
 absl::StatusOr<std::pair<std::string, std::string>> SplitUpstreamUrl(absl::string_view url,
                                                                      absl::string_view flag) {
+  for (size_t i = 0; i < url.size(); ++i) {
+    const unsigned char c = static_cast<unsigned char>(url[i]);
+    if (c <= 0x20 || c >= 0x7f) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          flag, " \"", absl::CHexEscape(url.substr(0, 200)), "\": byte ", i + 1,
+          " is not allowed in a URL (spaces, control characters and non-ASCII are "
+          "percent-encoded: %20, %C3%BF)"));
+    }
+  }
   absl::string_view rest = url;
   for (absl::string_view scheme : {"http://", "https://"}) {
     if (absl::StartsWith(rest, scheme)) {

@@ -58,7 +58,8 @@ upstream::UpstreamHttpHeaders ForwardedHeaders(const HttpRequest& request,
 
 // Splits an upstream URL into the base HttpUpstream takes (scheme, host,
 // port) and the endpoint's path ("/" when none). INVALID_ARGUMENT naming
-// `flag` for a URL that is not http(s)://HOST[:PORT][/PATH].
+// `flag` for a URL that is not http(s)://HOST[:PORT][/PATH], or that holds a
+// byte no URL may (a space, a control character, non-ASCII), naming it.
 absl::StatusOr<std::pair<std::string, std::string>> SplitUpstreamUrl(absl::string_view url,
                                                                      absl::string_view flag);
 

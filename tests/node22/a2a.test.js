@@ -402,3 +402,30 @@ test('a2a bad input on /a2a/{name}: refused naming what is wrong, nothing forwar
   assert.match(nobody.json.error.message, /model: recorded "writer" got "editor"/, nobody.text);
   assert.equal(await rep.stop(), 0, rep.stderr());
 });
+
+test('a2a: a bad --a2a-upstream is refused at start naming the flag and the spec, the database untouched; an option-like name is a name', { timeout: 60000 }, async (t) => {
+  const dir = tempDir(t, 'understudy-node22-a2aflag-');
+  const db = path.join(dir, 'never.db');
+  const serve = (...specs) => run(['serve', '--db', db, '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
+    '--mode', 'record', '--session', 's', ...specs.flatMap((s) => [`--a2a-upstream=${s}`])]);
+  const refused = async (specs, pattern, what) => {
+    const r = await serve(...specs);
+    assert.notEqual(r.code, 0, `${what}: ${r.stderr}`);
+    assert.match(r.stderr, pattern, `${what}: ${r.stderr}`);
+    assert.equal(fs.existsSync(db), false, `${what}: no database made`);
+  };
+  await refused(['writer'], /--a2a-upstream "writer": expected NAME=URL, NAME the A2A agent's name \(no '\/'\)/, 'no URL');
+  await refused(['a/b=http://127.0.0.1:1/'], /--a2a-upstream "a\/b=http:\/\/127\.0\.0\.1:1\/": expected NAME=URL/, 'a / in the name');
+  await refused(['=http://127.0.0.1:1/'], /expected NAME=URL/, 'no name');
+  await refused(['w=http://127.0.0.1:1/', 'w=http://127.0.0.1:2/'], /--a2a-upstream: more than one w=/, 'a name twice');
+  await refused(['w=ftp://127.0.0.1:1/'], /--a2a-upstream w "ftp:\/\/127\.0\.0\.1:1\/": expected http:\/\/HOST\[:PORT\]\[\/PATH\]/, 'not http');
+  await refused(['w=http://'], /--a2a-upstream w "http:\/\/": expected http:\/\/HOST/, 'no host');
+  await refused(['w=http://127.0.0.1:1/caf\u00e9'], /--a2a-upstream w "http:\/\/127\.0\.0\.1:1\/caf\\xc3\\xa9": byte 23 is not allowed in a URL/, 'non-ASCII in the URL');
+  await refused(['w=http://127.0.0.1:1/a b'], /byte 21 is not allowed in a URL/, 'a space in the URL');
+
+  // "--help=…" after `=` is the flag's value, an agent named --help: the
+  // server starts and says so.
+  const server = await Server.start(t, dir, { name: 'optionlike', args: ['--a2a-upstream=--help=http://127.0.0.1:1/a2a'] });
+  assert.match(server.stderr(), /a2a_upstreams="--help=http:\/\/127\.0\.0\.1:1\/a2a"/);
+  assert.equal(await server.stop(), 0, server.stderr());
+});
