@@ -9,6 +9,8 @@
 // nothing of it is forwarded or recorded.
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
 import path from 'node:path';
 import { test } from 'node:test';
 import { Server, exportSession, requireBinary, run, tempDir } from '../node/lib/harness.js';
@@ -428,4 +430,56 @@ test('a2a: a bad --a2a-upstream is refused at start naming the flag and the spec
   const server = await Server.start(t, dir, { name: 'optionlike', args: ['--a2a-upstream=--help=http://127.0.0.1:1/a2a'] });
   assert.match(server.stderr(), /a2a_upstreams="--help=http:\/\/127\.0\.0\.1:1\/a2a"/);
   assert.equal(await server.stop(), 0, server.stderr());
+});
+
+test('a2a: clients that never read a long replayed stream hold a window each, not the stream; a reading client is served meanwhile', { timeout: 120000 }, async (t) => {
+  const dir = tempDir(t, 'understudy-node22-a2aslow-');
+  // An agent streaming 2,000 artifact updates of ~4 KB: 8 MB an answer.
+  const piece = 'x'.repeat(4000);
+  const events = 2000;
+  const agent = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (let i = 0; i < events; i++) {
+        const result = { artifactUpdate: { taskId: 't', contextId: 'c', artifact: { artifactId: 'a', parts: [{ text: `${i} ${piece}` }] } } };
+        res.write(`data: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result })}\n\n`);
+      }
+      res.end();
+    });
+  });
+  await new Promise((r) => agent.listen(0, '127.0.0.1', r));
+  t.after(() => agent.close());
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'the long one' }] } } });
+  const read = async (base) => {
+    const res = await fetch(`${base}/a2a/slow`, { method: 'POST', body, headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, signal: AbortSignal.timeout(60000) });
+    assert.equal(res.status, 200);
+    return (await res.text()).split('\n\n').filter((e) => e.startsWith('data: ')).length;
+  };
+  const rec = await Server.start(t, dir, { name: 'record', args: ['--mode', 'record', '--session', 'slow', '--a2a-upstream', `slow=http://127.0.0.1:${agent.address().port}/`] });
+  assert.equal(await read(rec.http), events);
+  assert.equal(await rec.stop(), 0, rec.stderr());
+  agent.close();
+
+  const rep = await Server.start(t, dir, { name: 'replay', args: ['--mode', 'replay', '--session', 'slow', '--repeat', 'true'] });
+  const rss = () => Number(/VmRSS:\s+(\d+)/.exec(fs.readFileSync(`/proc/${rep.child.pid}/status`, 'utf8'))[1]) * 1024;
+  assert.equal(await read(rep.http), events, 'a warm-up read whole');
+  const before = rss();
+  const port = Number(new URL(rep.http).port);
+  const sockets = [];
+  for (let i = 0; i < 20; i++) {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.pause();  // never reads
+    socket.on('error', () => {});
+    socket.write(`POST /a2a/slow HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\ncontent-type: application/json\r\naccept: text/event-stream\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    sockets.push(socket);
+  }
+  // Meanwhile a client that reads gets its whole stream.
+  assert.equal(await read(rep.http), events, 'a reading client is served while 20 do not read');
+  const grown = rss() - before;
+  // 20 unread answers would be 160 MB held; a window each is a few MB.
+  assert.ok(grown < 48 * 1024 * 1024, `20 clients that never read grew the server by ${(grown / 1048576).toFixed(1)} MiB`);
+  for (const s of sockets) s.destroy();
+  assert.equal(await read(rep.http), events, 'still serving once they went');
+  assert.equal(await rep.stop(), 0, rep.stderr());
 });
