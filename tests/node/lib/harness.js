@@ -127,7 +127,7 @@ function track(child) {
 // `understudy serve` on 127.0.0.1:0 (gRPC and HTTP), stderr to a file in
 // `dir`. Resolves once the first stdout line names the bound addresses.
 export class Server {
-  static async start(t, dir, { db = 'understudy.db', args = [], name = 'serve', logLevel = 'info' } = {}) {
+  static async start(t, dir, { db = 'understudy.db', args = [], name = 'serve', logLevel = 'info', env = {} } = {}) {
     const server = new Server();
     server.db = path.join(dir, db);
     server.stderrPath = path.join(dir, `${name}.${Date.now()}.${Math.random().toString(16).slice(2, 6)}.stderr`);
@@ -137,7 +137,7 @@ export class Server {
       '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0', ...args,
     ];
     server.argv = argv;
-    server.child = spawn(BIN, argv, { stdio: ['ignore', 'pipe', stderr], env: cleanEnv() });
+    server.child = spawn(BIN, argv, { stdio: ['ignore', 'pipe', stderr], env: cleanEnv(env) });
     fs.closeSync(stderr);
     server.exited = track(server.child);
     t.after(() => server.kill());
